@@ -1,0 +1,27 @@
+"""kcodec: the Kafka wire protocol for Python, every API and version, a Cython hot path over any buffer.
+
+    import kcodec
+    from kcodec.messages import MetadataResponse
+    data = kcodec.encode(msg, version=12)
+    msg = kcodec.decode(MetadataResponse, data, version=12)
+
+Importing kcodec is cheap: definitions load, message classes import and programs compile on first use.
+"""
+
+from __future__ import annotations
+
+from ._api import decode, decode_from, encode, encoded_size, message_class
+from ._backend import BACKEND
+from .convert import from_dict, to_dict
+from .exceptions import DecodeError, EncodeError, KcodecError, TrailingBytesWarning, UnsupportedVersionError
+from .framing import (FrameSplitter, decode_request, decode_request_header, decode_response, encode_request,
+                      encode_response, request_header_version, response_header_version)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BACKEND", "DecodeError", "EncodeError", "FrameSplitter", "KcodecError", "TrailingBytesWarning",
+    "UnsupportedVersionError", "decode", "decode_from", "decode_request", "decode_request_header",
+    "decode_response", "encode", "encode_request", "encode_response", "encoded_size", "from_dict",
+    "message_class", "request_header_version", "response_header_version", "to_dict",
+]

@@ -1,0 +1,86 @@
+"""encode / decode / encoded_size over the selected backend."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Optional, TypeVar
+
+from . import definitions
+from ._backend import backend
+from .exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
+from .ir import program_for
+
+M = TypeVar("M")
+
+
+def _check_message(msg: Any) -> type:
+    cls = type(msg)
+    if not hasattr(cls, "VALID_VERSIONS"):
+        raise EncodeError(f"expected a kcodec message, got {cls.__name__}")
+    return cls
+
+
+def _check_class(cls: Any) -> None:
+    if not isinstance(cls, type) or not hasattr(cls, "VALID_VERSIONS"):
+        raise TypeError(f"expected a kcodec message class, got {cls!r}")
+
+
+def _check_version(version: Any) -> None:
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise UnsupportedVersionError(f"version must be an int, got {version!r}")
+
+
+def encode(msg: Any, version: int) -> bytes:
+    """The body of ``msg`` at ``version``, as Kafka writes it."""
+    cls = _check_message(msg)
+    _check_version(version)
+    return backend.encode(program_for(cls, version), msg)
+
+
+def encoded_size(msg: Any, version: int) -> int:
+    """The exact length of ``encode(msg, version)``, computed without writing."""
+    cls = _check_message(msg)
+    _check_version(version)
+    return backend.encoded_size(program_for(cls, version), msg)
+
+
+def decode_from(cls: type[M], data: Any, version: int, offset: int = 0,
+                end: Optional[int] = None) -> tuple[M, int]:
+    """Decode one body starting at ``offset``; returns it and the offset just after it."""
+    _check_class(cls)
+    _check_version(version)
+    return backend.decode(program_for(cls, version), data, offset, end)  # type: ignore[no-any-return]
+
+
+def finish(obj: Any, pos: int, end: int, strict: bool, what: str, version: int) -> Any:
+    """Trailing bytes after a body: an error when strict, a TrailingBytesWarning otherwise."""
+    if pos != end:
+        reason = f"{end - pos} trailing bytes after the body"
+        if strict:
+            raise DecodeError(reason + " (pass strict=False to tolerate them)", pos, "", what, version)
+        warnings.warn(TrailingBytesWarning(f"{reason} at byte {pos} of {what} v{version}"), stacklevel=3)
+    return obj
+
+
+def decode(cls: type[M], data: Any, version: int, *, strict: bool = True) -> M:
+    """Decode a whole body from any buffer (bytes, bytearray, memoryview, mmap, numpy array)."""
+    _check_class(cls)
+    _check_version(version)
+    mv = memoryview(data)
+    end = mv.nbytes
+    obj, pos = backend.decode(program_for(cls, version), mv, 0, end)
+    return finish(obj, pos, end, strict, cls.__name__, version)  # type: ignore[no-any-return]
+
+
+def message_class(api_key: Optional[int] = None, kind: str = "request", *, name: Optional[str] = None) -> type:
+    """The class of a request or response by api key, or of any message by Kafka name."""
+    from . import messages
+
+    if name is None:
+        if kind not in ("request", "response"):
+            raise ValueError("kind is 'request' or 'response'")
+        try:
+            name = definitions.by_api_key(int(api_key), kind)  # type: ignore[arg-type]
+        except KeyError:
+            raise UnsupportedVersionError(f"no {kind} with api key {api_key}") from None
+    return getattr(messages, name)  # type: ignore[no-any-return]

@@ -1,0 +1,658 @@
+"""The reference backend: runs the IR in plain Python. It stays forever as the oracle that the
+Cython backend is fuzzed against, so it favours being obviously right over being clever.
+
+Entry points (the same in ``_fast``): ``decode(prog, buf, pos, end) -> (obj, pos)``,
+``encode(prog, obj) -> bytes``, ``encoded_size(prog, obj) -> int``.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from typing import Any, Callable
+
+from .exceptions import DecodeError, EncodeError
+from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT,
+                 UINT16, UINT32, UUID, FieldOp, Program, StructProgram, default_of, is_default,
+                 min_field_size)
+
+_FMT = {BOOL: "?", INT8: "b", INT16: "h", UINT16: "H", INT32: "i", UINT32: "I", INT64: "q", FLOAT64: "d"}
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I8 = struct.Struct(">b")
+_new = object.__new__
+MAX_STRING = 0x7FFF
+
+
+class _Fail(Exception):
+    """A failure deep inside a message; the field path is collected on the way out."""
+
+    def __init__(self, reason: str, offset: int = -1) -> None:
+        self.reason = reason
+        self.offset = offset
+        self.path: list = []
+
+    def path_text(self) -> str:
+        out = ""
+        for p in reversed(self.path):
+            out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+        return out
+
+
+# ---------------------------------------------------------------- plans: the IR, grouped for Python
+
+class _Plan:
+    """A struct's IR prepared for this backend: runs of fixed-size scalars become one struct.Struct."""
+
+    __slots__ = ("sp", "steps", "tag_readers", "tag_writers", "absent_checks")
+
+    def __init__(self, sp: StructProgram, prog: Program) -> None:
+        self.sp = sp
+        steps: list[tuple] = []
+        run: list[FieldOp] = []
+
+        def flush() -> None:
+            if run:
+                fmt = ">" + "".join(_FMT[o.kind] for o in run)
+                steps.append((0, struct.Struct(fmt), tuple(o.attr for o in run), tuple(run)))
+                run.clear()
+
+        for op in sp.fields:
+            if not op.array and op.kind in _FMT:
+                run.append(op)
+                continue
+            flush()
+            steps.append((1, _reader(op, prog), _writer(op, prog), _sizer(op, prog), op))
+        flush()
+        self.steps = steps
+        self.tag_readers = {op.tag: (_reader(op, prog), op) for op in sp.tagged}
+        self.tag_writers = [(op, _writer(op, prog), _sizer(op, prog)) for op in sp.tagged]
+        self.absent_checks = tuple(op for op in sp.absent if not op.ignorable)
+
+
+def _plans(prog: Program) -> list[_Plan]:
+    plans = prog.backend_cache.get("pure")
+    if plans is None:
+        plans = prog.backend_cache["pure"] = [None] * len(prog.structs)
+        for sp in prog.structs:
+            plans[sp.index] = _Plan(sp, prog)
+    return plans
+
+
+def _element(op: FieldOp) -> FieldOp:
+    """The op of one array element: same kind and encoding, never null."""
+    return FieldOp(op.name, op.attr, op.kind, False, False, op.compact, op.struct, -1, None, 0, False)
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+def _uvarint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _Fail("truncated unsigned varint", start)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 35:
+            raise _Fail("unsigned varint longer than 5 bytes", start)
+
+
+def _need(pos: int, n: int, end: int, what: str) -> None:
+    if n > end - pos:
+        raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
+
+
+def _length(op: FieldOp, buf: memoryview, pos: int, end: int, wide: bool, what: str) -> tuple[int, int]:
+    """A length prefix: -1 means null. Classic: int16 (strings) or int32; compact: uvarint of n+1."""
+    start = pos
+    if op.compact:
+        n, pos = _uvarint(buf, pos, end)
+        n -= 1
+    elif wide:
+        _need(pos, 4, end, f"the length of {what}")
+        n = _I32.unpack_from(buf, pos)[0]
+        pos += 4
+    else:
+        _need(pos, 2, end, f"the length of {what}")
+        n = _I16.unpack_from(buf, pos)[0]
+        pos += 2
+    if n < -1:
+        raise _Fail(f"negative length {n} of {what}", start)
+    if n == -1 and not op.nullable:
+        raise _Fail(f"null {what} in a non-nullable field", start)
+    return n, pos
+
+
+def _r_string(plans, op, buf, pos, end):
+    n, pos = _length(op, buf, pos, end, False, "string")
+    if n < 0:
+        return None, pos
+    if n > MAX_STRING:
+        raise _Fail(f"string length {n} exceeds {MAX_STRING}", pos)
+    _need(pos, n, end, "a string")
+    try:
+        return str(buf[pos:pos + n], "utf-8"), pos + n
+    except UnicodeDecodeError as e:
+        raise _Fail(f"invalid UTF-8 in string ({e.reason})", pos + e.start) from None
+
+
+def _r_bytes(plans, op, buf, pos, end):
+    n, pos = _length(op, buf, pos, end, True, "bytes")
+    if n < 0:
+        return None, pos
+    _need(pos, n, end, "bytes")
+    return bytes(buf[pos:pos + n]), pos + n
+
+
+def _r_uuid(plans, op, buf, pos, end):
+    _need(pos, 16, end, "a uuid")
+    return uuid.UUID(bytes=bytes(buf[pos:pos + 16])), pos + 16
+
+
+def _r_fixed(kind: int) -> Callable:
+    st = struct.Struct(">" + _FMT[kind])
+    size = st.size
+
+    def read(plans, op, buf, pos, end):
+        _need(pos, size, end, "an " + ("int" if kind != BOOL else "bool"))
+        return st.unpack_from(buf, pos)[0], pos + size
+    return read
+
+
+def _r_struct(plans, op, buf, pos, end):
+    if op.nullable:
+        _need(pos, 1, end, "a struct's null marker")
+        if _I8.unpack_from(buf, pos)[0] < 0:
+            return None, pos + 1
+        pos += 1
+    return decode_struct(plans, op.struct, buf, pos, end)
+
+
+def _array_reader(op: FieldOp, prog: Program) -> Callable:
+    elem = _element(op)
+    elem_min = max(1, min_field_size(elem, prog.structs))
+    if op.kind in _FMT:
+        code, size = _FMT[op.kind], FIXED_SIZE[op.kind]
+    else:
+        read_one = _scalar_reader(elem)
+
+    def read(plans, op_, buf, pos, end):
+        n, pos = _length(op, buf, pos, end, True, "array")
+        if n < 0:
+            return None, pos
+        if n * elem_min > end - pos:
+            raise _Fail(f"array of {n} elements needs at least {n * elem_min} bytes, {max(end - pos, 0)} left",
+                        pos)
+        if op.kind in _FMT:
+            out = list(struct.unpack_from(f">{n}{code}", buf, pos))
+            return out, pos + n * size
+        out = []
+        append = out.append
+        i = 0
+        try:
+            for i in range(n):
+                v, pos = read_one(plans, elem, buf, pos, end)
+                append(v)
+        except _Fail as e:
+            e.path.append(i)
+            raise
+        return out, pos
+    return read
+
+
+def _scalar_reader(op: FieldOp) -> Callable:
+    if op.kind == STRING:
+        return _r_string
+    if op.kind in (BYTES, RECORDS):
+        return _r_bytes
+    if op.kind == UUID:
+        return _r_uuid
+    if op.kind == STRUCT:
+        return _r_struct
+    return _r_fixed(op.kind)
+
+
+def _reader(op: FieldOp, prog: Program) -> Callable:
+    return _array_reader(op, prog) if op.array else _scalar_reader(op)
+
+
+def decode_struct(plans: list[_Plan], index: int, buf: memoryview, pos: int, end: int) -> tuple[Any, int]:
+    plan = plans[index]
+    sp = plan.sp
+    obj = _new(sp.cls)
+    op = None
+    try:
+        for step in plan.steps:
+            if step[0] == 0:
+                _, st, attrs, ops = step
+                if st.size > end - pos:
+                    for op in ops:  # name the field that runs past the end
+                        if op.fixed_size > end - pos:
+                            _need(pos, op.fixed_size, end, "an int")
+                        pos += op.fixed_size
+                for a, v in zip(attrs, st.unpack_from(buf, pos)):
+                    setattr(obj, a, v)
+                pos += st.size
+            else:
+                op = step[4]
+                v, pos = step[1](plans, op, buf, pos, end)
+                setattr(obj, op.attr, v)
+        op = None
+        for absent in sp.absent:
+            setattr(obj, absent.attr, default_of(absent))
+        if sp.flexible:
+            pos = _read_tagged(plans, plan, obj, buf, pos, end)
+        else:
+            obj.unknown_tagged_fields = None
+    except _Fail as e:
+        if op is not None:
+            e.path.append(op.attr)
+        raise
+    return obj, pos
+
+
+def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: int) -> int:
+    for op in plan.sp.tagged:
+        setattr(obj, op.attr, default_of(op))
+    count, pos = _uvarint(buf, pos, end)
+    if count * 2 > end - pos:
+        raise _Fail(f"{count} tagged fields need at least {count * 2} bytes, {max(end - pos, 0)} left", pos)
+    unknown = None
+    for _ in range(count):
+        tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        _need(pos, size, end, f"tagged field {tag}")
+        known = plan.tag_readers.get(tag)
+        if known is None:
+            if unknown is None:
+                unknown = {}
+            unknown[tag] = bytes(buf[pos:pos + size])
+        else:
+            read, op = known
+            try:
+                v, after = read(plans, op, buf, pos, pos + size)
+                if after != pos + size:
+                    raise _Fail(f"tagged field {tag} read {after - pos} of its {size} bytes", pos)
+            except _Fail as e:
+                e.path.append(op.attr)
+                raise
+            setattr(obj, op.attr, v)
+        pos += size
+    obj.unknown_tagged_fields = unknown
+    return pos
+
+
+def as_bytes_view(data: Any) -> memoryview:
+    """A flat unsigned-byte view of any buffer (bytes, bytearray, memoryview, mmap, numpy)."""
+    mv = memoryview(data)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
+    return mv
+
+
+def decode(prog: Program, data: Any, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
+    """Decode one body from data[pos:end]; returns the object and the offset after it."""
+    buf = as_bytes_view(data)
+    end = len(buf) if end is None else end
+    try:
+        return decode_struct(_plans(prog), 0, buf, pos, end)
+    except _Fail as e:
+        raise DecodeError(e.reason, e.offset, e.path_text(), prog.message, prog.version) from None
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+def _uvarint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def uvarint_size(n: int) -> int:
+    size = 1
+    while n > 0x7F:
+        n >>= 7
+        size += 1
+    return size
+
+
+def _w_length(op: FieldOp, n: int, out: bytearray, wide: bool) -> None:
+    if op.compact:
+        out += _uvarint_bytes(n + 1)
+    else:
+        out += (_I32 if wide else _I16).pack(n)
+
+
+def _s_length(op: FieldOp, n: int, wide: bool) -> int:
+    return uvarint_size(n + 1) if op.compact else (4 if wide else 2)
+
+
+def _null_ok(op: FieldOp, what: str) -> None:
+    if not op.nullable:
+        raise _Fail(f"{what} is None but the field is not nullable in this version")
+
+
+def _utf8(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise _Fail(f"expected str, got {type(value).__name__}")
+    try:
+        b = value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _Fail(f"string is not encodable as UTF-8 ({e.reason})") from None
+    if len(b) > MAX_STRING:
+        raise _Fail(f"string of {len(b)} UTF-8 bytes exceeds {MAX_STRING}")
+    return b
+
+
+def _w_string(plans, op, v, out):
+    if v is None:
+        _null_ok(op, "string")
+        _w_length(op, -1, out, False)
+        return
+    b = _utf8(v)
+    _w_length(op, len(b), out, False)
+    out += b
+
+
+def _s_string(plans, op, v):
+    if v is None:
+        _null_ok(op, "string")
+        return _s_length(op, -1, False)
+    n = len(_utf8(v))
+    return _s_length(op, n, False) + n
+
+
+def _bytes_of(v: Any) -> memoryview:
+    try:
+        return as_bytes_view(v)
+    except TypeError:
+        raise _Fail(f"expected a bytes-like value, got {type(v).__name__}") from None
+
+
+def _w_bytes(plans, op, v, out):
+    if v is None:
+        _null_ok(op, "bytes")
+        _w_length(op, -1, out, True)
+        return
+    b = _bytes_of(v)
+    _w_length(op, len(b), out, True)
+    out += b
+
+
+def _s_bytes(plans, op, v):
+    if v is None:
+        _null_ok(op, "bytes")
+        return _s_length(op, -1, True)
+    n = len(_bytes_of(v))
+    return _s_length(op, n, True) + n
+
+
+def _w_uuid(plans, op, v, out):
+    if not isinstance(v, uuid.UUID):
+        raise _Fail(f"expected uuid.UUID, got {type(v).__name__}")
+    out += v.bytes
+
+
+def _s_uuid(plans, op, v):
+    if not isinstance(v, uuid.UUID):
+        raise _Fail(f"expected uuid.UUID, got {type(v).__name__}")
+    return 16
+
+
+def _pack_checked(st: struct.Struct, kind: int, v: Any) -> bytes:
+    if kind == BOOL:
+        if not isinstance(v, int):
+            raise _Fail(f"expected bool, got {type(v).__name__}")
+    elif kind == FLOAT64:
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise _Fail(f"expected float, got {type(v).__name__}")
+    elif not isinstance(v, int) or isinstance(v, bool):
+        raise _Fail(f"expected int, got {type(v).__name__}")
+    try:
+        return st.pack(v)
+    except (struct.error, OverflowError):
+        raise _Fail(f"{v!r} is out of range for {_KIND_TEXT[kind]}") from None
+
+
+_KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32: "int32", UINT32: "uint32",
+              INT64: "int64", FLOAT64: "float64"}
+
+
+def _w_fixed(kind: int) -> Callable:
+    st = struct.Struct(">" + _FMT[kind])
+
+    def write(plans, op, v, out):
+        out += _pack_checked(st, kind, v)
+    return write
+
+
+def _s_fixed(kind: int) -> Callable:
+    size = FIXED_SIZE[kind]
+    st = struct.Struct(">" + _FMT[kind])
+
+    def size_of(plans, op, v):
+        _pack_checked(st, kind, v)
+        return size
+    return size_of
+
+
+def _w_struct(plans, op, v, out):
+    if v is None:
+        _null_ok(op, "struct")
+        out += b"\xff"
+        return
+    if op.nullable:
+        out += b"\x01"
+    encode_struct(plans, op.struct, v, out)
+
+
+def _s_struct(plans, op, v):
+    if v is None:
+        _null_ok(op, "struct")
+        return 1
+    return (1 if op.nullable else 0) + size_struct(plans, op.struct, v)
+
+
+def _scalar_writer(op: FieldOp) -> tuple[Callable, Callable]:
+    k = op.kind
+    if k == STRING:
+        return _w_string, _s_string
+    if k in (BYTES, RECORDS):
+        return _w_bytes, _s_bytes
+    if k == UUID:
+        return _w_uuid, _s_uuid
+    if k == STRUCT:
+        return _w_struct, _s_struct
+    return _w_fixed(k), _s_fixed(k)
+
+
+def _sequence(v: Any) -> Any:
+    if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__") or not hasattr(v, "__iter__"):
+        raise _Fail(f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _array_writer(op: FieldOp) -> tuple[Callable, Callable]:
+    elem = _element(op)
+    w_one, s_one = _scalar_writer(elem)
+    fixed = FIXED_SIZE.get(op.kind) if op.kind != UUID else None
+
+    def write(plans, op_, v, out):
+        if v is None:
+            _null_ok(op, "array")
+            _w_length(op, -1, out, True)
+            return
+        v = _sequence(v)
+        _w_length(op, len(v), out, True)
+        i = 0
+        try:
+            for i, item in enumerate(v):
+                w_one(plans, elem, item, out)
+        except _Fail as e:
+            e.path.append(i)
+            raise
+
+    def size_of(plans, op_, v):
+        if v is None:
+            _null_ok(op, "array")
+            return _s_length(op, -1, True)
+        v = _sequence(v)
+        n = _s_length(op, len(v), True)
+        i = 0
+        try:
+            if fixed is not None:
+                for i, item in enumerate(v):
+                    s_one(plans, elem, item)
+                return n + fixed * len(v)
+            for i, item in enumerate(v):
+                n += s_one(plans, elem, item)
+        except _Fail as e:
+            e.path.append(i)
+            raise
+        return n
+
+    return write, size_of
+
+
+def _writer(op: FieldOp, prog: Program) -> Callable:
+    return (_array_writer(op) if op.array else _scalar_writer(op))[0]
+
+
+def _sizer(op: FieldOp, prog: Program) -> Callable:
+    return (_array_writer(op) if op.array else _scalar_writer(op))[1]
+
+
+def _get(obj: Any, op: FieldOp) -> Any:
+    try:
+        return getattr(obj, op.attr)
+    except AttributeError:
+        raise _Fail(f"{type(obj).__name__} has no attribute {op.attr!r}") from None
+
+
+def _check_absent(plan: _Plan, obj: Any, version_note: str) -> None:
+    for op in plan.absent_checks:
+        v = _get(obj, op)
+        if not is_default(op, v):
+            e = _Fail(f"{v!r} is not the default, and {version_note} has no field {op.name} to carry it "
+                      "(the field is not ignorable)")
+            e.path.append(op.attr)
+            raise e
+
+
+def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, FieldOp | None]]:
+    """(tag, value, writer, op) of every tagged field to write, ascending by tag."""
+    items = []
+    for op, w, s in plan.tag_writers:
+        v = _get(obj, op)
+        if not is_default(op, v):
+            items.append((op.tag, v, (w, s), op))
+    unknown = getattr(obj, "unknown_tagged_fields", None)
+    if unknown:
+        for tag, raw in unknown.items():
+            if not isinstance(tag, int) or tag < 0:
+                raise _Fail(f"unknown tagged field key {tag!r} is not a tag number")
+            if tag in plan.sp.tags:
+                raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
+                            f"{plan.sp.tags[tag].attr}")
+            items.append((tag, raw, None, None))
+    items.sort(key=lambda t: t[0])
+    return items
+
+
+def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> None:
+    plan = plans[index]
+    op = None
+    try:
+        if obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__"):
+            raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got {type(obj).__name__}")
+        _check_absent(plan, obj, "this version")
+        for step in plan.steps:
+            if step[0] == 0:
+                _, st, attrs, ops = step
+                for op in ops:
+                    out += _pack_checked(_single(op.kind), op.kind, _get(obj, op))
+            else:
+                op = step[4]
+                step[2](plans, op, _get(obj, op), out)
+        op = None
+        if plan.sp.flexible:
+            items = _tagged_items(plans, plan, obj)
+            out += _uvarint_bytes(len(items))
+            for tag, v, ws, op in items:
+                out += _uvarint_bytes(tag)
+                if ws is None:
+                    raw = _bytes_of(v)
+                    out += _uvarint_bytes(len(raw))
+                    out += raw
+                else:
+                    body = bytearray()
+                    ws[0](plans, op, v, body)
+                    out += _uvarint_bytes(len(body))
+                    out += body
+            op = None
+    except _Fail as e:
+        if op is not None:
+            e.path.append(op.attr)
+        raise
+
+
+def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
+    plan = plans[index]
+    n = 0
+    op = None
+    try:
+        if obj is None:
+            raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got None")
+        _check_absent(plan, obj, "this version")
+        for step in plan.steps:
+            if step[0] == 0:
+                for op in step[3]:
+                    _pack_checked(_single(op.kind), op.kind, _get(obj, op))
+                n += step[1].size
+            else:
+                op = step[4]
+                n += step[3](plans, op, _get(obj, op))
+        op = None
+        if plan.sp.flexible:
+            items = _tagged_items(plans, plan, obj)
+            n += uvarint_size(len(items))
+            for tag, v, ws, op in items:
+                body = len(_bytes_of(v)) if ws is None else ws[1](plans, op, v)
+                n += uvarint_size(tag) + uvarint_size(body) + body
+            op = None
+    except _Fail as e:
+        if op is not None:
+            e.path.append(op.attr)
+        raise
+    return n
+
+
+_SINGLE = {k: struct.Struct(">" + f) for k, f in _FMT.items()}
+
+
+def _single(kind: int) -> struct.Struct:
+    return _SINGLE[kind]
+
+
+def encode(prog: Program, obj: Any) -> bytes:
+    out = bytearray()
+    try:
+        encode_struct(_plans(prog), 0, obj, out)
+    except _Fail as e:
+        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
+    return bytes(out)
+
+
+def encoded_size(prog: Program, obj: Any) -> int:
+    try:
+        return size_struct(_plans(prog), 0, obj)
+    except _Fail as e:
+        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None

@@ -1,0 +1,185 @@
+"""Request and response headers, whole frames (size prefix + header + body), and a stream splitter.
+
+Header versions follow each API's flexible versions, with Kafka's exceptions: ApiVersions responses
+always use response header v0 (a client must read them before it knows what the broker speaks), and
+ControlledShutdown v0 requests use request header v0, which has no client id.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Optional
+
+from . import definitions
+from ._api import _check_class, _check_message, _check_version, finish
+from ._backend import backend
+from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from .ir import program_for
+
+API_VERSIONS_KEY = 18
+CONTROLLED_SHUTDOWN_KEY = 7
+DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
+_SIZE = struct.Struct(">i")
+_KEY_VERSION = struct.Struct(">hh")
+
+
+def _messages() -> Any:
+    from . import messages
+
+    return messages
+
+
+def _flexible(api_key: int, api_version: int, kind: str) -> bool:
+    mdef = definitions.get(definitions.by_api_key(api_key, kind))
+    return mdef.is_flexible(api_version)
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+        return 0
+    return 2 if _flexible(api_key, api_version, "request") else 1
+
+
+def response_header_version(api_key: int, api_version: int) -> int:
+    if api_key == API_VERSIONS_KEY:
+        return 0
+    return 1 if _flexible(api_key, api_version, "response") else 0
+
+
+def _frame(parts: list[bytes]) -> bytes:
+    size = sum(map(len, parts))
+    if size > 0x7FFFFFFF:
+        raise EncodeError(f"frame of {size} bytes exceeds the int32 size prefix")
+    return _SIZE.pack(size) + b"".join(parts)
+
+
+def encode_request(req: Any, version: int, correlation_id: int, client_id: Optional[str] = None) -> bytes:
+    """A whole request frame: size prefix, request header, body."""
+    cls = _check_message(req)
+    _check_version(version)
+    if cls.KIND != "request":
+        raise EncodeError(f"{cls.__name__} is not a request")
+    hv = request_header_version(cls.API_KEY, version)
+    header = _messages().RequestHeader(request_api_key=cls.API_KEY, request_api_version=version,
+                                       correlation_id=correlation_id, client_id=client_id)
+    if hv == 0:
+        header.client_id = ""  # v0 has no client id; an empty one is its default
+    body = backend.encode(program_for(cls, version), req)
+    return _frame([backend.encode(program_for(type(header), hv), header), body])
+
+
+def encode_response(msg: Any, version: int, correlation_id: int) -> bytes:
+    """A whole response frame: size prefix, response header, body."""
+    cls = _check_message(msg)
+    _check_version(version)
+    if cls.KIND != "response":
+        raise EncodeError(f"{cls.__name__} is not a response")
+    hv = response_header_version(cls.API_KEY, version)
+    header = _messages().ResponseHeader(correlation_id=correlation_id)
+    body = backend.encode(program_for(cls, version), msg)
+    return _frame([backend.encode(program_for(type(header), hv), header), body])
+
+
+def _frame_bounds(frame: Any, strict: bool) -> tuple[memoryview, int]:
+    """The frame's bytes and the end of its body, from the size prefix."""
+    mv = memoryview(frame)
+    if mv.format != "B" or mv.ndim != 1:
+        mv = mv.cast("B")
+    if len(mv) < 4:
+        raise DecodeError(f"expected a 4-byte size prefix, {len(mv)} bytes given", 0)
+    size = _SIZE.unpack_from(mv, 0)[0]
+    if size < 0:
+        raise DecodeError(f"negative frame size {size}", 0)
+    end = 4 + size
+    if end > len(mv):
+        raise DecodeError(f"frame size {size} exceeds the {len(mv) - 4} bytes given", 0)
+    if end < len(mv) and strict:
+        raise DecodeError(f"{len(mv) - end} bytes after the frame (pass strict=False to tolerate them)", end)
+    return mv, end
+
+
+def _request_header(frame: Any, strict: bool) -> tuple[memoryview, Any, int, int]:
+    mv, end = _frame_bounds(frame, strict)
+    if end - 4 < 4:
+        raise DecodeError("expected a request header, the frame is too short", 4)
+    api_key, api_version = _KEY_VERSION.unpack_from(mv, 4)
+    try:
+        hv = request_header_version(api_key, api_version)
+    except KeyError:
+        hv = 1
+    header, pos = backend.decode(program_for(_messages().RequestHeader, hv), mv, 4, end)
+    return mv, header, pos, end
+
+
+def decode_request_header(frame: Any, *, strict: bool = True) -> tuple[Any, int, int]:
+    """The request header of a frame, the offset where its body starts, and the frame's end.
+
+    Works for api keys and versions kcodec does not know (a broker must still answer them): those
+    headers are read as v1, the classic layout every request starts with.
+    """
+    _, header, pos, end = _request_header(frame, strict)
+    return header, pos, end
+
+
+def decode_request(frame: Any, *, strict: bool = True) -> tuple[Any, Any]:
+    """(header, request) from a whole request frame (size prefix included)."""
+    from ._api import message_class
+
+    mv, header, pos, end = _request_header(frame, strict)
+    cls = message_class(header.request_api_key, "request")
+    version = header.request_api_version
+    req, pos = backend.decode(program_for(cls, version), mv, pos, end)
+    return header, finish(req, pos, end, strict, cls.__name__, version)
+
+
+def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True) -> tuple[Any, Any]:
+    """(header, response) from a whole response frame, given the request's api key and version."""
+    from ._api import message_class
+
+    cls = message_class(api_key, "response")
+    _check_class(cls)
+    _check_version(api_version)
+    mv, end = _frame_bounds(frame, strict)
+    header_cls = _messages().ResponseHeader
+    header, pos = backend.decode(program_for(header_cls, response_header_version(api_key, api_version)),
+                                 mv, 4, end)
+    msg, pos = backend.decode(program_for(cls, api_version), mv, pos, end)
+    return header, finish(msg, pos, end, strict, cls.__name__, api_version)
+
+
+class FrameSplitter:
+    """Cuts a byte stream that arrives in chunks into whole frames (each with its size prefix).
+
+    A size prefix that is negative or larger than ``max_frame_size`` raises DecodeError before
+    anything is buffered for it, so a hostile peer cannot make it allocate.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._consumed = 0  # bytes of the stream already returned as frames
+
+    @property
+    def pending(self) -> int:
+        """Bytes held that do not yet make a whole frame."""
+        return len(self._buf)
+
+    def feed(self, chunk: Any) -> list[bytes]:
+        """Add bytes; return every frame they complete, in order."""
+        self._buf += chunk
+        frames = []
+        buf = self._buf
+        start = 0
+        while len(buf) - start >= 4:
+            size = _SIZE.unpack_from(buf, start)[0]
+            if size < 0 or size > self.max_frame_size:
+                offset = self._consumed + start
+                raise DecodeError(f"frame size {size} is outside 0..{self.max_frame_size}", offset)
+            if len(buf) - start < 4 + size:
+                break
+            frames.append(bytes(buf[start:start + 4 + size]))
+            start += 4 + size
+        if start:
+            del buf[:start]
+            self._consumed += start
+        return frames
