@@ -44,17 +44,22 @@ class _Fail(Exception):
 class _Plan:
     """A struct's IR prepared for this backend: runs of fixed-size scalars become one struct.Struct."""
 
-    __slots__ = ("sp", "steps", "tag_readers", "tag_writers", "absent_checks")
+    __slots__ = ("sp", "cls", "steps", "reads", "tag_readers", "tag_writers", "absent_checks", "defaults",
+                 "tagged_defaults", "flexible")
 
     def __init__(self, sp: StructProgram, prog: Program) -> None:
         self.sp = sp
+        self.cls = sp.cls
+        self.flexible = sp.flexible
         steps: list[tuple] = []
+        reads: list[tuple] = []
         run: list[FieldOp] = []
 
         def flush() -> None:
             if run:
-                fmt = ">" + "".join(_FMT[o.kind] for o in run)
-                steps.append((0, struct.Struct(fmt), tuple(o.attr for o in run), tuple(run)))
+                st = struct.Struct(">" + "".join(_FMT[o.kind] for o in run))
+                steps.append((0, st, tuple(o.attr for o in run), tuple(run)))
+                reads.append((0, st, tuple(o.attr for o in run), tuple(run)))
                 run.clear()
 
         for op in sp.fields:
@@ -63,11 +68,15 @@ class _Plan:
                 continue
             flush()
             steps.append((1, _reader(op, prog), _writer(op, prog), _sizer(op, prog), op))
+            reads.append((1, _reader(op, prog), op.attr, op))
         flush()
         self.steps = steps
+        self.reads = tuple(reads)  # (0, Struct, attrs, ops) or (1, reader, attr, op)
         self.tag_readers = {op.tag: (_reader(op, prog), op) for op in sp.tagged}
         self.tag_writers = [(op, _writer(op, prog), _sizer(op, prog)) for op in sp.tagged]
         self.absent_checks = tuple(op for op in sp.absent if not op.ignorable)
+        self.defaults = tuple((op.attr, op) for op in sp.absent)
+        self.tagged_defaults = tuple((op.attr, op) for op in sp.tagged)
 
 
 def _plans(prog: Program) -> list[_Plan]:
@@ -111,8 +120,14 @@ def _length(op: FieldOp, buf: memoryview, pos: int, end: int, wide: bool, what: 
     """A length prefix: -1 means null. Classic: int16 (strings) or int32; compact: uvarint of n+1."""
     start = pos
     if op.compact:
-        n, pos = _uvarint(buf, pos, end)
-        n -= 1
+        if pos < end and buf[pos] < 0x80:  # a one-byte varint: most lengths
+            n = buf[pos] - 1
+            if n >= 0:
+                return n, pos + 1
+            pos += 1
+        else:
+            n, pos = _uvarint(buf, pos, end)
+            n -= 1
     elif wide:
         _need(pos, 4, end, f"the length of {what}")
         n = _I32.unpack_from(buf, pos)[0]
@@ -178,6 +193,7 @@ def _array_reader(op: FieldOp, prog: Program) -> Callable:
     elem_min = max(1, min_field_size(elem, prog.structs))
     if op.kind in _FMT:
         code, size = _FMT[op.kind], FIXED_SIZE[op.kind]
+        cache: dict[int, struct.Struct] = {}
     else:
         read_one = _scalar_reader(elem)
 
@@ -189,8 +205,10 @@ def _array_reader(op: FieldOp, prog: Program) -> Callable:
             raise _Fail(f"array of {n} elements needs at least {n * elem_min} bytes, {max(end - pos, 0)} left",
                         pos)
         if op.kind in _FMT:
-            out = list(struct.unpack_from(f">{n}{code}", buf, pos))
-            return out, pos + n * size
+            st = cache.get(n)
+            if st is None:
+                st = cache[n] = struct.Struct(f">{n}{code}")
+            return list(st.unpack_from(buf, pos)), pos + n * size
         out = []
         append = out.append
         i = 0
@@ -221,44 +239,54 @@ def _reader(op: FieldOp, prog: Program) -> Callable:
     return _array_reader(op, prog) if op.array else _scalar_reader(op)
 
 
+def _overrun(ops: tuple, pos: int, end: int) -> None:
+    """Name the field of a fixed-size run that runs past the end."""
+    for op in ops:
+        if op.fixed_size > end - pos:
+            e = _Fail(f"expected {_KIND_TEXT[op.kind]} of {op.fixed_size} bytes, {max(end - pos, 0)} left", pos)
+            e.path.append(op.attr)
+            raise e
+        pos += op.fixed_size
+    raise AssertionError("no field overruns")
+
+
 def decode_struct(plans: list[_Plan], index: int, buf: memoryview, pos: int, end: int) -> tuple[Any, int]:
     plan = plans[index]
-    sp = plan.sp
-    obj = _new(sp.cls)
-    op = None
+    obj = _new(plan.cls)
+    code = 0
     try:
-        for step in plan.steps:
-            if step[0] == 0:
-                _, st, attrs, ops = step
-                if st.size > end - pos:
-                    for op in ops:  # name the field that runs past the end
-                        if op.fixed_size > end - pos:
-                            _need(pos, op.fixed_size, end, "an int")
-                        pos += op.fixed_size
-                for a, v in zip(attrs, st.unpack_from(buf, pos)):
-                    setattr(obj, a, v)
-                pos += st.size
+        for code, fn, attr, op in plan.reads:
+            if code:
+                v, pos = fn(plans, op, buf, pos, end)
+                setattr(obj, attr, v)
             else:
-                op = step[4]
-                v, pos = step[1](plans, op, buf, pos, end)
-                setattr(obj, op.attr, v)
-        op = None
-        for absent in sp.absent:
-            setattr(obj, absent.attr, default_of(absent))
-        if sp.flexible:
-            pos = _read_tagged(plans, plan, obj, buf, pos, end)
+                size = fn.size
+                if size > end - pos:
+                    _overrun(op, pos, end)
+                for a, v in zip(attr, fn.unpack_from(buf, pos)):
+                    setattr(obj, a, v)
+                pos += size
+        code = 0
+        for attr, op in plan.defaults:
+            setattr(obj, attr, default_of(op))
+        if plan.flexible:
+            if pos < end and buf[pos] == 0 and not plan.tagged_defaults:
+                obj.unknown_tagged_fields = None  # the common case: no tagged fields at all
+                pos += 1
+            else:
+                pos = _read_tagged(plans, plan, obj, buf, pos, end)
         else:
             obj.unknown_tagged_fields = None
     except _Fail as e:
-        if op is not None:
-            e.path.append(op.attr)
+        if code:
+            e.path.append(attr)
         raise
     return obj, pos
 
 
 def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: int) -> int:
-    for op in plan.sp.tagged:
-        setattr(obj, op.attr, default_of(op))
+    for attr, op in plan.tagged_defaults:
+        setattr(obj, attr, default_of(op))
     count, pos = _uvarint(buf, pos, end)
     if count * 2 > end - pos:
         raise _Fail(f"{count} tagged fields need at least {count * 2} bytes, {max(end - pos, 0)} left", pos)
@@ -266,8 +294,13 @@ def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: i
     for _ in range(count):
         tag, pos = _uvarint(buf, pos, end)
         size, pos = _uvarint(buf, pos, end)
-        _need(pos, size, end, f"tagged field {tag}")
         known = plan.tag_readers.get(tag)
+        try:
+            _need(pos, size, end, f"tagged field {tag}")
+        except _Fail as e:
+            if known is not None:  # a known tagged field runs past the end: name it
+                e.path.append(known[1].attr)
+            raise
         if known is None:
             if unknown is None:
                 unknown = {}
@@ -307,7 +340,14 @@ def decode(prog: Program, data: Any, pos: int = 0, end: int | None = None) -> tu
 
 # ---------------------------------------------------------------------------------------- writing
 
+_ONE_BYTE = [bytes((i,)) for i in range(128)]
+
+
 def _uvarint_bytes(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0 or n > 0xFFFFFFFF:
+        raise _Fail(f"{n} does not fit an unsigned varint")
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -412,9 +452,9 @@ def _pack_checked(st: struct.Struct, kind: int, v: Any) -> bytes:
         if not isinstance(v, int):
             raise _Fail(f"expected bool, got {type(v).__name__}")
     elif kind == FLOAT64:
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
+        if not isinstance(v, (int, float)):
             raise _Fail(f"expected float, got {type(v).__name__}")
-    elif not isinstance(v, int) or isinstance(v, bool):
+    elif not isinstance(v, int):
         raise _Fail(f"expected int, got {type(v).__name__}")
     try:
         return st.pack(v)
@@ -475,15 +515,36 @@ def _scalar_writer(op: FieldOp) -> tuple[Callable, Callable]:
 
 
 def _sequence(v: Any) -> Any:
+    if type(v) is list:
+        return v
     if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__") or not hasattr(v, "__iter__"):
         raise _Fail(f"expected a list, got {type(v).__name__}")
-    return v
+    return list(v)
 
 
 def _array_writer(op: FieldOp) -> tuple[Callable, Callable]:
     elem = _element(op)
     w_one, s_one = _scalar_writer(elem)
-    fixed = FIXED_SIZE.get(op.kind) if op.kind != UUID else None
+    packed = op.kind in _FMT  # fixed-size numbers: one pack for the whole array
+    code = _FMT.get(op.kind, "")
+    cache: dict[int, struct.Struct] = {}
+
+    def pack_all(v: Any) -> bytes:
+        st = cache.get(len(v))
+        if st is None:
+            st = cache[len(v)] = struct.Struct(f">{len(v)}{code}")
+        try:
+            if op.kind == BOOL and not all(isinstance(x, int) for x in v):
+                raise struct.error
+            return st.pack(*v)
+        except (struct.error, OverflowError, TypeError):
+            for i, item in enumerate(v):  # find and name the bad element
+                try:
+                    s_one(None, elem, item)
+                except _Fail as e:
+                    e.path.append(i)
+                    raise
+            raise AssertionError("an array failed to pack but no element did")
 
     def write(plans, op_, v, out):
         if v is None:
@@ -492,6 +553,9 @@ def _array_writer(op: FieldOp) -> tuple[Callable, Callable]:
             return
         v = _sequence(v)
         _w_length(op, len(v), out, True)
+        if packed:
+            out += pack_all(v)
+            return
         i = 0
         try:
             for i, item in enumerate(v):
@@ -506,12 +570,10 @@ def _array_writer(op: FieldOp) -> tuple[Callable, Callable]:
             return _s_length(op, -1, True)
         v = _sequence(v)
         n = _s_length(op, len(v), True)
+        if packed:
+            return n + len(pack_all(v))
         i = 0
         try:
-            if fixed is not None:
-                for i, item in enumerate(v):
-                    s_one(plans, elem, item)
-                return n + fixed * len(v)
             for i, item in enumerate(v):
                 n += s_one(plans, elem, item)
         except _Fail as e:
@@ -557,7 +619,7 @@ def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, Fie
     unknown = getattr(obj, "unknown_tagged_fields", None)
     if unknown:
         for tag, raw in unknown.items():
-            if not isinstance(tag, int) or tag < 0:
+            if not isinstance(tag, int) or tag < 0 or tag >= 1 << 35:  # must fit the 5-byte uvarint read back
                 raise _Fail(f"unknown tagged field key {tag!r} is not a tag number")
             if tag in plan.sp.tags:
                 raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
@@ -576,9 +638,7 @@ def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> N
         _check_absent(plan, obj, "this version")
         for step in plan.steps:
             if step[0] == 0:
-                _, st, attrs, ops = step
-                for op in ops:
-                    out += _pack_checked(_single(op.kind), op.kind, _get(obj, op))
+                out += _pack_group(step[1], step[3], obj)
             else:
                 op = step[4]
                 step[2](plans, op, _get(obj, op), out)
@@ -614,9 +674,7 @@ def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
         _check_absent(plan, obj, "this version")
         for step in plan.steps:
             if step[0] == 0:
-                for op in step[3]:
-                    _pack_checked(_single(op.kind), op.kind, _get(obj, op))
-                n += step[1].size
+                n += len(_pack_group(step[1], step[3], obj))
             else:
                 op = step[4]
                 n += step[3](plans, op, _get(obj, op))
@@ -638,8 +696,22 @@ def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
 _SINGLE = {k: struct.Struct(">" + f) for k, f in _FMT.items()}
 
 
-def _single(kind: int) -> struct.Struct:
-    return _SINGLE[kind]
+def _pack_group(st: struct.Struct, ops: tuple, obj: Any) -> bytes:
+    """A run of fixed-size fields in one pack; any doubt goes to the field-by-field check."""
+    values = [_get(obj, op) for op in ops]
+    try:
+        for op, v in zip(ops, values):
+            if op.kind == BOOL and not isinstance(v, int):  # "?" would pack any object
+                raise struct.error
+        return st.pack(*values)
+    except (struct.error, OverflowError, TypeError):
+        for op, v in zip(ops, values):
+            try:
+                _pack_checked(_SINGLE[op.kind], op.kind, v)
+            except _Fail as e:
+                e.path.append(op.attr)
+                raise
+        raise AssertionError("a run failed to pack but no field did")
 
 
 def encode(prog: Program, obj: Any) -> bytes:
