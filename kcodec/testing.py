@@ -82,4 +82,9 @@ def _struct(prog: Program, index: int, depth: int) -> st.SearchStrategy[Any]:
 
 def instances(cls: type, version: int) -> st.SearchStrategy[Any]:
     """Valid instances of a message class at one version."""
-    return _struct(program_for(cls, version), 0, 0)
+    return program_instances(program_for(cls, version))
+
+
+def program_instances(prog: Program) -> st.SearchStrategy[Any]:
+    """Valid instances of the message a compiled program describes."""
+    return _struct(prog, 0, 0)

@@ -16,7 +16,7 @@ from typing import Any, Optional
 from .validate import INT_RANGES, parse_int_default, validate_message
 from .versions import NONE, OPEN, VersionRange
 
-__all__ = ["FieldDef", "StructDef", "MessageDef", "VersionRange", "get", "names", "by_api_key",
+__all__ = ["FieldDef", "StructDef", "MessageDef", "VersionRange", "get", "parse", "names", "by_api_key",
            "error_codes", "snake_case", "OPEN", "NONE"]
 
 DATA_FILE = Path(__file__).resolve().parent / "messages.json"
@@ -128,6 +128,12 @@ def get(name: str) -> MessageDef:
         raw = _raw_by_name()[name]
     except KeyError:
         raise KeyError(f"no message named {name!r}") from None
+    return parse(raw)
+
+
+def parse(raw: dict[str, Any]) -> MessageDef:
+    """Validate and parse one message definition (the form of messages.json)."""
+    name = raw["name"]
     validate_message(raw)
     structs: dict[str, StructDef] = {}
     common = {c["name"]: c for c in raw.get("commonStructs", [])}
