@@ -5,13 +5,16 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kcodec-installed
 
-.PHONY: run test definitions clean
+.PHONY: run test bench definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
 
 $(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
