@@ -105,6 +105,8 @@ def _uvarint(buf: memoryview, pos: int, end: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
+            if result > 0xFFFFFFFF:  # a fifth byte above 0x0f: Kafka's varints carry 32 bits
+                raise _Fail("unsigned varint exceeds 32 bits", start)
             return result, pos
         shift += 7
         if shift >= 35:
@@ -599,6 +601,12 @@ def _get(obj: Any, op: FieldOp) -> Any:
         raise _Fail(f"{type(obj).__name__} has no attribute {op.attr!r}") from None
 
 
+def _check_struct(plan: _Plan, obj: Any) -> None:
+    """Structs are duck-typed (any object with the attributes will do), but not None, dicts or lists."""
+    if obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__"):
+        raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got {type(obj).__name__}")
+
+
 def _check_absent(plan: _Plan, obj: Any, version_note: str) -> None:
     for op in plan.absent_checks:
         v = _get(obj, op)
@@ -619,7 +627,7 @@ def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, Fie
     unknown = getattr(obj, "unknown_tagged_fields", None)
     if unknown:
         for tag, raw in unknown.items():
-            if not isinstance(tag, int) or tag < 0 or tag >= 1 << 35:  # must fit the 5-byte uvarint read back
+            if not isinstance(tag, int) or tag < 0 or tag > 0xFFFFFFFF:  # a tag is an unsigned varint: 32 bits
                 raise _Fail(f"unknown tagged field key {tag!r} is not a tag number")
             if tag in plan.sp.tags:
                 raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
@@ -633,11 +641,11 @@ def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> N
     plan = plans[index]
     op = None
     try:
-        if obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__"):
-            raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got {type(obj).__name__}")
+        _check_struct(plan, obj)
         _check_absent(plan, obj, "this version")
         for step in plan.steps:
             if step[0] == 0:
+                op = None  # _pack_group names the field itself
                 out += _pack_group(step[1], step[3], obj)
             else:
                 op = step[4]
@@ -669,11 +677,11 @@ def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
     n = 0
     op = None
     try:
-        if obj is None:
-            raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got None")
+        _check_struct(plan, obj)
         _check_absent(plan, obj, "this version")
         for step in plan.steps:
             if step[0] == 0:
+                op = None  # _pack_group names the field itself
                 n += len(_pack_group(step[1], step[3], obj))
             else:
                 op = step[4]
@@ -698,7 +706,13 @@ _SINGLE = {k: struct.Struct(">" + f) for k, f in _FMT.items()}
 
 def _pack_group(st: struct.Struct, ops: tuple, obj: Any) -> bytes:
     """A run of fixed-size fields in one pack; any doubt goes to the field-by-field check."""
-    values = [_get(obj, op) for op in ops]
+    values = []
+    for op in ops:
+        try:
+            values.append(_get(obj, op))
+        except _Fail as e:
+            e.path.append(op.attr)
+            raise
     try:
         for op, v in zip(ops, values):
             if op.kind == BOOL and not isinstance(v, int):  # "?" would pack any object

@@ -151,7 +151,8 @@ class FrameSplitter:
     """Cuts a byte stream that arrives in chunks into whole frames (each with its size prefix).
 
     A size prefix that is negative or larger than ``max_frame_size`` raises DecodeError before
-    anything is buffered for it, so a hostile peer cannot make it allocate.
+    anything is buffered for it, so a hostile peer cannot make it allocate. Frames completed before
+    a bad prefix are returned first; the call after them raises.
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME) -> None:
@@ -173,6 +174,8 @@ class FrameSplitter:
         while len(buf) - start >= 4:
             size = _SIZE.unpack_from(buf, start)[0]
             if size < 0 or size > self.max_frame_size:
+                if frames:  # hand over the good frames first; the next feed raises
+                    break
                 offset = self._consumed + start
                 raise DecodeError(f"frame size {size} is outside 0..{self.max_frame_size}", offset)
             if len(buf) - start < 4 + size:

@@ -223,3 +223,20 @@ def test_backend_is_the_expected_one():
         assert kcodec.BACKEND == "python"
     if expected:
         assert kcodec.BACKEND == expected
+
+
+def test_frame_splitter_returns_good_frames_before_a_bad_prefix():
+    good = kcodec.encode_request(MetadataRequest(), 12, correlation_id=1)
+    sp = kcodec.FrameSplitter(max_frame_size=1024)
+    assert sp.feed(good + good + b"\xff\xff\xff\xff") == [good, good]
+    with pytest.raises(kcodec.DecodeError) as e:
+        sp.feed(b"")
+    assert e.value.offset == 2 * len(good)
+
+
+def test_encoded_size_and_encode_agree_on_errors():
+    bad = MetadataRequest(topics=[{"name": "t"}])
+    for fn in (kcodec.encode, kcodec.encoded_size):
+        with pytest.raises(kcodec.EncodeError, match="expected a MetadataRequest.Topic, got dict") as e:
+            fn(bad, 12)
+        assert e.value.path == "topics[0]"
