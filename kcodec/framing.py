@@ -133,7 +133,11 @@ def decode_request(frame: Any, *, strict: bool = True) -> tuple[Any, Any]:
 
 
 def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True) -> tuple[Any, Any]:
-    """(header, response) from a whole response frame, given the request's api key and version."""
+    """(header, response) from a whole response frame, given the request's api key and version.
+
+    An ApiVersions response that does not decode at the requested version is read as v0, as Kafka's
+    client does: that is how a broker says UNSUPPORTED_VERSION to a version it lacks.
+    """
     from ._api import message_class
 
     cls = message_class(api_key, "response")
@@ -143,8 +147,20 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
     header_cls = _messages().ResponseHeader
     header, pos = backend.decode(program_for(header_cls, response_header_version(api_key, api_version)),
                                  mv, 4, end)
-    msg, pos = backend.decode(program_for(cls, api_version), mv, pos, end)
-    return header, finish(msg, pos, end, strict, cls.__name__, api_version)
+    try:
+        msg, body_end = backend.decode(program_for(cls, api_version), mv, pos, end)
+        return header, finish(msg, body_end, end, strict, cls.__name__, api_version)
+    except DecodeError:
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        # A broker that lacks the client's ApiVersions version answers in the v0 layout (error 35 and
+        # its own range); Kafka's client parses that as v0, and so do we.
+        try:
+            msg, body_end = backend.decode(program_for(cls, 0), mv, pos, end)
+            return header, finish(msg, body_end, end, True, cls.__name__, 0)
+        except DecodeError:
+            pass
+        raise
 
 
 class FrameSplitter:

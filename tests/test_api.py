@@ -240,3 +240,16 @@ def test_encoded_size_and_encode_agree_on_errors():
         with pytest.raises(kcodec.EncodeError, match="expected a MetadataRequest.Topic, got dict") as e:
             fn(bad, 12)
         assert e.value.path == "topics[0]"
+
+
+def test_api_versions_v0_fallback():
+    # kafka-python opens with ApiVersions v4; a broker without v4 answers in the v0 layout.
+    v0 = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION,
+                             api_keys=[ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=3)])
+    frame = kcodec.encode_response(v0, 0, correlation_id=5)
+    header, msg = kcodec.decode_response(frame, api_key=18, api_version=4)
+    assert header.correlation_id == 5 and msg == v0
+    # other APIs get no such fallback
+    frame = kcodec.encode_response(MetadataResponse(), 0, correlation_id=1)
+    with pytest.raises(kcodec.DecodeError):
+        kcodec.decode_response(frame, api_key=3, api_version=12)
