@@ -253,3 +253,22 @@ def test_api_versions_v0_fallback():
     frame = kcodec.encode_response(MetadataResponse(), 0, correlation_id=1)
     with pytest.raises(kcodec.DecodeError):
         kcodec.decode_response(frame, api_key=3, api_version=12)
+
+
+def test_readme_python_example_runs():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_starts_with_the_two_commands():
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+    first_block = lines[lines.index("```sh") + 1: lines.index("```")]
+    assert [line.split("#")[0].strip() for line in first_block] == ["make run", "make test"]
