@@ -13,7 +13,8 @@ from .ir import program_for
 M = TypeVar("M")
 
 
-def _check_message(msg: Any) -> type:
+def _check_message(msg: Any) -> Any:
+    """The message's class (typed Any: its class facts are generated attributes)."""
     cls = type(msg)
     if not hasattr(cls, "VALID_VERSIONS"):
         raise EncodeError(f"expected a kcodec message, got {cls.__name__}")

@@ -254,7 +254,7 @@ def _overrun(ops: tuple, pos: int, end: int) -> None:
 
 def decode_struct(plans: list[_Plan], index: int, buf: memoryview, pos: int, end: int) -> tuple[Any, int]:
     plan = plans[index]
-    obj = _new(plan.cls)
+    obj: Any = _new(plan.cls)
     code = 0
     try:
         for code, fn, attr, op in plan.reads:
@@ -619,7 +619,7 @@ def _check_absent(plan: _Plan, obj: Any, version_note: str) -> None:
 
 def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, FieldOp | None]]:
     """(tag, value, writer, op) of every tagged field to write, ascending by tag."""
-    items = []
+    items: list[tuple[int, Any, Any, FieldOp | None]] = []
     for op, w, s in plan.tag_writers:
         v = _get(obj, op)
         if not is_default(op, v):

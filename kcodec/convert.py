@@ -31,7 +31,7 @@ def _class_for(owner: type, f: FieldDef) -> type:
 
 def to_dict(msg: Any) -> dict[str, Any]:
     """A JSON-able dict of a message or struct, every field included."""
-    cls = type(msg)
+    cls: Any = type(msg)
     out: dict[str, Any] = {}
     for f in _fields_of(cls):
         out[f.attr] = _value_to(getattr(msg, f.attr), f)

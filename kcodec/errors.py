@@ -148,16 +148,20 @@ class ErrorCode(enum.IntEnum):
     INVALID_REGULAR_EXPRESSION = (128, False)
 
 
+_BY_CODE: dict[int, ErrorCode] = {int(e): e for e in ErrorCode}
+
+
+def by_code(code: int) -> ErrorCode | None:
+    """The ErrorCode of a code, or None for codes this table lacks."""
+    return _BY_CODE.get(code)
+
+
 def name_of(code: int) -> str:
     """Kafka's name of an error code; UNKNOWN(<code>) for codes this table lacks."""
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"UNKNOWN({code})"
+    e = _BY_CODE.get(code)
+    return e.name if e is not None else f"UNKNOWN({code})"
 
 
 def is_retriable(code: int) -> bool:
-    try:
-        return ErrorCode(code).retriable
-    except ValueError:
-        return False
+    e = _BY_CODE.get(code)
+    return e is not None and e.retriable

@@ -184,7 +184,7 @@ class FrameSplitter:
     def feed(self, chunk: Any) -> list[bytes]:
         """Add bytes; return every frame they complete, in order."""
         self._buf += chunk
-        frames = []
+        frames: list[bytes] = []
         buf = self._buf
         start = 0
         while len(buf) - start >= 4:

@@ -102,7 +102,9 @@ def compile_program(mdef: MessageDef, version: int, cls: type) -> Program:
         sp = StructProgram(len(structs), sdef.name, struct_cls, flexible)
         index_of[sdef.name] = sp.index
         structs.append(sp)
-        fields, tagged, absent = [], [], []
+        fields: list[FieldOp] = []
+        tagged: list[FieldOp] = []
+        absent: list[FieldOp] = []
         for f in sdef.fields:
             sub = build(f.struct, classes[f.struct.name]) if f.struct is not None else -1
             present = version in f.versions

@@ -69,15 +69,16 @@ def _merge_fields(old: list[dict], new: list[dict], old_only: range, new_span: r
     merged = []
     for name in order:
         o, n = old_by.get(name), new_by.get(name)
-        out = _field_facts(n or o)
+        either: dict = n or o  # type: ignore[assignment]  # every name comes from one of the lists
+        out = _field_facts(either)
         spans = {}
         for key in ("versions", "nullableVersions", "taggedVersions", "flexibleVersions"):
             present = _versions_where(o, key, old_only) | _versions_where(n, key, new_span)
             if key == "versions" and not present:
                 break
             if key == "flexibleVersions":
-                if (o and key in o) or (n and key in n):
-                    out[key] = (n or o)[key]
+                if key in either:
+                    out[key] = either[key]
                 continue
             if present:
                 spans[key] = str(VersionRange.of_set(present, max_version))
@@ -86,7 +87,7 @@ def _merge_fields(old: list[dict], new: list[dict], old_only: range, new_span: r
             if o and n and (o.get("tag") != n.get("tag") or
                             (o["type"] != n["type"] and not _is_struct(o["type"]))):
                 raise ValueError(f"{where}.{name}: type or tag differs between the schema sets")
-            if "fields" in (n or o):
+            if "fields" in either:
                 out["fields"] = _merge_fields((o or {}).get("fields", []), (n or {}).get("fields", []),
                                               old_only, new_span, max_version, f"{where}.{name}")
             merged.append(out)
@@ -128,7 +129,9 @@ def _message_facts(schema: dict) -> dict:
 def merge(old: dict | None, new: dict | None) -> dict:
     """One message from its 3.9 schema (`old`) and its 4.3 schema (`new`); either may be missing."""
     if old is None or new is None:
-        return _message_facts(old or new)
+        only = old or new
+        assert only is not None
+        return _message_facts(only)
     o_rng, n_rng = VersionRange.parse(old["validVersions"]), VersionRange.parse(new["validVersions"])
     lo, hi = min(o_rng.lo, n_rng.lo), max(o_rng.hi, n_rng.hi)
     old_only = range(o_rng.lo, min(o_rng.hi, n_rng.lo - 1) + 1)
@@ -147,7 +150,8 @@ def merge(old: dict | None, new: dict | None) -> dict:
         c_old, c_new = commons_old.get(name), commons_new.get(name)
         fields = _merge_fields((c_old or {}).get("fields", []), (c_new or {}).get("fields", []),
                                old_only, new_span, hi, f"{where}.{name}")
-        commons.append({"name": name, "versions": (c_new or c_old).get("versions", "0+"), "fields": fields})
+        versions = (c_new or c_old or {}).get("versions", "0+")
+        commons.append({"name": name, "versions": versions, "fields": fields})
     if commons:
         out["commonStructs"] = commons
     if old["name"] != new["name"]:

@@ -167,12 +167,17 @@ def errors_source() -> str:
              "        return obj", ""]
     for code, name, retriable in definitions.error_codes():
         lines.append(f"    {name} = ({code}, {retriable})")
-    lines += ["", "", "def name_of(code: int) -> str:",
+    lines += ["", "", "_BY_CODE: dict[int, ErrorCode] = {int(e): e for e in ErrorCode}", "", "",
+              "def by_code(code: int) -> ErrorCode | None:",
+              '    """The ErrorCode of a code, or None for codes this table lacks."""',
+              "    return _BY_CODE.get(code)", "", "",
+              "def name_of(code: int) -> str:",
               '    """Kafka\'s name of an error code; UNKNOWN(<code>) for codes this table lacks."""',
-              "    try:", "        return ErrorCode(code).name", "    except ValueError:",
-              '        return f"UNKNOWN({code})"', "", "",
-              "def is_retriable(code: int) -> bool:", "    try:", "        return ErrorCode(code).retriable",
-              "    except ValueError:", "        return False"]
+              "    e = _BY_CODE.get(code)",
+              '    return e.name if e is not None else f"UNKNOWN({code})"', "", "",
+              "def is_retriable(code: int) -> bool:",
+              "    e = _BY_CODE.get(code)",
+              "    return e is not None and e.retriable"]
     return "\n".join(lines) + "\n"
 
 
@@ -200,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         p.write_text(files[p], encoding="utf-8")
     for p in orphans:
         p.unlink()
-    print(f"kcodec.messages: {len(files) - 1} message modules, {len(stale)} written, {len(orphans)} removed")
+    print(f"kcodec.messages: {len(files)} generated files, {len(stale)} written, {len(orphans)} removed")
     return 0
 
 
