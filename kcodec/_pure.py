@@ -607,11 +607,11 @@ def _check_struct(plan: _Plan, obj: Any) -> None:
         raise _Fail(f"expected a {plan.sp.cls.__qualname__}, got {type(obj).__name__}")
 
 
-def _check_absent(plan: _Plan, obj: Any, version_note: str) -> None:
+def _check_absent(plan: _Plan, obj: Any) -> None:
     for op in plan.absent_checks:
         v = _get(obj, op)
         if not is_default(op, v):
-            e = _Fail(f"{v!r} is not the default, and {version_note} has no field {op.name} to carry it "
+            e = _Fail(f"{v!r} is not the default, and this version has no field {op.name} to carry it "
                       "(the field is not ignorable)")
             e.path.append(op.attr)
             raise e
@@ -642,7 +642,7 @@ def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> N
     op = None
     try:
         _check_struct(plan, obj)
-        _check_absent(plan, obj, "this version")
+        _check_absent(plan, obj)
         for step in plan.steps:
             if step[0] == 0:
                 op = None  # _pack_group names the field itself
@@ -678,7 +678,7 @@ def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
     op = None
     try:
         _check_struct(plan, obj)
-        _check_absent(plan, obj, "this version")
+        _check_absent(plan, obj)
         for step in plan.steps:
             if step[0] == 0:
                 op = None  # _pack_group names the field itself
