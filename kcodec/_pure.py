@@ -193,24 +193,44 @@ def _r_struct(plans, op, buf, pos, end):
 def _array_reader(op: FieldOp, prog: Program) -> Callable:
     elem = _element(op)
     elem_min = max(1, min_field_size(elem, prog.structs))
-    if op.kind in _FMT:
-        code, size = _FMT[op.kind], FIXED_SIZE[op.kind]
-        cache: dict[int, struct.Struct] = {}
-    else:
-        read_one = _scalar_reader(elem)
+    compact = op.compact
 
-    def read(plans, op_, buf, pos, end):
-        n, pos = _length(op, buf, pos, end, True, "array")
-        if n < 0:
-            return None, pos
+    def length(buf, pos, end):
+        if compact and pos < end and 0 < buf[pos] < 0x80:  # the common one-byte compact length
+            n, pos = buf[pos] - 1, pos + 1
+        else:
+            n, pos = _length(op, buf, pos, end, True, "array")
+            if n < 0:
+                return n, pos
         if n * elem_min > end - pos:
             raise _Fail(f"array of {n} elements needs at least {n * elem_min} bytes, {max(end - pos, 0)} left",
                         pos)
-        if op.kind in _FMT:
-            st = cache.get(n)
-            if st is None:
-                st = cache[n] = struct.Struct(f">{n}{code}")
+        return n, pos
+
+    if op.kind in _FMT:  # fixed-size numbers: one unpack for the whole array
+        code, size = _FMT[op.kind], FIXED_SIZE[op.kind]
+        small = tuple(struct.Struct(f">{i}{code}") for i in range(33))
+
+        def read_numbers(plans, op_, buf, pos, end):
+            n, pos = length(buf, pos, end)
+            if n < 0:
+                return None, pos
+            st = small[n] if n <= 32 else struct.Struct(f">{n}{code}")
             return list(st.unpack_from(buf, pos)), pos + n * size
+        return read_numbers
+
+    if op.kind == STRUCT:
+        index = op.struct
+
+        def read_one(plans, elem, buf, pos, end):
+            return decode_struct(plans, index, buf, pos, end)
+    else:
+        read_one = _scalar_reader(elem)
+
+    def read_items(plans, op_, buf, pos, end):
+        n, pos = length(buf, pos, end)
+        if n < 0:
+            return None, pos
         out = []
         append = out.append
         i = 0
@@ -222,7 +242,7 @@ def _array_reader(op: FieldOp, prog: Program) -> Callable:
             e.path.append(i)
             raise
         return out, pos
-    return read
+    return read_items
 
 
 def _scalar_reader(op: FieldOp) -> Callable:
