@@ -30,7 +30,10 @@ def _messages() -> Any:
 
 
 def _flexible(api_key: int, api_version: int, kind: str) -> bool:
-    mdef = definitions.get(definitions.by_api_key(api_key, kind))
+    try:
+        mdef = definitions.get(definitions.by_api_key(api_key, kind))
+    except KeyError:
+        raise UnsupportedVersionError(f"no {kind} with api key {api_key}") from None
     return mdef.is_flexible(api_version)
 
 
@@ -50,7 +53,7 @@ def _frame(parts: list[bytes]) -> bytes:
     size = sum(map(len, parts))
     if size > 0x7FFFFFFF:
         raise EncodeError(f"frame of {size} bytes exceeds the int32 size prefix")
-    return _SIZE.pack(size) + b"".join(parts)
+    return b"".join([_SIZE.pack(size), *parts])
 
 
 def encode_request(req: Any, version: int, correlation_id: int, client_id: Optional[str] = None) -> bytes:
@@ -105,7 +108,7 @@ def _request_header(frame: Any, strict: bool) -> tuple[memoryview, Any, int, int
     api_key, api_version = _KEY_VERSION.unpack_from(mv, 4)
     try:
         hv = request_header_version(api_key, api_version)
-    except KeyError:
+    except UnsupportedVersionError:
         hv = 1
     header, pos = backend.decode(program_for(_messages().RequestHeader, hv), mv, 4, end)
     return mv, header, pos, end

@@ -272,3 +272,13 @@ def test_readme_starts_with_the_two_commands():
     lines = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
     first_block = lines[lines.index("```sh") + 1: lines.index("```")]
     assert [line.split("#")[0].strip() for line in first_block] == ["make run", "make test"]
+
+
+def test_unknown_api_keys():
+    with pytest.raises(kcodec.UnsupportedVersionError):
+        kcodec.request_header_version(31999, 0)
+    frame = b"\x00\x00\x00\x0a" + bytes.fromhex("7cff 0000 00000001 ffff")  # api key 31999, null client id
+    header, body_at, end = kcodec.decode_request_header(frame)
+    assert (header.api_key, header.correlation_id, header.client_id, body_at, end) == (31999, 1, None, 14, 14)
+    with pytest.raises(kcodec.UnsupportedVersionError):
+        kcodec.decode_request(frame)
