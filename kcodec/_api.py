@@ -47,9 +47,13 @@ def encoded_size(msg: Any, version: int) -> int:
 
 def decode_from(cls: type[M], data: Any, version: int, offset: int = 0,
                 end: Optional[int] = None) -> tuple[M, int]:
-    """Decode one body starting at ``offset``; returns it and the offset just after it."""
+    """Decode one body from ``data[offset:end]``; returns it and the offset just after it."""
     _check_class(cls)
     _check_version(version)
+    size = memoryview(data).nbytes
+    end = size if end is None else end
+    if not 0 <= offset <= end <= size:
+        raise ValueError(f"offset {offset} and end {end} do not lie within the buffer's {size} bytes")
     return backend.decode(program_for(cls, version), data, offset, end)  # type: ignore[no-any-return]
 
 

@@ -282,3 +282,14 @@ def test_unknown_api_keys():
     assert (header.api_key, header.correlation_id, header.client_id, body_at, end) == (31999, 1, None, 14, 14)
     with pytest.raises(kcodec.UnsupportedVersionError):
         kcodec.decode_request(frame)
+
+
+def test_decode_from_bounds():
+    data = kcodec.encode(_metadata(), 12)
+    msg, end = kcodec.decode_from(MetadataResponse, b"xx" + data + b"yy", 12, offset=2, end=2 + len(data))
+    assert msg == _metadata() and end == 2 + len(data)
+    with pytest.raises(kcodec.DecodeError):
+        kcodec.decode_from(MetadataResponse, data, 12, end=len(data) - 1)
+    for offset, end in ((-1, None), (0, len(data) + 1), (5, 4)):
+        with pytest.raises(ValueError, match="do not lie within"):
+            kcodec.decode_from(MetadataResponse, data, 12, offset=offset, end=end)
