@@ -58,7 +58,7 @@ class _Plan:
         def flush() -> None:
             if run:
                 st = struct.Struct(">" + "".join(_FMT[o.kind] for o in run))
-                steps.append((0, st, tuple(o.attr for o in run), tuple(run)))
+                steps.append((0, st, None, tuple(run)))
                 reads.append((0, st, tuple(o.attr for o in run), tuple(run)))
                 run.clear()
 
@@ -67,13 +67,13 @@ class _Plan:
                 run.append(op)
                 continue
             flush()
-            steps.append((1, _reader(op, prog), _writer(op, prog), _sizer(op, prog), op))
+            steps.append((1, *_writer_and_sizer(op), op))
             reads.append((1, _reader(op, prog), op.attr, op))
         flush()
-        self.steps = steps
+        self.steps = steps  # for writing: (0, Struct, None, ops) or (1, writer, sizer, op)
         self.reads = tuple(reads)  # (0, Struct, attrs, ops) or (1, reader, attr, op)
         self.tag_readers = {op.tag: (_reader(op, prog), op) for op in sp.tagged}
-        self.tag_writers = [(op, _writer(op, prog), _sizer(op, prog)) for op in sp.tagged]
+        self.tag_writers = [(op, *_writer_and_sizer(op)) for op in sp.tagged]
         self.absent_checks = tuple(op for op in sp.absent if not op.ignorable)
         self.defaults = tuple((op.attr, op) for op in sp.absent)
         self.tagged_defaults = tuple((op.attr, op) for op in sp.tagged)
@@ -193,15 +193,11 @@ def _r_struct(plans, op, buf, pos, end):
 def _array_reader(op: FieldOp, prog: Program) -> Callable:
     elem = _element(op)
     elem_min = max(1, min_field_size(elem, prog.structs))
-    compact = op.compact
 
     def length(buf, pos, end):
-        if compact and pos < end and 0 < buf[pos] < 0x80:  # the common one-byte compact length
-            n, pos = buf[pos] - 1, pos + 1
-        else:
-            n, pos = _length(op, buf, pos, end, True, "array")
-            if n < 0:
-                return n, pos
+        n, pos = _length(op, buf, pos, end, True, "array")
+        if n < 0:
+            return n, pos
         if n * elem_min > end - pos:
             raise _Fail(f"array of {n} elements needs at least {n * elem_min} bytes, {max(end - pos, 0)} left",
                         pos)
@@ -606,12 +602,8 @@ def _array_writer(op: FieldOp) -> tuple[Callable, Callable]:
     return write, size_of
 
 
-def _writer(op: FieldOp, prog: Program) -> Callable:
-    return (_array_writer(op) if op.array else _scalar_writer(op))[0]
-
-
-def _sizer(op: FieldOp, prog: Program) -> Callable:
-    return (_array_writer(op) if op.array else _scalar_writer(op))[1]
+def _writer_and_sizer(op: FieldOp) -> tuple[Callable, Callable]:
+    return _array_writer(op) if op.array else _scalar_writer(op)
 
 
 def _get(obj: Any, op: FieldOp) -> Any:
@@ -668,8 +660,8 @@ def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> N
                 op = None  # _pack_group names the field itself
                 out += _pack_group(step[1], step[3], obj)
             else:
-                op = step[4]
-                step[2](plans, op, _get(obj, op), out)
+                op = step[3]
+                step[1](plans, op, _get(obj, op), out)
         op = None
         if plan.sp.flexible:
             items = _tagged_items(plans, plan, obj)
@@ -704,8 +696,8 @@ def size_struct(plans: list[_Plan], index: int, obj: Any) -> int:
                 op = None  # _pack_group names the field itself
                 n += len(_pack_group(step[1], step[3], obj))
             else:
-                op = step[4]
-                n += step[3](plans, op, _get(obj, op))
+                op = step[3]
+                n += step[2](plans, op, _get(obj, op))
         op = None
         if plan.sp.flexible:
             items = _tagged_items(plans, plan, obj)

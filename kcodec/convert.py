@@ -15,18 +15,22 @@ UNKNOWN_TAGS_KEY = "_unknown_tagged_fields"
 
 
 @lru_cache(maxsize=None)
+def _message_of(cls: type) -> Any:
+    """The message class a struct class hangs off (its own class for a message)."""
+    from . import messages
+
+    return getattr(messages, cls.__qualname__.split(".")[0])
+
+
 def _fields_of(cls: type) -> tuple[FieldDef, ...]:
-    message = cls.__qualname__.split(".")[0]
-    mdef = definitions.get(getattr(__import__("kcodec.messages", fromlist=[message]), message)._KAFKA_NAME)
+    mdef = definitions.get(_message_of(cls)._KAFKA_NAME)
     name = cls._KAFKA_NAME  # type: ignore[attr-defined]
     sdef = mdef.root if name == mdef.name else mdef.structs[name]
     return tuple(sdef.fields)
 
 
 def _class_for(owner: type, f: FieldDef) -> type:
-    message = __import__("kcodec.messages", fromlist=["x"])
-    root = getattr(message, owner.__qualname__.split(".")[0])
-    return root._STRUCTS[f.struct.name]  # type: ignore[union-attr,no-any-return]
+    return _message_of(owner)._STRUCTS[f.struct.name]  # type: ignore[union-attr,no-any-return]
 
 
 def to_dict(msg: Any) -> dict[str, Any]:
