@@ -90,9 +90,21 @@ def apis(out: Any = sys.stdout) -> int:
     return 0
 
 
+# Application commands: (name, module, help). The module defines `add_arguments(parser)` and
+# `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
+APPLICATIONS: list[tuple[str, str, str]] = [
+]
+
+
 def main(argv: Optional[list[str]] = None) -> int:
+    import importlib
+
     parser = argparse.ArgumentParser(prog="kcodec", description="Kafka wire-protocol codec")
     sub = parser.add_subparsers(dest="command", required=True)
+    apps = {}
+    for name, module, help_text in APPLICATIONS:
+        apps[name] = importlib.import_module(module)
+        apps[name].add_arguments(sub.add_parser(name, help=help_text))
     p = sub.add_parser("showcase", help="decode and re-encode the 1,000-topic Metadata payloads, with times")
     p.add_argument("--vectors", type=Path, default=_default_vectors())
     p.add_argument("--repeat", type=int, default=5)
@@ -104,6 +116,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--lenient", action="store_true", help="tolerate trailing bytes")
     sub.add_parser("apis", help="list every API and its versions")
     args = parser.parse_args(argv)
+    if args.command in apps:
+        return int(apps[args.command].run(args))
     if args.command == "showcase":
         return showcase(args.vectors, max(1, args.repeat))
     if args.command == "decode":

@@ -7,6 +7,7 @@ it is up to date with ``../shared``.
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,7 +17,7 @@ from typing import Any, Optional
 from .validate import INT_RANGES, parse_int_default, validate_message
 from .versions import NONE, OPEN, VersionRange
 
-__all__ = ["FieldDef", "StructDef", "MessageDef", "VersionRange", "get", "parse", "names", "by_api_key",
+__all__ = ["list_topics_api_key", "api_key_of", "LIST_TOPICS_DEFAULT_API_KEY", "FieldDef", "StructDef", "MessageDef", "VersionRange", "get", "parse", "names", "by_api_key",
            "error_codes", "snake_case", "OPEN", "NONE"]
 
 DATA_FILE = Path(__file__).resolve().parent / "messages.json"
@@ -102,9 +103,45 @@ class MessageDef:
         return version in self.flexible
 
 
+# ListTopics (KIP-142) never got an api key from Apache Kafka; kcodec's overlay uses one far outside
+# Apache's range. KCODEC_LIST_TOPICS_API_KEY moves it (read once, when the definitions first load).
+LIST_TOPICS_DEFAULT_API_KEY = 1142
+LIST_TOPICS_ENV = "KCODEC_LIST_TOPICS_API_KEY"
+
+
 @lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
-    return json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    data = json.loads(DATA_FILE.read_text(encoding="utf-8"))
+    override = os.environ.get(LIST_TOPICS_ENV)
+    if override:
+        key = _parse_api_key(override)
+        taken = {m["apiKey"] for m in data["messages"] if "apiKey" in m and not m.get("overlay")}
+        if key in taken:
+            raise ValueError(f"{LIST_TOPICS_ENV}={key} is an Apache Kafka api key")
+        for m in data["messages"]:
+            if m.get("overlay") and m["name"] in ("ListTopicsRequest", "ListTopicsResponse"):
+                m["apiKey"] = key
+    return data
+
+
+def _parse_api_key(text: str) -> int:
+    try:
+        key = int(text)
+    except ValueError:
+        raise ValueError(f"{LIST_TOPICS_ENV} must be an integer, not {text!r}") from None
+    if not 0 <= key <= 0x7FFF:
+        raise ValueError(f"{LIST_TOPICS_ENV}={key} is not an int16 api key")
+    return key
+
+
+def list_topics_api_key() -> int:
+    """The api key ListTopics uses in this process (1142 unless KCODEC_LIST_TOPICS_API_KEY says otherwise)."""
+    return int(_raw_by_name()["ListTopicsRequest"]["apiKey"])
+
+
+def api_key_of(name: str) -> Optional[int]:
+    """The api key of a message as loaded (overlay keys may be moved by the environment)."""
+    return _raw_by_name()[name].get("apiKey")
 
 
 @lru_cache(maxsize=1)

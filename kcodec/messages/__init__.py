@@ -139,6 +139,8 @@ if TYPE_CHECKING:
     from .list_offsets_response import ListOffsetsResponse as ListOffsetsResponse
     from .list_partition_reassignments_request import ListPartitionReassignmentsRequest as ListPartitionReassignmentsRequest
     from .list_partition_reassignments_response import ListPartitionReassignmentsResponse as ListPartitionReassignmentsResponse
+    from .list_topics_request import ListTopicsRequest as ListTopicsRequest
+    from .list_topics_response import ListTopicsResponse as ListTopicsResponse
     from .list_transactions_request import ListTransactionsRequest as ListTransactionsRequest
     from .list_transactions_response import ListTransactionsResponse as ListTransactionsResponse
     from .metadata_request import MetadataRequest as MetadataRequest
@@ -327,6 +329,8 @@ MODULES: dict[str, str] = {
     'ListOffsetsResponse': 'list_offsets_response',
     'ListPartitionReassignmentsRequest': 'list_partition_reassignments_request',
     'ListPartitionReassignmentsResponse': 'list_partition_reassignments_response',
+    'ListTopicsRequest': 'list_topics_request',
+    'ListTopicsResponse': 'list_topics_response',
     'ListTransactionsRequest': 'list_transactions_request',
     'ListTransactionsResponse': 'list_transactions_response',
     'MetadataRequest': 'metadata_request',

@@ -96,7 +96,11 @@ def _class_source(s: StructDef, cls_name: str, qual_owner: str, m: MessageDef, c
     lines.append(f"{i2}_KAFKA_NAME = {s.name!r}")
     lines.append(f"{i2}_ATTRS = ({''.join(repr(a) + ', ' for a in attrs)})")
     if is_message:
-        lines.append(f"{i2}API_KEY = {m.api_key!r}")
+        if m.raw.get("overlay") and m.api_key is not None:
+            # Overlay keys are not Apache's and may be moved (KCODEC_LIST_TOPICS_API_KEY).
+            lines.append(f"{i2}API_KEY = _definitions.api_key_of({m.name!r})")
+        else:
+            lines.append(f"{i2}API_KEY = {m.api_key!r}")
         lines.append(f"{i2}KIND = {m.kind!r}")
         lines.append(f"{i2}VALID_VERSIONS = ({m.valid.lo}, {m.valid.hi})")
         lines.append(f"{i2}FLEXIBLE_FROM = {None if m.flexible.empty else m.flexible.lo!r}")
@@ -126,8 +130,10 @@ def _class_source(s: StructDef, cls_name: str, qual_owner: str, m: MessageDef, c
 
 def message_source(m: MessageDef) -> str:
     classes = struct_class_names(m)
-    lines = [HEADER, "from __future__ import annotations", "", "import uuid", "",
-             "from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct", "", ""]
+    lines = [HEADER, "from __future__ import annotations", "", "import uuid", ""]
+    if m.raw.get("overlay"):
+        lines += ["from .. import definitions as _definitions"]
+    lines += ["from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct", "", ""]
     lines.extend(_class_source(m.root, m.name, m.name, m, classes, "", True))
     lines.append("")
     lines.append("")
