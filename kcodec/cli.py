@@ -93,6 +93,7 @@ def apis(out: Any = sys.stdout) -> int:
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
 APPLICATIONS: list[tuple[str, str, str]] = [
+    ("topics", "kcodec.client.cli", "list, describe, create, delete topics and add partitions on a cluster"),
 ]
 
 

@@ -1,0 +1,53 @@
+"""The client's exceptions. Per-topic failures are not exceptions: they come back as result values."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.exceptions import KcodecError
+
+
+class ClientError(KcodecError):
+    """Base of the client's errors."""
+
+
+class KafkaConnectionError(ClientError, ConnectionError):
+    """A broker could not be reached, or closed the connection; pending requests fail with it."""
+
+
+class RequestTimeoutError(ClientError, TimeoutError):
+    """No response within the request timeout. A late response is dropped; the connection stays up."""
+
+
+class ProtocolError(ClientError):
+    """The broker sent something that is not a Kafka response (bad frame, unknown correlation id,
+    undecodable header). The connection is closed, because its stream can no longer be trusted."""
+
+
+class AuthenticationError(ClientError):
+    """SASL failed: mechanism not enabled, credentials refused, or the broker lacks SASL support."""
+
+
+class UnsupportedApiError(ClientError):
+    """The broker does not speak any version of an API that this client also speaks."""
+
+
+class BrokerError(ClientError):
+    """A whole-request error from a broker (not a per-topic one), with Kafka's error name."""
+
+    def __init__(self, api: str, code: int, message: Optional[str] = None) -> None:
+        self.api = api
+        self.error = error_of(code)
+        self.code = code
+        self.message = message
+        text = f"{api}: {self.error.name} ({code})"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+def error_of(code: int) -> ErrorCode:
+    """Kafka's error by code; a code newer than kcodec's table reads as UNKNOWN_SERVER_ERROR."""
+    try:
+        return ErrorCode(code)  # type: ignore[call-arg]  # by value: the enum lookup
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR

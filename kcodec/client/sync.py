@@ -1,0 +1,59 @@
+"""A blocking wrapper: the asyncio client on a private event loop, for scripts and the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
+
+from .admin import Client
+from .results import CreateTopicResult, NewTopic, TopicConfigs, TopicDescription, TopicListing, TopicResult
+
+T = TypeVar("T")
+
+
+class SyncClient:
+    """``with SyncClient("127.0.0.1:9092") as c: c.list_topics()``; the same options as ``Client``."""
+
+    def __init__(self, bootstrap: Union[str, Sequence[str]], **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self.client = Client(bootstrap, **options)
+
+    def _run(self, coro: Any) -> Any:
+        return self._loop.run_until_complete(coro)
+
+    def __enter__(self) -> SyncClient:
+        try:
+            self._run(self.client.connect())
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._run(self.client.close())
+            self._loop.close()
+
+    def negotiated(self) -> dict[str, Optional[int]]:
+        return self._run(self.client.negotiated())  # type: ignore[no-any-return]
+
+    def list_topics(self, internal: bool = False) -> list[TopicListing]:
+        return self._run(self.client.list_topics(internal))  # type: ignore[no-any-return]
+
+    def describe_topics(self, names: Optional[Iterable[str]] = None) -> list[TopicDescription]:
+        return self._run(self.client.describe_topics(names))  # type: ignore[no-any-return]
+
+    def create_topics(self, topics: Iterable[Union[NewTopic, str]], **kw: Any) -> list[CreateTopicResult]:
+        return self._run(self.client.create_topics(topics, **kw))  # type: ignore[no-any-return]
+
+    def delete_topics(self, names: Iterable[str], **kw: Any) -> list[TopicResult]:
+        return self._run(self.client.delete_topics(names, **kw))  # type: ignore[no-any-return]
+
+    def create_partitions(self, counts: Mapping[str, int], **kw: Any) -> list[TopicResult]:
+        return self._run(self.client.create_partitions(counts, **kw))  # type: ignore[no-any-return]
+
+    def describe_configs(self, names: Iterable[str], keys: Optional[Sequence[str]] = None) -> list[TopicConfigs]:
+        return self._run(self.client.describe_configs(names, keys))  # type: ignore[no-any-return]
