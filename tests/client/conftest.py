@@ -64,7 +64,7 @@ class FakeBroker:
     """
 
     def __init__(self, apis: dict[int, tuple[int, int]], handlers: Optional[dict[int, Handler]] = None) -> None:
-        self.apis = dict(apis)
+        self.apis = apis  # shared: a test may change what the broker advertises between connections
         self.apis.setdefault(18, (0, 4))
         self.handlers = dict(handlers or {})
         self.calls: list[Call] = []
