@@ -50,17 +50,16 @@ def decode_response(frame: bytes, cls: Any, version: int) -> tuple[Any, int]:
 
 def _api_versions(frame: bytes, version: int) -> Any:
     # kcodec.decode_response reads a broker's v0-layout UNSUPPORTED_VERSION answer, strictly. When
-    # that fails, read tolerantly: v0 first if the body starts with error 35 (the v0 answer), else
-    # the version asked for.
+    # that fails, read tolerantly: v0 first if the body starts with error 35 (the v0 answer), then
+    # the version asked for, whose error is the one reported.
     try:
         return kcodec.decode_response(frame, 18, version)[1]
     except kcodec.DecodeError:
-        _, pos = kcodec.decode_from(ResponseHeader, frame, 0, 4)
-        unsupported = frame[pos:pos + 2] == b"\x00\x23"
-        for v in ([0, version] if unsupported else [version]):
-            try:
-                return kcodec.decode_from(ApiVersionsResponse, frame, v, pos)[0]
-            except kcodec.DecodeError:
-                if v == version:
-                    raise
-        raise  # unreachable: the loop ends with `version`, which raises or returns
+        pass
+    _, pos = kcodec.decode_from(ResponseHeader, frame, 0, 4)
+    if frame[pos:pos + 2] == b"\x00\x23" and version:
+        try:
+            return kcodec.decode_from(ApiVersionsResponse, frame, 0, pos)[0]
+        except kcodec.DecodeError:
+            pass
+    return kcodec.decode_from(ApiVersionsResponse, frame, version, pos)[0]

