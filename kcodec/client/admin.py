@@ -16,7 +16,7 @@ from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest, ListTopicsRequest,
-                             MetadataRequest)
+                             MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
 
 from .connection import Connection
 from .errors import BrokerError, KafkaConnectionError, ProtocolError, error_of
@@ -162,8 +162,6 @@ class Client:
             out[cls.__name__[:-7]] = conn.versions.pick(cls)
         out["ListTopics"] = conn.versions.pick(ListTopicsRequest, self.list_topics_api_key)
         if self.sasl is not None:
-            from kcodec.messages import SaslAuthenticateRequest, SaslHandshakeRequest
-
             out["SaslHandshake"] = conn.versions.pick(SaslHandshakeRequest)
             out["SaslAuthenticate"] = conn.versions.pick(SaslAuthenticateRequest)
         return out

@@ -1,9 +1,10 @@
 """Brokers for the client's tests: a scriptable fake (unit tests) and real ones (interop).
 
 Real brokers come through the parametrised ``broker`` fixture; each is a ``RealBroker`` that says what
-it serves (``features``) and which versions kcodec should negotiate with it (``expected``). To add
-another broker (e.g. ``kcodec broker``), write a session fixture that yields a RealBroker and add its
-name to BROKERS.
+it serves (``features``) and which versions kcodec should negotiate with it (``expected``); a broker
+with SASL users carries them (``sasl``) and every test logs in with them. To add another broker, write a
+session fixture that yields a RealBroker and add its name to BROKERS. ``kcodec broker`` (issue 4) joins
+by itself once ``kcodec.broker`` exists.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import importlib.resources
+import importlib.util
 import os
 import shutil
 import socket
@@ -290,7 +292,41 @@ def rdkafka_mock() -> Any:
         del producer  # destroys the client, and its mock cluster with it
 
 
-BROKERS = ["tansu", "rdkafka_mock"]
+HAVE_KCODEC_BROKER = importlib.util.find_spec("kcodec.broker") is not None  # issue 4's, once merged
+KCODEC_BROKER_TOPICS = {"orders": 4, "payments": 7}
+
+
+def _kcodec_cluster(**options: Any) -> Any:
+    from kcodec.broker import Cluster
+
+    with Cluster(brokers=3, **options) as cluster:
+        for name, partitions in KCODEC_BROKER_TOPICS.items():
+            cluster.create_topic(name, partitions, 3)
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def kcodec_broker() -> Any:
+    """kcodec's own broker: ListTopics, DescribeTopicPartitions with paging."""
+    for cluster in _kcodec_cluster():
+        yield RealBroker(name="kcodec-broker", bootstrap=cluster.bootstrap, topics=dict(KCODEC_BROKER_TOPICS),
+                         features={"admin", "list_topics", "pagination"}, expected=KCODEC_BROKER_VERSIONS)
+
+
+@pytest.fixture(scope="session")
+def kcodec_broker_sasl() -> Any:
+    """kcodec's own broker with SASL PLAIN users."""
+    for cluster in _kcodec_cluster(users={"alice": "secret"}):
+        yield RealBroker(name="kcodec-broker-sasl", bootstrap=cluster.bootstrap, topics=dict(KCODEC_BROKER_TOPICS),
+                         features={"admin", "list_topics", "pagination", "sasl"}, sasl=("alice", "secret"),
+                         expected={**KCODEC_BROKER_VERSIONS, "SaslHandshake": 1, "SaslAuthenticate": 2})
+
+
+KCODEC_BROKER_VERSIONS: dict[str, Optional[int]] = {
+    "ApiVersions": 4, "Metadata": 13, "DescribeTopicPartitions": 0, "CreateTopics": 7, "DeleteTopics": 6,
+    "CreatePartitions": 3, "DescribeConfigs": 4, "ListTopics": 1}
+
+BROKERS = ["tansu", "rdkafka_mock"] + (["kcodec_broker", "kcodec_broker_sasl"] if HAVE_KCODEC_BROKER else [])
 
 
 @pytest.fixture(params=BROKERS)

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from kcodec import cli
+from kcodec import cli, definitions
 from kcodec.client import (AuthenticationError, Client, KafkaConnectionError, NewTopic, SyncClient,
                            UnsupportedApiError)
 from kcodec.errors import ErrorCode
@@ -18,7 +18,14 @@ pytestmark = pytest.mark.interop
 
 
 def _client(broker: RealBroker, **kw) -> SyncClient:
+    if broker.sasl is not None:
+        kw.setdefault("sasl_user", broker.sasl[0])
+        kw.setdefault("sasl_password", broker.sasl[1])
     return SyncClient(broker.bootstrap, request_timeout=10, connect_timeout=5, **kw)
+
+
+def _cli_login(broker: RealBroker) -> list[str]:
+    return ["--sasl-user", broker.sasl[0], "--sasl-password", broker.sasl[1]] if broker.sasl else []
 
 
 def test_negotiated_versions(broker: RealBroker):
@@ -60,11 +67,11 @@ def test_describe_topics(broker: RealBroker):
 
 
 def test_cli_list_and_describe_as_json(broker: RealBroker, capsys):
-    assert cli.main(["topics", "list", "--bootstrap", broker.bootstrap, "--json"]) == 0
+    assert cli.main(["topics", "list", "--bootstrap", broker.bootstrap, "--json", *_cli_login(broker)]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert {t["name"] for t in listed} >= set(broker.topics)
     for name in broker.topics:
-        assert cli.main(["topics", "describe", name, "--bootstrap", broker.bootstrap]) == 0
+        assert cli.main(["topics", "describe", name, "--bootstrap", broker.bootstrap, *_cli_login(broker)]) == 0
         table = capsys.readouterr().out.splitlines()
         assert table[0].split() == ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "ERROR"]
         assert len([line for line in table[2:] if line.startswith(name + " ")]) == broker.topics[name]
@@ -102,20 +109,27 @@ def test_create_list_describe_delete(tansu: RealBroker):
         assert c.client.requests_sent[("CreateTopics", 7)] == 2
 
 
-def test_describe_paths_agree(tansu: RealBroker):
-    # Tansu speaks DescribeTopicPartitions v0; capping it away forces the Metadata path.
-    name = f"paths-{uuid.uuid4().hex[:8]}"
-    with _client(tansu) as c:
-        assert c.create_topics([NewTopic(name, 3, 1)])[0].ok
+def test_listtopics_and_describe_paths_agree_with_metadata(broker: RealBroker):
+    # Capping ListTopics and DescribeTopicPartitions away forces the Metadata fallbacks.
+    lt = definitions.list_topics_api_key()
+    name = next(iter(broker.topics), None)
+    with _client(broker) as c:
+        if name is None:
+            name = f"paths-{uuid.uuid4().hex[:8]}"
+            assert c.create_topics([NewTopic(name, 3, 1)])[0].ok
         try:
-            via_dtp = c.describe_topics([name])
-            with _client(tansu, max_versions={75: -1}) as old:
-                via_meta = old.describe_topics([name])
-                assert ("DescribeTopicPartitions", 0) not in old.client.requests_sent
-            assert ("DescribeTopicPartitions", 0) in c.client.requests_sent
-            assert via_dtp == via_meta
+            listed, described = c.list_topics(internal=True), c.describe_topics([name])
+            with _client(broker, max_versions={lt: -1, 75: -1}) as old:
+                assert old.list_topics(internal=True) == listed
+                assert old.describe_topics([name]) == described
+                assert {api for api, _ in old.client.requests_sent} == {"ApiVersions", "Metadata"} | (
+                    {"SaslHandshake", "SaslAuthenticate"} if broker.sasl else set())
+            sent = {api for api, _ in c.client.requests_sent}
+            assert ("ListTopics" in sent) == ("list_topics" in broker.features)
+            assert ("DescribeTopicPartitions" in sent) == (broker.expected["DescribeTopicPartitions"] is not None)
         finally:
-            c.delete_topics([name])
+            if name not in broker.topics:
+                c.delete_topics([name])
 
 
 def test_kip_464_defaults_need_createtopics_v4(tansu: RealBroker):
@@ -149,7 +163,8 @@ def test_async_client_pipelines_against_a_real_broker(broker: RealBroker):
     import asyncio
 
     async def main():
-        async with Client(broker.bootstrap, request_timeout=10) as c:
+        login = {"sasl_user": broker.sasl[0], "sasl_password": broker.sasl[1]} if broker.sasl else {}
+        async with Client(broker.bootstrap, request_timeout=10, **login) as c:
             results = await asyncio.gather(*(c.describe_topics(list(broker.topics) or None) for _ in range(20)))
             assert all(r == results[0] for r in results)
             return c.requests_sent
