@@ -149,8 +149,9 @@ class Connection:
         wait = self.request_timeout if timeout is None else timeout
         try:
             self._writer.write(frame)
-            await asyncio.wait_for(asyncio.shield(fut), wait) if wait else await fut
-            return fut.result()
+            if wait:  # shielded: a timeout must not cancel the future the reader will complete
+                return await asyncio.wait_for(asyncio.shield(fut), wait)
+            return await fut
         except asyncio.TimeoutError:
             raise RequestTimeoutError(f"{name} v{version} to {self.address}: no response within {wait}s "
                                       f"(correlation id {corr})") from None
