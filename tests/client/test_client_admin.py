@@ -93,6 +93,10 @@ class Cluster:
             n = 5 if t.num_partitions == -1 else t.num_partitions  # the broker's num.partitions
             if not req.validate_only:
                 self.topics[t.name] = n
+            if t.name.startswith("secret"):  # KIP-525: no DescribeConfigs right, so no configs
+                results.append(CreateTopicsResponse.CreatableTopicResult(name=t.name, topic_config_error_code=29,
+                                                                         configs=None))
+                continue
             results.append(CreateTopicsResponse.CreatableTopicResult(
                 name=t.name, num_partitions=n, replication_factor=1 if t.replication_factor == -1 else t.replication_factor,
                 configs=[CreateTopicsResponse.CreatableTopicConfigs(name=c.name, value=c.value, config_source=1)
@@ -229,6 +233,17 @@ def test_create_topics_kip_464_and_525():
             ("x", ErrorCode.NONE, 5, 1), ("y", ErrorCode.NONE, 2, 1), ("a", ErrorCode.TOPIC_ALREADY_EXISTS, None, None)]
         assert out[1].configs is not None and out[1].configs["retention.ms"].value == "9"
         assert out[2].message == "Topic 'a' already exists."
+        assert out[0].configs == {} and out[0].config_error == ErrorCode.NONE
+    run(main())
+
+
+def test_create_topics_reports_withheld_configs():
+    async def main():
+        cluster = Cluster()
+        async with cluster.fake, Client(cluster.fake.address) as c:
+            (out,) = await c.create_topics([NewTopic("secret-1", 1, 1)])
+        assert out.ok and out.config_error == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert out.configs is None and out.partitions is None  # -1 on the wire: not told
     run(main())
 
 
