@@ -15,8 +15,8 @@ class SyncClient:
     """``with SyncClient("127.0.0.1:9092") as c: c.list_topics()``; the same options as ``Client``."""
 
     def __init__(self, bootstrap: Union[str, Sequence[str]], **options: Any) -> None:
+        self.client = Client(bootstrap, **options)  # first: bad options must not leak a loop
         self._loop = asyncio.new_event_loop()
-        self.client = Client(bootstrap, **options)
 
     def _run(self, coro: Any) -> Any:
         return self._loop.run_until_complete(coro)

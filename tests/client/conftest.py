@@ -209,7 +209,7 @@ def _run_tansu(tmp_path_factory: Any, *extra: str) -> Any:
     yields its address and stops it afterwards."""
     binary = _tansu_binary(tmp_path_factory.mktemp("tansu"))
     cluster = f"kcodec-{uuid.uuid4().hex[:12]}"  # proves the broker that answers is the one we started
-    for attempt in range(3):
+    for _ in range(3):
         port = _free_port()
         url = f"tcp://127.0.0.1:{port}"
         log = tmp_path_factory.mktemp("tansu-log") / "tansu.log"

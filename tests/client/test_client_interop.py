@@ -213,3 +213,20 @@ def test_sasl_plain_refused_by_a_scram_only_broker(tansu_auth: RealBroker, capsy
     assert cli.main(["topics", "list", "--bootstrap", tansu_auth.bootstrap, "--sasl-user", "alice",
                      "--sasl-password", "secret"]) == 2
     assert "error: SASL PLAIN as 'alice'" in capsys.readouterr().err
+
+
+def test_the_command_runs(tansu: RealBroker):
+    import subprocess
+    import sys
+
+    name = f"cmd-{uuid.uuid4().hex[:8]}"
+    base = [sys.executable, "-m", "kcodec", "topics"]
+    made = subprocess.run([*base, "create", name, "--bootstrap", tansu.bootstrap], capture_output=True, text=True,
+                          timeout=60)
+    assert made.returncode == 0, made.stderr
+    listed = subprocess.run([*base, "list", "--bootstrap", tansu.bootstrap, "--json"], capture_output=True,
+                            text=True, timeout=60)
+    assert listed.returncode == 0 and {"name": name, "internal": False} in json.loads(listed.stdout)
+    gone = subprocess.run([*base, "delete", name, "--bootstrap", tansu.bootstrap], capture_output=True, text=True,
+                          timeout=60)
+    assert gone.returncode == 0 and gone.stdout.split("\n")[2].split() == [name, "NONE"]
