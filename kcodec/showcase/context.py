@@ -18,7 +18,7 @@ class Context:
     decode_max: str = "10k"
     repeat: int = 3
     quiet: bool = False
-    out: TextIO = sys.stdout
+    out: TextIO = dataclasses.field(default_factory=lambda: sys.stdout)  # the current one, not import-time
     results: dict[str, Any] = dataclasses.field(default_factory=dict)   # by step: what later steps read
     sections: list[str] = dataclasses.field(default_factory=list)       # Markdown, in step order
     files: list[Path] = dataclasses.field(default_factory=list)         # written into out_dir
