@@ -207,6 +207,7 @@ class SyntheticCluster(Cluster):
             order += [x[k] for x in lists if k < len(x)]
         fix("_placement", tuple(order))
         fix("_rack_of", {b.node_id: b.rack for b in self.brokers})
+        fix("_placed", {})  # (first broker, shift mod brokers-1) -> replicas: placement depends on nothing else
 
     def __len__(self) -> int:
         return self.topic_count
@@ -254,12 +255,16 @@ class SyntheticCluster(Cluster):
         b, rf = len(brokers), self.replication_factor
         start, shift = rng.randrange(b), rng.randrange(b)
         shrunk, offline_share, rand = self.shrunk_isr_share, self.offline_share, rng.random
+        placed: dict[tuple[int, int], tuple[int, ...]] = self._placed  # type: ignore[attr-defined]
         parts = []
         for p in range(n):
             if p and p % b == 0:
                 shift += 1
             first = (p + start) % b
-            replicas = self._replicas(first, shift)
+            key = (first, shift % (b - 1) if b > 1 else 0)
+            replicas = placed.get(key)
+            if replicas is None:
+                replicas = placed[key] = self._replicas(first, shift)
             isr, offline = replicas, ()  # type: tuple[int, ...], tuple[int, ...]
             if rf > 1 and offline_share and rand() < offline_share:
                 offline = (replicas[1 + rng.randrange(rf - 1)],)
@@ -267,7 +272,7 @@ class SyntheticCluster(Cluster):
             if len(isr) > 1 and shrunk and rand() < shrunk:
                 gone = isr[1 + rng.randrange(len(isr) - 1)]
                 isr = tuple(r for r in isr if r != gone)
-            parts.append(Partition(p, replicas[0], rng.randrange(64), replicas, isr, offline))
+            parts.append(Partition(p, replicas[0], int(rand() * 64), replicas, isr, offline))
         return Topic(name, topic_id, internal, tuple(parts))
 
 
