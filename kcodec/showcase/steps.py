@@ -143,10 +143,10 @@ def _codec_plot(times: dict[str, dict[str, dict[str, float]]], path: Path) -> Op
         ax.set_xscale("log")
         ax.set_yticks([i + 0.4 - width / 2 for i in range(len(LABELS_1K))])
         ax.set_yticklabels(LABELS_1K, fontsize=8)
-        ax.invert_yaxis()
         ax.set_xlabel(f"{op} ms (log)")
         ax.set_title(f"{op}, 1,000 topics")
         ax.grid(True, axis="x", which="both", alpha=0.3)
+    axes[0].invert_yaxis()  # once: the y axis is shared
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
