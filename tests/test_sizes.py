@@ -152,3 +152,32 @@ def test_model_refuses_what_cannot_exist():
     assert Dist("1-100").spec == (1, 100) and Dist("1:50,10:30").spec == {1: 50.0, 10: 30.0} and Dist("7").spec == 7
     with pytest.raises(IndexError):
         SyntheticCluster(topic_count=3).topic(3)
+
+
+class _Counted(tuple):
+    """A replica tuple that counts how many exist at once (tuple subclasses can have __del__)."""
+    live = peak = 0
+
+    def __new__(cls, items):
+        cls.live += 1
+        cls.peak = max(cls.peak, cls.live)
+        return super().__new__(cls, items)
+
+    def __del__(self):
+        type(self).live -= 1
+
+
+class _StreamedCluster(SyntheticCluster):
+    def topic(self, i):
+        t = super().topic(i)
+        return t._replace(partitions=tuple(p._replace(replicas=_Counted(p.replicas)) for p in t.partitions))
+
+
+def test_measure_streams_topics_instead_of_holding_the_cluster():
+    cluster = _StreamedCluster(topic_count=5000, partitions=1, name_lengths=(20, 40))
+    _Counted.live = _Counted.peak = 0
+    sizes = measure(cluster, partition_limit=50)
+    assert sizes.topics == 5000 and sizes.dtp_pages == 100
+    # at most two pages (the one summed, the next being cut: 100 topics) plus a representative per name
+    # length (21) and partition shape: never the 5,000 topics
+    assert 50 <= _Counted.peak <= 100 + 21 + 5
