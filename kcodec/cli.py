@@ -1,6 +1,7 @@
 """The ``kcodec`` command.
 
-    kcodec showcase [--vectors DIR] [--repeat N]   decode and re-encode the 1,000-topic Metadata payloads
+    kcodec showcase [--out DIR] [--steps ...]       the main job (kcodec/showcase): sizes, codec times, a report
+    kcodec sizes --topics 10,100,1k,10k,100k ...     response sizes from 10 to 100,000 topics (kcodec/sizes)
     kcodec decode FILE [--response --api-key K --api-version V] [--strict]   a frame as JSON
     kcodec apis                                      every API and the versions kcodec speaks
 """
@@ -9,58 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import kcodec
 from kcodec import definitions
-
-
-def _default_vectors() -> Path:
-    env = os.environ.get("KCODEC_SHARED")
-    shared = Path(env) if env else Path(__file__).resolve().parents[2] / "shared"
-    return shared / "vectors" / "metadata"
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
-
-
-def showcase(vectors: Path, repeat: int, out: Any = sys.stdout) -> int:
-    from kcodec.messages import MetadataResponse
-
-    print(f"kcodec {kcodec.__version__}, backend: {kcodec.BACKEND}", file=out)
-    print(f"payloads: {vectors}", file=out)
-    rows = []
-    for version in (1, 12):
-        path = vectors / f"metadata_v{version}_1k_body.bin"
-        if not path.exists():
-            print(f"missing {path}: pass --vectors DIR (../shared/vectors/metadata)", file=sys.stderr)
-            return 2
-        data = path.read_bytes()
-        t_dec, msg = _best(lambda: kcodec.decode(MetadataResponse, data, version), repeat)
-        t_enc, again = _best(lambda: kcodec.encode(msg, version), repeat)
-        t_size, size = _best(lambda: kcodec.encoded_size(msg, version), repeat)
-        if again != data or size != len(data):
-            print(f"v{version}: re-encoding differs from the payload", file=sys.stderr)
-            return 1
-        parts = sum(len(t.partitions) for t in msg.topics)
-        rows.append((f"Metadata v{version}", len(data), len(msg.topics), parts, t_dec, t_enc, t_size))
-    head = f"{'payload':<14} {'bytes':>8} {'topics':>7} {'partitions':>10} {'decode ms':>10} {'encode ms':>10} {'size ms':>8}"
-    print(head, file=out)
-    print("-" * len(head), file=out)
-    for name, n, topics, parts, d, e, s in rows:
-        print(f"{name:<14} {n:>8} {topics:>7} {parts:>10} {d * 1e3:>10.2f} {e * 1e3:>10.2f} {s * 1e3:>8.2f}", file=out)
-    print(f"(best of {repeat}; every payload re-encoded byte for byte)", file=out)
-    return 0
 
 
 def decode_file(path: Path, response: bool, api_key: Optional[int], api_version: Optional[int],
@@ -94,6 +49,8 @@ def apis(out: Any = sys.stdout) -> int:
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
 APPLICATIONS: list[tuple[str, str, str]] = [
     ("topics", "kcodec.client.cli", "list, describe, create, delete topics and add partitions on a cluster"),
+    ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
+    ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
 ]
 
 
@@ -106,9 +63,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     for name, module, help_text in APPLICATIONS:
         apps[name] = importlib.import_module(module)
         apps[name].add_arguments(sub.add_parser(name, help=help_text))
-    p = sub.add_parser("showcase", help="decode and re-encode the 1,000-topic Metadata payloads, with times")
-    p.add_argument("--vectors", type=Path, default=_default_vectors())
-    p.add_argument("--repeat", type=int, default=5)
     p = sub.add_parser("decode", help="decode a request (or response) frame file to JSON")
     p.add_argument("file", type=Path)
     p.add_argument("--response", action="store_true")
@@ -119,8 +73,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.command in apps:
         return int(apps[args.command].run(args))
-    if args.command == "showcase":
-        return showcase(args.vectors, max(1, args.repeat))
     if args.command == "decode":
         import warnings
 

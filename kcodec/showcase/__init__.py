@@ -1,0 +1,90 @@
+"""``kcodec showcase`` (``make run``): the main job, as a list of steps that share one context.
+
+    setup    find the 1,000-topic payloads (../shared/vectors/metadata) and the cluster they describe
+    sizes    exact bytes of Metadata / ListTopics / DescribeTopicPartitions for that cluster (the figures
+             457,655 / 474,672 / 32,045 are checked), and a sweep from 10 to 100,000 topics
+    codecs   decode and encode times at 1,000 topics: kcodec's backends, kio and kafka-python
+    report   Markdown + PNGs into the report folder; the headline table on stdout
+
+More steps (a broker, client traffic through a tap, a Spark report) go into ``STEPS`` before ``report``:
+a step is ``Step(name, title, fn)`` with ``fn(ctx: Context) -> None``; it adds Markdown to
+``ctx.sections`` and raises to fail (the other steps still run, the job exits 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+if TYPE_CHECKING:  # the steps and their imports load when the job runs, not with `kcodec --help`
+    from .context import Context
+
+
+class Step(NamedTuple):
+    name: str
+    title: str
+    fn: Callable[["Context"], None]
+
+
+def _steps() -> list[Step]:
+    from . import steps
+
+    return [
+        Step("setup", "Set-up", steps.setup),
+        Step("sizes", "Response sizes", steps.sizes),
+        Step("codecs", "Decode and encode at 1,000 topics", steps.codecs),
+        Step("report", "Report", steps.report),
+    ]
+
+
+def _default_vectors() -> Path:
+    env = os.environ.get("KCODEC_SHARED")
+    shared = Path(env) if env else Path(__file__).resolve().parents[3] / "shared"
+    return shared / "vectors" / "metadata"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--vectors", type=Path, default=_default_vectors(), help="the 1,000-topic Metadata payloads")
+    p.add_argument("--out", type=Path, default=Path("report"), help="report folder (default ./report)")
+    p.add_argument("--topics", default="10,100,1k,10k,100k", help="topic counts of the size sweep")
+    p.add_argument("--decode-max", default="10k", help="time real decodes in the sweep up to this many topics")
+    p.add_argument("--repeat", type=int, default=3, help="timing rounds (best is kept)")
+    p.add_argument("--steps", help="comma-separated subset of the steps (default: all)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def run(args: Any) -> int:
+    from .context import Context
+
+    all_steps = _steps()
+    chosen = all_steps
+    if args.steps:
+        names = [s.strip() for s in args.steps.split(",")]
+        unknown = [n for n in names if n not in {s.name for s in all_steps}]
+        if unknown:
+            print(f"unknown steps {unknown}; steps are {[s.name for s in all_steps]}", file=sys.stderr)
+            return 2
+        chosen = [s for s in all_steps if s.name in names]
+    ctx = Context(vectors=args.vectors, out_dir=args.out, topics=args.topics, decode_max=args.decode_max,
+                  repeat=max(1, args.repeat), quiet=args.quiet)
+    start = time.perf_counter()
+    for step in chosen:
+        t = time.perf_counter()
+        ctx.progress.say(f"[{step.name}] {step.title}")
+        try:
+            step.fn(ctx)
+        except Exception as e:
+            ctx.failures.append(f"{step.name}: {type(e).__name__}: {e}")
+            print(f"step {step.name} failed:\n{traceback.format_exc()}", file=sys.stderr)
+            if step.name == "setup":
+                break
+        ctx.timings[step.name] = time.perf_counter() - t
+    ctx.progress.close()
+    print(f"\n{len(chosen)} steps in {time.perf_counter() - start:.1f} s"
+          + (f"; FAILED: {'; '.join(ctx.failures)}" if ctx.failures else ""), file=ctx.out)
+    return 1 if ctx.failures else 0
