@@ -93,6 +93,7 @@ def apis(out: Any = sys.stdout) -> int:
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
 APPLICATIONS: list[tuple[str, str, str]] = [
+    ("broker", "kcodec.broker.cli", "a Kafka cluster for tests: topic administration, SASL PLAIN, ACLs"),
 ]
 
 
