@@ -174,14 +174,15 @@ class ClusterState:
 
     # -- topic creation (KIP-4, KIP-464) ---------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                   assignments: Optional[dict[int, list[int]]] = None, configs: Optional[dict[str, Optional[str]]] = None,
-                   *, defaults_allowed: bool = True) -> Topic:
+                   assignments: Optional[dict[int, list[int]]] = None,
+                   configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
         """The topic a CreateTopics entry asks for, validated but not added.
 
         KIP-464's cases: partitions and replication factor both given -> used; both -1 with an assignment
         -> the assignment; either given with an assignment -> INVALID_REQUEST; only one given -> the
-        other from the broker's default; neither and no assignment -> both defaults. ``defaults_allowed``
-        is false before CreateTopics v4, where -1 was simply invalid.
+        other from the broker's default; neither and no assignment -> both defaults. Like Kafka's brokers
+        since 2.4, at every CreateTopics version: v4 only tells clients that the broker does this (Java's
+        client refuses -1 below v4 on its side; kafkajs sends -1 with v3).
         """
         validate_topic_name(name)
         if name in self.topics:
@@ -205,14 +206,13 @@ class ClusterState:
             replicas = [list(assignments[p]) for p in range(len(assignments))]
             self.check_assignment(replicas)
             return Topic(name, uuid.uuid4(), replicas, overrides)
-        if num_partitions == -1 and defaults_allowed:
+        if num_partitions == -1:
             num_partitions = self.num_partitions
-        if replication_factor == -1 and defaults_allowed:
+        if replication_factor == -1:
             replication_factor = self.default_replication_factor
         if num_partitions < 1:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
-                             "non-positive value." if num_partitions != -1 else
-                             "Number of partitions must be given before CreateTopics v4 (KIP-464)")
+                             "non-positive value.")
         self._check_replication_factor(replication_factor)
         return Topic(name, uuid.uuid4(), self.assign(num_partitions, replication_factor), overrides)
 

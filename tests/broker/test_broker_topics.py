@@ -59,11 +59,15 @@ def test_kip_464_cases(cluster, case, fields, code, shape):
         assert "t" not in cluster.topics()
 
 
-def test_defaults_are_refused_before_v4(cluster):
+@pytest.mark.parametrize("version", range(0, 4))
+def test_defaults_apply_before_v4_too(cluster, version):
+    # Kafka's brokers (2.4+) apply KIP-464 at every version; kafkajs relies on it with CreateTopics v3.
     with Wire(cluster.addresses[0]) as w:
-        [a, b] = create(w, 3, CT(name="a", num_partitions=-1, replication_factor=1),
-                        CT(name="b", num_partitions=1, replication_factor=-1))
-    assert (a.error_code, b.error_code) == (ErrorCode.INVALID_PARTITIONS, ErrorCode.INVALID_REPLICATION_FACTOR)
+        [a, b] = create(w, version, CT(name="a", num_partitions=-1, replication_factor=1),
+                        CT(name="b", num_partitions=3, replication_factor=-1))
+    assert (a.error_code, b.error_code) == (0, 0)
+    assert [(len(t.replicas), t.replication_factor) for t in (cluster.topics()["a"], cluster.topics()["b"])] == \
+        [(2, 1), (3, 2)]
 
 
 @pytest.mark.parametrize("fields, code", [

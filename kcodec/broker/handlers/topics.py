@@ -54,7 +54,7 @@ def _plan(ctx: Context, t: Any) -> Topic:
         raise AdminError(ErrorCode.INVALID_REQUEST, "A config appears twice for this topic")
     return ctx.state.plan_topic(t.name, t.num_partitions, t.replication_factor,
                                 {a.partition_index: list(a.broker_ids) for a in t.assignments},
-                                {c.name: c.value for c in t.configs}, defaults_allowed=ctx.version >= 4)
+                                {c.name: c.value for c in t.configs})
 
 
 @handles(CreateTopicsRequest, CreateTopicsResponse)
