@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from functools import lru_cache
 from typing import Any, Optional
 
 import kcodec
@@ -37,6 +38,7 @@ class Close(Exception):
     """End this connection (after logging why)."""
 
 
+@lru_cache(maxsize=None)
 def _api_name(key: int) -> str:
     return definitions.api_keys().get(key, f"api{key}")
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
-from typing import Any
+from typing import Any, Iterator
 
 import kcodec
+from kcodec.messages import SaslAuthenticateRequest, SaslHandshakeRequest
 
 
 class Wire:
@@ -53,3 +55,13 @@ class Wire:
             return self.sock.recv(1) == b""
         except ConnectionResetError:
             return True
+
+
+@contextlib.contextmanager
+def authenticated(cluster: Any, user: str, password: str, version: int = 2) -> Iterator[Wire]:
+    with Wire(cluster.addresses[0]) as w:
+        hs = w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
+        assert hs.error_code == 0 and hs.mechanisms == ["PLAIN"]
+        r = w.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()), version)
+        assert r.error_code == 0, r.error_message
+        yield w

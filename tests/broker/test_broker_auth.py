@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import struct
-from typing import Iterator
 
 import pytest
-from broker_wire import Wire
+from broker_wire import Wire, authenticated
 
 import kcodec
 from kcodec.broker import Acl, Cluster
@@ -19,16 +17,6 @@ from kcodec.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopi
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "eve": "eve-secret"}
 ACLS = ["alice:Describe:topic:team-*", "alice:Create:topic:team-*", "alice:Delete:topic:team-a",
         Acl("alice", "DescribeConfigs", "topic", "team-a"), "eve:Describe:topic:public"]
-
-
-@contextlib.contextmanager
-def authenticated(cluster: Cluster, user: str, password: str, version: int = 2) -> Iterator[Wire]:
-    with Wire(cluster.addresses[0]) as w:
-        hs = w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
-        assert hs.error_code == 0 and hs.mechanisms == ["PLAIN"]
-        r = w.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()), version)
-        assert r.error_code == 0, r.error_message
-        yield w
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from broker_wire import Wire
+from broker_wire import Wire, authenticated
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest)
@@ -124,8 +124,6 @@ def test_kip_525_tagged_config_error_when_describe_configs_is_denied():
 
     acls = ["alice:Create:cluster", "alice:Describe:topic:*", "bob:Create:cluster", "bob:DescribeConfigs:topic:*"]
     with Cluster(users={"alice": "a", "bob": "b"}, acls=acls, system_topic_partitions=1) as c:
-        from test_broker_auth import authenticated
-
         with authenticated(c, "alice", "a") as w:
             [r] = create(w, 5, CT(name="t1", num_partitions=1, replication_factor=1))
             import kcodec

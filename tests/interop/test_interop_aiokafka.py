@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import ACLS, USERS, record
+from interop_support import ACLS, USERS, record
 
 from kcodec.broker import Cluster
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import record
+from interop_support import record
 
 pytestmark = pytest.mark.interop
 kafka = pytest.importorskip("kafka")

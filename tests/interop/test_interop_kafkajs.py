@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import record
+from interop_support import record
 
 pytestmark = pytest.mark.interop
 JS = Path(__file__).resolve().parent / "js"

@@ -12,7 +12,7 @@ from kcodec.messages import (AlterConfigsRequest, AlterConfigsResponse, Describe
 
 from .. import configs as cfg
 from ..context import Context
-from ..state import AdminError
+from ..state import AdminError, Topic
 from . import handles
 
 DescribeEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -44,6 +44,23 @@ def _entry(ctx: Context, req: Any, key: cfg.ConfigKey, value: Optional[str], sou
     return e
 
 
+def _topic_for(ctx: Context, result: Any, operation: str, name: str) -> Optional[Topic]:
+    """The topic a config request names, or None with the result's error set (29, then 3)."""
+    if not ctx.allowed(operation, "topic", name):
+        result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+        return None
+    try:
+        return ctx.state.topic(name)
+    except AdminError as e:
+        result.error_code, result.error_message = e.code, e.message
+        return None
+
+
+def _unsupported_type(result: Any, resource_type: int) -> None:
+    result.error_code = ErrorCode.INVALID_REQUEST
+    result.error_message = f"Unsupported resource type {resource_type} (this broker: topic 2, broker 4)"
+
+
 def _broker_name_ok(ctx: Context, name: str) -> bool:
     return name == "" or name == str(ctx.node_id) or (name.isdigit() and int(name) in ctx.state.broker_ids)
 
@@ -56,16 +73,10 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
                                                           resource_name=res.resource_name, error_message=None)
         results.append(r)
         if res.resource_type == cfg.RESOURCE_TOPIC:
-            if not ctx.allowed("DescribeConfigs", "topic", res.resource_name):
-                r.error_code, r.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
-                continue
-            try:
-                topic = ctx.state.topic(res.resource_name)
-            except AdminError as e:
-                r.error_code, r.error_message = e.code, e.message
-                continue
-            r.configs = [_entry(ctx, req, k, val, src, False)
-                         for k, val, src in cfg.describe(topic.configs, res.configuration_keys)]
+            topic = _topic_for(ctx, r, "DescribeConfigs", res.resource_name)
+            if topic is not None:
+                r.configs = [_entry(ctx, req, k, val, src, False)
+                             for k, val, src in cfg.describe(topic.configs, res.configuration_keys)]
         elif res.resource_type == cfg.RESOURCE_BROKER:
             if not ctx.allowed("DescribeConfigs", "cluster"):
                 r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
@@ -76,8 +87,7 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
                 r.configs = [_entry(ctx, req, k, val, src, True) for k, val, src in _broker_configs(ctx)
                              if keys is None or k.name in keys]
         else:
-            r.error_code = ErrorCode.INVALID_REQUEST
-            r.error_message = f"Unsupported resource type {res.resource_type} (this broker: topic 2, broker 4)"
+            _unsupported_type(r, res.resource_type)
     return DescribeConfigsResponse(results=results)
 
 
@@ -92,11 +102,10 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
         if counts[(res.resource_type, res.resource_name)] > 1:
             r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate resource in request."
         elif res.resource_type == cfg.RESOURCE_TOPIC:
-            if not ctx.allowed("AlterConfigs", "topic", res.resource_name):
-                r.error_code, r.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            topic = _topic_for(ctx, r, "AlterConfigs", res.resource_name)
+            if topic is None:
                 continue
             try:
-                topic = ctx.state.topic(res.resource_name)
                 configs = new_configs(topic.configs, res)
                 if not req.validate_only:
                     ctx.state.set_configs(topic, configs)
@@ -111,8 +120,7 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
                 r.error_code = ErrorCode.INVALID_REQUEST
                 r.error_message = "Broker configs of this broker are read-only (set them when it starts)"
         else:
-            r.error_code = ErrorCode.INVALID_REQUEST
-            r.error_message = f"Unsupported resource type {res.resource_type} (this broker: topic 2, broker 4)"
+            _unsupported_type(r, res.resource_type)
     return results
 
 
