@@ -31,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log every connection event")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="-v: log topic changes and closed connections; -vv: every request, its API and version")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     async def main() -> None:

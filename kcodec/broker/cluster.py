@@ -17,6 +17,7 @@ from typing import Any, Iterable, Optional
 
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
+from .server import BrokerServer
 from .state import ClusterState, Topic
 
 log = logging.getLogger("kcodec.broker")
@@ -45,8 +46,6 @@ class Cluster:
                  idle_timeout: float = 600.0) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        from .server import BrokerServer
-
         self.host, self.port, self.advertised_host = host, port, advertised_host
         state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
                              default_replication_factor=default_replication_factor,

@@ -157,6 +157,9 @@ class BrokerServer:
                     raise Close(f"{_api_name(key)} failed") from None
         # recorded after the handler: ApiVersions v3+ names the client software
         self.runtime.usage.record(session.client, _api_name(key), version)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
+                      session.principal)
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

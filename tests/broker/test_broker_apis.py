@@ -220,7 +220,7 @@ def test_cli_moves_the_list_topics_key_and_keeps_state(tmp_path):
     state = tmp_path / "s.json"
     versions = tmp_path / "v.json"
     proc, line = _start_cli("--brokers", "2", "--list-topics-api-key", "2001", "--state", str(state),
-                            "--versions-file", str(versions), env=env)
+                            "--versions-file", str(versions), "-vv", env=env)
     try:
         assert "ListTopics api key 2001" in line
         host, port = line.split("bootstrap ")[1].split(",")[0].split(":")
@@ -235,7 +235,8 @@ def test_cli_moves_the_list_topics_key_and_keeps_state(tmp_path):
             assert 2001 in keys and 1142 not in keys
     finally:
         proc.send_signal(2)
-        proc.wait(timeout=20)
+        _, log = proc.communicate(timeout=20)
+    assert "ListTopics v1 from kcodec-tests (User:ANONYMOUS)" in log
     assert state.exists() and "__consumer_offsets" in state.read_text()
     used = json.loads(versions.read_text())
     assert used["kcodec-tests"]["ListTopics"] == [1] and used["kcodec-tests"]["ApiVersions"] == [2]

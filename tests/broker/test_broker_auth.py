@@ -11,7 +11,8 @@ import kcodec
 from kcodec.broker import Acl, Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeAclsRequest,
-                             DescribeConfigsRequest, IncrementalAlterConfigsRequest, ListTopicsRequest,
+                             DescribeConfigsRequest, DescribeTopicPartitionsRequest,
+                             IncrementalAlterConfigsRequest, ListTopicsRequest,
                              MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "eve": "eve-secret"}
@@ -88,6 +89,11 @@ def test_acls_per_principal_on_every_admin_api(secured):
         ops = w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="team-b")],
                                      include_topic_authorized_operations=True), 10).topics[0]
         assert ops.topic_authorized_operations == (1 << 5) | (1 << 8)  # Create, Describe
+        D = DescribeTopicPartitionsRequest
+        every = w.call(D(topics=[]), 0).topics
+        assert [t.name for t in every] == ["team-b", "team-c"]  # all topics: only what alice may see
+        named = w.call(D(topics=[D.TopicRequest(name="secret"), D.TopicRequest(name="team-b")]), 0).topics
+        assert [(t.name, t.error_code) for t in named] == [("team-b", 0), ("secret", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
         assert w.call(DescribeAclsRequest(resource_type_filter=1, pattern_type_filter=1, operation=1,
                                           permission_type=1), 3).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     with authenticated(secured, "admin", "admin-secret") as w:  # a super user
