@@ -42,7 +42,8 @@ class Cluster:
                  default_replication_factor: int = 1, auto_create_topics: bool = True,
                  users: Optional[dict[str, str]] = None, acls: Optional[Iterable[AclLike]] = None,
                  super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
-                 system_topic_partitions: int = 50, max_frame_size: int = 8 * 1024 * 1024,
+                 system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
+                 max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -50,7 +51,8 @@ class Cluster:
         state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
                              default_replication_factor=default_replication_factor,
                              auto_create_topics=auto_create_topics, state_file=state_file,
-                             system_topic_partitions=system_topic_partitions)
+                             system_topic_partitions=system_topic_partitions,
+                             max_partitions_per_topic=max_partitions_per_topic)
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), dict(users) if users is not None else None,
                                       max_frame_size=max_frame_size, idle_timeout=idle_timeout)
         self.servers = [BrokerServer(node_id, self.runtime) for node_id in state.broker_ids]

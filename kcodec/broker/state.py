@@ -30,6 +30,8 @@ SYSTEM_TOPICS = ("__consumer_offsets", "__transaction_state")
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 STATE_FORMAT = 1
+# A topic's partitions live in memory: a request for two billion of them must be refused, not tried.
+MAX_PARTITIONS_PER_TOPIC = 10_000
 
 
 class AdminError(Exception):
@@ -90,6 +92,7 @@ class ClusterState:
 
     def __init__(self, broker_ids: list[int], *, num_partitions: int = 1, default_replication_factor: int = 1,
                  auto_create_topics: bool = True, system_topic_partitions: int = 50,
+                 max_partitions_per_topic: int = MAX_PARTITIONS_PER_TOPIC,
                  state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None) -> None:
         if num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
@@ -99,6 +102,7 @@ class ClusterState:
         self.broker_ids = list(broker_ids)
         self.brokers: dict[int, BrokerInfo] = {}
         self.num_partitions = num_partitions
+        self.max_partitions_per_topic = max_partitions_per_topic
         self.default_replication_factor = default_replication_factor
         self.auto_create_topics = auto_create_topics
         self.state_file = Path(state_file) if state_file is not None else None
@@ -163,6 +167,11 @@ class ClusterState:
                 raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                                  f"All partitions must have {rf} replicas; partition {p} has {len(brokers)}")
 
+    def _check_partition_limit(self, count: int) -> None:
+        if count > self.max_partitions_per_topic:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"{count} partitions exceed this broker's limit of "
+                             f"{self.max_partitions_per_topic} per topic")
+
     def _check_replication_factor(self, rf: int) -> None:
         if rf < 1:
             raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -197,6 +206,7 @@ class ClusterState:
         except cfg.ConfigError as e:
             raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
         if assignments:
+            self._check_partition_limit(len(assignments))
             if num_partitions != -1 or replication_factor != -1:
                 raise AdminError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
                                  "replicasAssignments were set. Both cannot be used at the same time.")
@@ -213,6 +223,7 @@ class ClusterState:
         if num_partitions < 1:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
                              "non-positive value.")
+        self._check_partition_limit(num_partitions)
         self._check_replication_factor(replication_factor)
         return Topic(name, uuid.uuid4(), self.assign(num_partitions, replication_factor), overrides)
 
@@ -249,6 +260,7 @@ class ClusterState:
                              f"higher than the requested {count}.")
         if count == have:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partitions.")
+        self._check_partition_limit(count)
         added = count - have
         if assignments is None:
             return self.assign(added, topic.replication_factor, have)

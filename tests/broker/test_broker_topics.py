@@ -73,6 +73,7 @@ def test_defaults_apply_before_v4_too(cluster, version):
 @pytest.mark.parametrize("fields, code", [
     (dict(num_partitions=0, replication_factor=1), ErrorCode.INVALID_PARTITIONS),
     (dict(num_partitions=-5, replication_factor=1), ErrorCode.INVALID_PARTITIONS),
+    (dict(num_partitions=2**31 - 1, replication_factor=1), ErrorCode.INVALID_PARTITIONS),  # refused, not tried
     (dict(num_partitions=1, replication_factor=0), ErrorCode.INVALID_REPLICATION_FACTOR),
     (dict(num_partitions=1, replication_factor=4), ErrorCode.INVALID_REPLICATION_FACTOR),
     (dict(num_partitions=-1, replication_factor=-1, assignments=[
@@ -177,6 +178,9 @@ def test_create_partitions(cluster, version):
         assert res[0].error_code == 0 and len(cluster.topics()["grow"].replicas) == 4
         bad = w.call(CreatePartitionsRequest(topics=[
             P(name="grow", count=3, assignments=None)], timeout_ms=1000), version).results
+        huge = w.call(CreatePartitionsRequest(topics=[P(name="grow", count=2**31 - 1, assignments=None)]),
+                      version).results
+        assert huge[0].error_code == ErrorCode.INVALID_PARTITIONS and "limit" in huge[0].error_message
         same = w.call(CreatePartitionsRequest(topics=[P(name="grow", count=4, assignments=None)]), version).results
         wrong = w.call(CreatePartitionsRequest(topics=[P(name="grow", count=6, assignments=[A(broker_ids=[1, 2])])]),
                        version).results
