@@ -62,3 +62,44 @@ def test_random_requests_are_answered(fuzzed, key, version, data):
         pytest.fail(f"{type(req).__name__} v{version} was not answered")
     header, resp = kcodec.decode_response(frame, key, version)
     assert header.correlation_id == 5
+
+
+OTHERS = [(key, v) for key in sorted(kcodec.definitions.api_keys()) if key not in supported_versions()
+          for v in range(*(lambda c: (c.VALID_VERSIONS[0], c.VALID_VERSIONS[1] + 1))(kcodec.message_class(key, "request")))]
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("key, version", OTHERS, ids=[f"{kcodec.definitions.api_keys()[k]}-v{v}" for k, v in OTHERS])
+@settings(max_examples=3)
+@given(data=st.data())
+def test_unimplemented_requests_get_an_error_or_a_close(fuzzed, key, version, data):
+    cluster, errors = fuzzed
+    req = data.draw(instances(kcodec.message_class(key, "request"), version))
+    with Wire(cluster.addresses[0], timeout=10) as w:
+        w.send(kcodec.encode_request(req, version, correlation_id=6, client_id="fuzz"))
+        try:
+            frame = w.read_frame()
+        except ConnectionError:
+            frame = None  # no error form for this request: closed, never left hanging
+    messages = [r.getMessage() for r in errors.records]
+    errors.records.clear()
+    assert not messages, messages
+    if frame is not None:
+        header, resp = kcodec.decode_response(frame, key, version)
+        assert header.correlation_id == 6
+        rdef = kcodec.definitions.get(kcodec.definitions.by_api_key(key, "response"))
+        codes = list(_error_codes(resp, rdef.root.fields, version))
+        assert codes and set(codes) == {35}  # UNSUPPORTED_VERSION wherever the response carries an error
+
+
+def _error_codes(obj, fields, version):
+    """Every error_code the response carries at this version (fields the version lacks left out)."""
+    for f in fields:
+        if version not in f.versions:
+            continue
+        value = getattr(obj, f.attr)
+        if f.attr == "error_code":
+            yield value
+        elif f.struct is not None and value is not None:
+            for item in (value if f.is_array else [value]):
+                yield from _error_codes(item, f.struct.fields, version)
