@@ -49,3 +49,22 @@ def test_bad_options_are_refused():
         Cluster(num_partitions=0)
     with pytest.raises(ValueError):
         Cluster(acls=["nobody:Fly:cluster"])
+
+
+def test_a_fixed_port_and_the_ones_after_it():
+    import socket
+
+    for _ in range(5):  # another process may take a port between the probe and the bind: try again
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        base = probe.getsockname()[1]
+        probe.close()
+        if base > 65000:
+            continue
+        try:
+            with Cluster(brokers=3, port=base, system_topic_partitions=1) as c:
+                assert [p for _, p in c.addresses] == [base, base + 1, base + 2]
+                return
+        except OSError:
+            continue
+    pytest.skip("no three consecutive free ports found")
