@@ -128,3 +128,12 @@ def test_faults_while_others_are_served(small):
         worker.join(timeout=10)
     assert not errors and served[0] > 10
     _healthy(small)
+
+
+def test_pipelined_requests_are_answered_in_order(small):
+    frames = b"".join(kcodec.encode_request(MetadataRequest(topics=None), 12, correlation_id=i, client_id="pipe")
+                      for i in range(500))
+    with Wire(small.addresses[0], timeout=20) as w:
+        w.send(frames)
+        ids = [kcodec.decode_response(w.read_frame(), 3, 12)[0].correlation_id for _ in range(500)]
+    assert ids == list(range(500))
