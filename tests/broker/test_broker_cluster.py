@@ -68,3 +68,16 @@ def test_a_fixed_port_and_the_ones_after_it():
         except OSError:
             continue
     pytest.skip("no three consecutive free ports found")
+
+
+def test_stop_closes_connections_clients_keep_open():
+    import time
+
+    with Cluster(brokers=2, system_topic_partitions=1) as c:
+        lingering = [Wire(a) for a in c.addresses]
+        lingering[0].call(ApiVersionsRequest(), 1)
+        started = time.monotonic()
+    assert time.monotonic() - started < 5
+    assert all(w.closed_by_peer() for w in lingering)
+    for w in lingering:
+        w.close()
