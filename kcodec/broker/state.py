@@ -96,8 +96,10 @@ class ClusterState:
                  state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None) -> None:
         if num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
-        if not 1 <= default_replication_factor:
+        if default_replication_factor < 1:  # above the broker count is allowed: creations then get 38
             raise ValueError("default.replication.factor must be at least 1")
+        if system_topic_partitions < 1:
+            raise ValueError("system topics need at least one partition")
         self.lock = threading.RLock()
         self.broker_ids = list(broker_ids)
         self.brokers: dict[int, BrokerInfo] = {}
