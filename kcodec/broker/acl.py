@@ -19,6 +19,7 @@ CLUSTER_OPERATIONS = ("Create", "ClusterAction", "DescribeConfigs", "AlterConfig
 _IMPLIES = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
 RESOURCE_TYPES = ("topic", "cluster")
 ANONYMOUS = "User:ANONYMOUS"
+CLUSTER_NAME = "kafka-cluster"
 
 
 def principal_of(user: str) -> str:
@@ -42,6 +43,8 @@ class Acl:
         if self.resource_type not in RESOURCE_TYPES:
             raise ValueError(f"unknown ACL resource type {self.resource_type!r}; one of {', '.join(RESOURCE_TYPES)}")
         object.__setattr__(self, "principal", principal_of(self.principal))
+        if self.resource_type == "cluster":  # Kafka's one cluster resource
+            object.__setattr__(self, "resource", CLUSTER_NAME)
 
     @classmethod
     def parse(cls, text: str) -> "Acl":
@@ -49,7 +52,7 @@ class Acl:
         parts = text.split(":", 3)
         if len(parts) < 3 or (parts[2] == "topic" and len(parts) != 4):
             raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic:NAME or USER:OPERATION:cluster")
-        return cls(parts[0], parts[1], parts[2], parts[3] if len(parts) == 4 else "kafka-cluster")
+        return cls(parts[0], parts[1], parts[2], parts[3] if len(parts) == 4 else CLUSTER_NAME)
 
     def matches(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
         if self.principal not in (principal, "User:*") or self.resource_type != resource_type:

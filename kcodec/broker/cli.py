@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -67,8 +68,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"kcodec broker: {len(cluster.servers)} broker(s), bootstrap {cluster.bootstrap}, "
               f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}",
               flush=True)
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # both end it cleanly (and write --versions-file)
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await cluster.stop_async()
 

@@ -234,8 +234,9 @@ def test_cli_moves_the_list_topics_key_and_keeps_state(tmp_path):
             keys = {k.api_key for k in w.call(ApiVersionsRequest(), 2).api_keys}
             assert 2001 in keys and 1142 not in keys
     finally:
-        proc.send_signal(2)
+        proc.terminate()  # SIGTERM ends it cleanly too
         _, log = proc.communicate(timeout=20)
+    assert proc.returncode == 0
     assert "ListTopics v1 from kcodec-tests (User:ANONYMOUS)" in log
     assert state.exists() and "__consumer_offsets" in state.read_text()
     used = json.loads(versions.read_text())
