@@ -4,13 +4,15 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kcodec-installed
+# kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
+JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
 .PHONY: run test bench definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP)
+test: $(STAMP) $(JS_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -22,10 +24,14 @@ $(STAMP): pyproject.toml setup.py
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+$(JS_STAMP): tests/interop/js/package.json tests/interop/js/package-lock.json
+	cd tests/interop/js && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_STAMP)
+
 # Re-derive the definitions from ../shared and regenerate the message classes.
 definitions: $(STAMP)
 	$(PY) -m kcodec.definitions.derive
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build *.egg-info kcodec/_fast.c kcodec/*.so
+	rm -rf $(VENV) build *.egg-info kcodec/_fast.c kcodec/*.so tests/interop/js/node_modules

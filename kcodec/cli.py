@@ -51,6 +51,7 @@ APPLICATIONS: list[tuple[str, str, str]] = [
     ("topics", "kcodec.client.cli", "list, describe, create, delete topics and add partitions on a cluster"),
     ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
     ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
+    ("broker", "kcodec.broker.cli", "a Kafka cluster for tests: topic administration, SASL PLAIN, ACLs"),
 ]
 
 

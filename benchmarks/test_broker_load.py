@@ -1,0 +1,25 @@
+"""100 concurrent connections x 1,000 requests against `kcodec broker`: 0 lost, throughput and p99 reported.
+
+`make bench` (or `python benchmarks/broker_load.py`); the figures go to the benchmark's extra_info.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from broker_load import run  # noqa: E402
+
+
+@pytest.mark.parametrize("request_kind", ["metadata", "listtopics"])
+def test_broker_100_connections_x_1000_requests(benchmark, request_kind):
+    benchmark.group = "broker load"
+    result = benchmark.pedantic(run, kwargs=dict(connections=100, requests=1000, request=request_kind),
+                                rounds=1, iterations=1)
+    benchmark.extra_info.update(requests_per_second=round(result.throughput), p50_ms=round(result.p50_ms, 2),
+                                p99_ms=round(result.p99_ms, 2), max_ms=round(result.max_ms, 2), lost=result.lost)
+    print("\n" + result.table())
+    assert result.sent == result.answered == 100 * 1000 and result.lost == 0

@@ -1,0 +1,29 @@
+"""A Kafka broker for tests: real protocol, topic administration with the seeds' semantics.
+
+    from kcodec.broker import Cluster
+    with Cluster(brokers=3) as c:            # or: async with Cluster(brokers=3) as c:
+        c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
+
+Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal),
+handlers/ (one module per API family), server (asyncio transport), cluster (the context manager),
+cli (``kcodec broker``). Names load lazily so ``kcodec --help`` does not load the definitions.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .acl import Acl as Acl
+    from .cluster import Cluster as Cluster
+    from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
+
+__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "Topic"]
+_WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,89 @@
+"""``kcodec broker``: a cluster of N brokers on consecutive ports until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+LIST_TOPICS_ENV = "KCODEC_LIST_TOPICS_API_KEY"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
+                   help="the first broker's address; the others take the next ports (port 0: ephemeral)")
+    p.add_argument("--brokers", type=int, default=1, help="how many advertised brokers (default 1)")
+    p.add_argument("--advertise", metavar="HOST", help="the host clients are told (default: the listen host)")
+    p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
+    p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
+    p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
+    p.add_argument("--state", type=Path, metavar="FILE", help="keep topics and configs here across restarts")
+    p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
+                   help="a SASL PLAIN user (repeat); any user turns SASL on")
+    p.add_argument("--acl", action="append", metavar="USER:OP:topic:NAME|USER:OP:cluster",
+                   help="allow an operation (repeat); any ACL turns authorization on")
+    p.add_argument("--super-user", action="append", default=[], metavar="NAME")
+    p.add_argument("--list-topics-api-key", type=int, metavar="N",
+                   help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
+    p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--versions-file", type=Path, metavar="FILE",
+                   help="on exit, write the API versions each client used here (JSON)")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="-v: log topic changes and closed connections; -vv: every request, its API and version")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list_topics_api_key is not None:
+        # The definitions read the key once, when they first load: set it before anything loads them.
+        os.environ[LIST_TOPICS_ENV] = str(args.list_topics_api_key)
+    import asyncio
+
+    from kcodec import definitions
+
+    from .cluster import Cluster
+
+    try:
+        if args.list_topics_api_key is not None and definitions.list_topics_api_key() != args.list_topics_api_key:
+            print("--list-topics-api-key: the definitions were loaded before it took effect", file=sys.stderr)
+            return 2
+        host, _, port = args.listen.rpartition(":")
+        users = dict(u.split(":", 1) for u in args.user) if args.user else None
+        cluster = Cluster(args.brokers, host=host or "127.0.0.1", port=int(port), advertised_host=args.advertise,
+                          num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
+                          auto_create_topics=not args.no_auto_create, users=users, acls=args.acl,
+                          super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size)
+    except ValueError as e:
+        print(f"kcodec broker: {e}", file=sys.stderr)
+        return 2
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    async def main() -> None:
+        await cluster.start_async()
+        print(f"kcodec broker: {len(cluster.servers)} broker(s), bootstrap {cluster.bootstrap}, "
+              f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}",
+              flush=True)
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):  # both end it cleanly (and write --versions-file)
+            asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            await cluster.stop_async()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    except OSError as e:
+        print(f"kcodec broker: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if args.versions_file is not None:
+            args.versions_file.write_text(json.dumps(cluster.api_versions_used(), indent=1) + "\n")
+    return 0

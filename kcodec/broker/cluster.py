@@ -1,0 +1,168 @@
+"""``Cluster``: N advertised brokers on 127.0.0.1 in one process, one state, as a context manager.
+
+    with Cluster(brokers=3) as c:            # a background thread runs the event loop
+        admin = AdminClient({"bootstrap.servers": c.bootstrap})
+
+    async with Cluster(brokers=3) as c:      # or the caller's own event loop
+        ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from typing import Any, Iterable, Optional
+
+from .acl import AclLike, Authorizer
+from .context import ClusterRuntime
+from .server import BrokerServer
+from .state import ClusterState, Topic
+
+log = logging.getLogger("kcodec.broker")
+
+
+class Cluster:
+    """A Kafka cluster for tests, speaking the real protocol for topic administration.
+
+    brokers: how many brokers (node ids first_node_id, first_node_id + 1, ...), each on its own port.
+    port: the first broker's port; the others follow it. 0 (the default) gives every broker an
+        ephemeral port.
+    num_partitions, default_replication_factor: the broker defaults KIP-464 uses for -1.
+    users: {user: password} turns on SASL PLAIN on every broker (then nothing but ApiVersions and
+        the SASL exchange is served before authentication).
+    acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
+        a principal may do only what they allow (super_users everything). None: everything is allowed.
+    state_file: topics and configs survive restarts there (written atomically after every change).
+    """
+
+    def __init__(self, brokers: int = 1, *, host: str = "127.0.0.1", port: int = 0,
+                 advertised_host: Optional[str] = None, first_node_id: int = 1, num_partitions: int = 1,
+                 default_replication_factor: int = 1, auto_create_topics: bool = True,
+                 users: Optional[dict[str, str]] = None, acls: Optional[Iterable[AclLike]] = None,
+                 super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
+                 system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
+                 max_frame_size: int = 8 * 1024 * 1024,
+                 idle_timeout: float = 600.0) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.host, self.port, self.advertised_host = host, port, advertised_host
+        state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
+                             default_replication_factor=default_replication_factor,
+                             auto_create_topics=auto_create_topics, state_file=state_file,
+                             system_topic_partitions=system_topic_partitions,
+                             max_partitions_per_topic=max_partitions_per_topic)
+        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), dict(users) if users is not None else None,
+                                      max_frame_size=max_frame_size, idle_timeout=idle_timeout)
+        self.servers = [BrokerServer(node_id, self.runtime) for node_id in state.broker_ids]
+        self._thread: Optional[threading.Thread] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stopped: Optional[asyncio.Event] = None
+
+    # -- what tests use ----------------------------------------------------------------------------------
+    @property
+    def state(self) -> ClusterState:
+        return self.runtime.state
+
+    @property
+    def addresses(self) -> list[tuple[str, int]]:
+        return [(s.host, s.port) for s in self.servers]
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port,host:port,...`` of every broker, for any client's bootstrap servers."""
+        return ",".join(f"{h}:{p}" for h, p in self.addresses)
+
+    def api_versions_used(self) -> dict[str, dict[str, list[int]]]:
+        """{client software name or client id: {API name: [versions]}} of every request served."""
+        return self.runtime.usage.snapshot()
+
+    def topics(self) -> dict[str, Topic]:
+        with self.state.lock:
+            return dict(self.state.topics)
+
+    def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
+                     configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
+        return self.state.create_topic(name, partitions, replication_factor, configs)
+
+    # -- asyncio ---------------------------------------------------------------------------------------
+    async def start_async(self) -> "Cluster":
+        try:
+            for i, server in enumerate(self.servers):
+                await server.start(self.host, self.port + i if self.port else 0, self.advertised_host)
+        except BaseException:
+            await self.stop_async()
+            raise
+        return self
+
+    async def stop_async(self) -> None:
+        for server in self.servers:
+            await server.stop()
+
+    async def __aenter__(self) -> "Cluster":
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop_async()
+
+    async def serve_forever(self) -> None:
+        await self.start_async()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop_async()
+
+    # -- a background thread -----------------------------------------------------------------------------
+    def start(self) -> "Cluster":
+        """Run the brokers on an event loop in a daemon thread; returns once they listen."""
+        if self._thread is not None:
+            raise RuntimeError("this cluster is already running")
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            asyncio.set_event_loop(loop)
+
+            async def main() -> None:
+                self._stopped = asyncio.Event()
+                try:
+                    await self.start_async()
+                except BaseException as e:
+                    failure.append(e)
+                    return
+                finally:
+                    ready.set()
+                await self._stopped.wait()
+                await self.stop_async()
+
+            try:
+                loop.run_until_complete(main())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="kcodec-broker", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            self._thread.join()
+            self._thread = None
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        loop, stopped = self._loop, self._stopped
+        if loop is not None and stopped is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stopped.set)
+        self._thread.join(timeout=30)
+        self._thread = None
+
+    def __enter__(self) -> "Cluster":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

@@ -1,0 +1,150 @@
+"""Topic and broker configuration: the keys the broker knows, their defaults, types and validation.
+
+Values travel as strings on the wire (as in Kafka); this module checks that a value parses as its
+type and says where it came from (Kafka's ConfigSource and ConfigType codes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+# Kafka's DescribeConfigsResponse ConfigSource codes.
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+# Kafka's ConfigType codes (DescribeConfigs v3+).
+TYPES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+
+# ConfigResource types.
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+# IncrementalAlterConfigs operations.
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: str
+    default: Optional[str]
+    doc: str = ""
+    choices: tuple[str, ...] = ()
+
+
+def _k(name: str, type_: str, default: Optional[str], doc: str = "", choices: tuple[str, ...] = ()) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, choices)
+
+
+# Kafka's topic-level configs with their defaults, plus KIP-619's `internal`.
+TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
+    _k("cleanup.policy", "list", "delete", "delete and/or compact", ("delete", "compact")),
+    _k("compression.type", "string", "producer", "",
+       ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    _k("delete.retention.ms", "long", "86400000"),
+    _k("file.delete.delay.ms", "long", "60000"),
+    _k("flush.messages", "long", "9223372036854775807"),
+    _k("flush.ms", "long", "9223372036854775807"),
+    _k("index.interval.bytes", "int", "4096"),
+    _k("internal", "boolean", "false", "KIP-619: a user-defined internal topic"),
+    _k("max.compaction.lag.ms", "long", "9223372036854775807"),
+    _k("max.message.bytes", "int", "1048588"),
+    _k("message.timestamp.type", "string", "CreateTime", "", ("CreateTime", "LogAppendTime")),
+    _k("min.cleanable.dirty.ratio", "double", "0.5"),
+    _k("min.compaction.lag.ms", "long", "0"),
+    _k("min.insync.replicas", "int", "1"),
+    _k("preallocate", "boolean", "false"),
+    _k("retention.bytes", "long", "-1"),
+    _k("retention.ms", "long", "604800000"),
+    _k("segment.bytes", "int", "1073741824"),
+    _k("segment.index.bytes", "int", "10485760"),
+    _k("segment.jitter.ms", "long", "0"),
+    _k("segment.ms", "long", "604800000"),
+    _k("unclean.leader.election.enable", "boolean", "false"),
+]}
+
+_INT_BOUNDS = {"short": 1 << 15, "int": 1 << 31, "long": 1 << 63}
+
+
+class ConfigError(ValueError):
+    """A config name or value the broker refuses (Kafka's INVALID_CONFIG)."""
+
+
+def check_value(key: ConfigKey, value: Optional[str]) -> str:
+    """The value if it parses as the key's type, else ConfigError naming the key."""
+    if value is None:
+        raise ConfigError(f"Null value not supported for topic config '{key.name}'")
+    t = key.type
+    try:
+        if t == "boolean":
+            if value.lower() not in ("true", "false"):
+                raise ValueError
+        elif t in _INT_BOUNDS:
+            n = int(value)
+            if not -_INT_BOUNDS[t] <= n < _INT_BOUNDS[t]:
+                raise ValueError
+        elif t == "double":
+            float(value)
+    except ValueError:
+        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: not a {t}") from None
+    items = [v.strip() for v in value.split(",") if v.strip()] if t == "list" else [value]
+    if key.choices and any(v not in key.choices for v in items):
+        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: "
+                          f"must be one of {', '.join(key.choices)}")
+    return value
+
+
+def topic_key(name: str) -> ConfigKey:
+    try:
+        return TOPIC_CONFIGS[name]
+    except KeyError:
+        raise ConfigError(f"Unknown topic config name: {name}") from None
+
+
+def validate_topic_configs(configs: dict[str, Optional[str]]) -> dict[str, str]:
+    return {name: check_value(topic_key(name), value) for name, value in configs.items()}
+
+
+def is_internal(configs: dict[str, str]) -> bool:
+    return configs.get("internal", "false").lower() == "true"
+
+
+def apply_incremental(current: dict[str, str], ops: list[tuple[str, int, Optional[str]]]) -> dict[str, str]:
+    """IncrementalAlterConfigs on a topic's overrides: SET, DELETE, APPEND and SUBTRACT (lists only)."""
+    out = dict(current)
+    seen = set()
+    for name, op, value in ops:
+        if name in seen:
+            raise ConfigError(f"Duplicate config key {name} in one request")
+        seen.add(name)
+        key = topic_key(name)
+        if op == OP_SET:
+            out[name] = check_value(key, value)
+        elif op == OP_DELETE:
+            out.pop(name, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            if key.type != "list":
+                raise ConfigError(f"Config {name} is not a list: APPEND and SUBTRACT need a list config")
+            have = [v for v in out.get(name, key.default or "").split(",") if v]
+            given = [v.strip() for v in (value or "").split(",") if v.strip()]
+            have = have + [v for v in given if v not in have] if op == OP_APPEND else \
+                [v for v in have if v not in given]
+            out[name] = check_value(key, ",".join(have))
+        else:
+            raise ConfigError(f"Unknown config operation {op} for {name}")
+    return out
+
+
+def describe(overrides: dict[str, str], names: Optional[list[str]] = None
+             ) -> list[tuple[ConfigKey, Optional[str], int]]:
+    """(key, value, source) for every known topic config (or the named ones), overrides first-class."""
+    keys = TOPIC_CONFIGS if names is None else {n: TOPIC_CONFIGS[n] for n in names if n in TOPIC_CONFIGS}
+    out: list[tuple[ConfigKey, Optional[str], int]] = []
+    for name, key in sorted(keys.items()):
+        if name in overrides:
+            out.append((key, overrides[name], SOURCE_DYNAMIC_TOPIC))
+        else:
+            out.append((key, key.default, SOURCE_DEFAULT))
+    return out

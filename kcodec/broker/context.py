@@ -1,0 +1,82 @@
+"""What a handler sees: the cluster it belongs to, the connection's session and the request's header."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .acl import ANONYMOUS, Authorizer
+from .state import ClusterState
+
+
+@dataclass
+class Session:
+    """One connection's SASL progress and identity."""
+
+    principal: str = ANONYMOUS
+    authenticated: bool = False
+    mechanism: Optional[str] = None
+    handshake_version: Optional[int] = None
+    raw_token_next: bool = False      # SaslHandshake v0: the next frame is a bare SASL token
+    client: str = ""                  # client software name (ApiVersions v3+) or client id
+    close_after_response: bool = False
+
+
+class Usage:
+    """Which API versions each client used: {client: {api name: {versions}}}, thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, dict[str, set[int]]] = {}
+
+    def record(self, client: str, api: str, version: int) -> None:
+        with self._lock:
+            self._seen.setdefault(client, {}).setdefault(api, set()).add(version)
+
+    def snapshot(self) -> dict[str, dict[str, list[int]]]:
+        with self._lock:
+            return {c: {a: sorted(v) for a, v in sorted(apis.items())} for c, apis in sorted(self._seen.items())}
+
+    def clear(self) -> None:
+        with self._lock:
+            self._seen.clear()
+
+
+@dataclass
+class ClusterRuntime:
+    """What all brokers of one cluster share."""
+
+    state: ClusterState
+    authorizer: Authorizer
+    users: Optional[dict[str, str]] = None      # SASL PLAIN users; None: no SASL
+    usage: Usage = field(default_factory=Usage)
+    max_frame_size: int = 8 * 1024 * 1024
+    idle_timeout: float = 600.0
+
+    @property
+    def sasl(self) -> bool:
+        return self.users is not None
+
+
+@dataclass
+class Context:
+    runtime: ClusterRuntime
+    node_id: int
+    session: Session
+    header: Any
+    version: int
+
+    @property
+    def state(self) -> ClusterState:
+        return self.runtime.state
+
+    def allowed(self, operation: str, resource_type: str = "topic", name: str = "") -> bool:
+        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name)
+
+    def may_create(self, topic: str) -> bool:
+        """Kafka: Create on the cluster, or on the topic."""
+        return self.allowed("Create", "cluster") or self.allowed("Create", "topic", topic)
+
+    def operations(self, resource_type: str, name: str = "") -> int:
+        return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name)

@@ -1,0 +1,45 @@
+"""Per-API request handlers: ``handler(ctx, request) -> response``, registered by request class.
+
+Importing this package registers every handler; ``HANDLERS`` maps api key -> Handler and
+``supported_versions()`` is what ApiVersions advertises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..context import Context
+
+HandlerFn = Callable[[Context, Any], Any]
+
+
+@dataclass(frozen=True)
+class Handler:
+    request: type
+    response: type
+    fn: HandlerFn
+
+    @property
+    def versions(self) -> tuple[int, int]:
+        lo = max(self.request.VALID_VERSIONS[0], self.response.VALID_VERSIONS[0])  # type: ignore[attr-defined]
+        hi = min(self.request.VALID_VERSIONS[1], self.response.VALID_VERSIONS[1])  # type: ignore[attr-defined]
+        return lo, hi
+
+
+HANDLERS: dict[int, Handler] = {}
+
+
+def handles(request: type, response: type) -> Callable[[HandlerFn], HandlerFn]:
+    def register(fn: HandlerFn) -> HandlerFn:
+        HANDLERS[request.API_KEY] = Handler(request, response, fn)  # type: ignore[attr-defined]
+        return fn
+    return register
+
+
+def supported_versions() -> dict[int, tuple[int, int]]:
+    return {key: h.versions for key, h in sorted(HANDLERS.items())}
+
+
+# Registration happens on import; the order does not matter.
+from . import acls, api_versions, configs, listing, metadata, sasl, topics  # noqa: E402,F401

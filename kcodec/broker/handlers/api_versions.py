@@ -1,0 +1,36 @@
+"""ApiVersions, every version. An unsupported version gets the v0-format answer (server.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import ApiVersionsRequest, ApiVersionsResponse
+
+from ..context import Context
+from . import handles, supported_versions
+
+# Kafka's rule for client software names and versions (KIP-511).
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def api_keys() -> list[ApiVersionsResponse.ApiVersion]:
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in supported_versions().items()]
+
+
+def unsupported_version_response() -> ApiVersionsResponse:
+    """What Kafka answers, in the v0 layout, to an ApiVersions version it lacks: error 35 and its range."""
+    lo, hi = supported_versions()[ApiVersionsRequest.API_KEY]  # type: ignore[attr-defined]
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[
+        ApiVersionsResponse.ApiVersion(api_key=ApiVersionsRequest.API_KEY, min_version=lo, max_version=hi)])
+
+
+@handles(ApiVersionsRequest, ApiVersionsResponse)
+def api_versions(ctx: Context, req: Any) -> ApiVersionsResponse:
+    if ctx.version >= 3:
+        if not (_SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)):
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+        ctx.session.client = req.client_software_name
+    return ApiVersionsResponse(api_keys=api_keys())

@@ -1,0 +1,142 @@
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics and brokers."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import (AlterConfigsRequest, AlterConfigsResponse, DescribeConfigsRequest,
+                             DescribeConfigsResponse, IncrementalAlterConfigsRequest,
+                             IncrementalAlterConfigsResponse)
+
+from .. import configs as cfg
+from ..context import Context
+from ..state import AdminError, Topic
+from . import handles
+
+DescribeEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+def _broker_configs(ctx: Context) -> list[tuple[cfg.ConfigKey, Optional[str], int]]:
+    s = ctx.state
+    values = [("auto.create.topics.enable", "boolean", str(s.auto_create_topics).lower()),
+              ("broker.id", "int", str(ctx.node_id)),
+              ("default.replication.factor", "int", str(s.default_replication_factor)),
+              ("num.partitions", "int", str(s.num_partitions))]
+    return [(cfg.ConfigKey(n, t, v), v, cfg.SOURCE_STATIC_BROKER) for n, t, v in values]
+
+
+def _entry(ctx: Context, req: Any, key: cfg.ConfigKey, value: Optional[str], source: int, read_only: bool) -> Any:
+    v = ctx.version
+    e = DescribeEntry(name=key.name, value=value, read_only=read_only, is_sensitive=False, documentation=None)
+    if v == 0:
+        e.is_default = source == cfg.SOURCE_DEFAULT
+    else:
+        e.config_source = source
+        if req.include_synonyms:
+            e.synonyms = [Synonym(name=key.name, value=value, source=source)]
+    if v >= 3:
+        e.config_type = cfg.TYPES[key.type]
+        if req.include_documentation:
+            e.documentation = key.doc or None
+    return e
+
+
+def _topic_for(ctx: Context, result: Any, operation: str, name: str) -> Optional[Topic]:
+    """The topic a config request names, or None with the result's error set (29, then 3)."""
+    if not ctx.allowed(operation, "topic", name):
+        result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+        return None
+    try:
+        return ctx.state.topic(name)
+    except AdminError as e:
+        result.error_code, result.error_message = e.code, e.message
+        return None
+
+
+def _unsupported_type(result: Any, resource_type: int) -> None:
+    result.error_code = ErrorCode.INVALID_REQUEST
+    result.error_message = f"Unsupported resource type {resource_type} (this broker: topic 2, broker 4)"
+
+
+def _broker_name_ok(ctx: Context, name: str) -> bool:
+    return name == "" or name == str(ctx.node_id) or (name.isdigit() and int(name) in ctx.state.broker_ids)
+
+
+@handles(DescribeConfigsRequest, DescribeConfigsResponse)
+def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
+    results = []
+    for res in req.resources:
+        r = DescribeConfigsResponse.DescribeConfigsResult(resource_type=res.resource_type,
+                                                          resource_name=res.resource_name, error_message=None)
+        results.append(r)
+        if res.resource_type == cfg.RESOURCE_TOPIC:
+            topic = _topic_for(ctx, r, "DescribeConfigs", res.resource_name)
+            if topic is not None:
+                r.configs = [_entry(ctx, req, k, val, src, False)
+                             for k, val, src in cfg.describe(topic.configs, res.configuration_keys)]
+        elif res.resource_type == cfg.RESOURCE_BROKER:
+            if not ctx.allowed("DescribeConfigs", "cluster"):
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+            elif not _broker_name_ok(ctx, res.resource_name):
+                r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, f"Unknown broker {res.resource_name!r}"
+            else:
+                keys = res.configuration_keys
+                r.configs = [_entry(ctx, req, k, val, src, True) for k, val, src in _broker_configs(ctx)
+                             if keys is None or k.name in keys]
+        else:
+            _unsupported_type(r, res.resource_type)
+    return DescribeConfigsResponse(results=results)
+
+
+def _alter(ctx: Context, req: Any, result_cls: Any,
+           new_configs: Callable[[dict[str, str], Any], dict[str, str]]) -> list[Any]:
+    """The loop both alter APIs share: authorization, existence, validation, validate_only."""
+    counts = Counter((res.resource_type, res.resource_name) for res in req.resources)
+    results = []
+    for res in req.resources:
+        r = result_cls(resource_type=res.resource_type, resource_name=res.resource_name, error_message=None)
+        results.append(r)
+        if counts[(res.resource_type, res.resource_name)] > 1:
+            r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate resource in request."
+        elif res.resource_type == cfg.RESOURCE_TOPIC:
+            topic = _topic_for(ctx, r, "AlterConfigs", res.resource_name)
+            if topic is None:
+                continue
+            try:
+                configs = new_configs(topic.configs, res)
+                if not req.validate_only:
+                    ctx.state.set_configs(topic, configs)
+            except AdminError as e:
+                r.error_code, r.error_message = e.code, e.message
+            except cfg.ConfigError as e:
+                r.error_code, r.error_message = ErrorCode.INVALID_CONFIG, str(e)
+        elif res.resource_type == cfg.RESOURCE_BROKER:
+            if not ctx.allowed("AlterConfigs", "cluster"):
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+            else:
+                r.error_code = ErrorCode.INVALID_REQUEST
+                r.error_message = "Broker configs of this broker are read-only (set them when it starts)"
+        else:
+            _unsupported_type(r, res.resource_type)
+    return results
+
+
+@handles(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse)
+def incremental_alter_configs(ctx: Context, req: Any) -> IncrementalAlterConfigsResponse:
+    def apply(current: dict[str, str], res: Any) -> dict[str, str]:
+        return cfg.apply_incremental(current, [(c.name, c.config_operation, c.value) for c in res.configs])
+    return IncrementalAlterConfigsResponse(responses=_alter(
+        ctx, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, apply))
+
+
+@handles(AlterConfigsRequest, AlterConfigsResponse)
+def alter_configs(ctx: Context, req: Any) -> AlterConfigsResponse:
+    """The legacy API: the given configs replace all of the topic's overrides."""
+    def replace(current: dict[str, str], res: Any) -> dict[str, str]:
+        if len({c.name for c in res.configs}) != len(res.configs):
+            raise cfg.ConfigError("Duplicate config key in one request")
+        return cfg.validate_topic_configs({c.name: c.value for c in res.configs})
+    return AlterConfigsResponse(responses=_alter(ctx, req, AlterConfigsResponse.AlterConfigsResourceResponse, replace))

@@ -1,0 +1,124 @@
+"""Metadata, every version (by name, by topic id, all topics, auto-creation, authorized operations),
+and DescribeCluster."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
+
+from ..context import Context
+from ..state import AdminError, Topic, validate_topic_name
+from . import handles
+
+ZERO_UUID = uuid.UUID(int=0)
+NO_OPERATIONS = -(1 << 31)  # Kafka's "not requested" marker for authorized operations
+
+
+def partitions_of(ctx: Context, topic: Topic, cls: Any, start: int = 0, stop: Optional[int] = None) -> list[Any]:
+    """Partition entries (Metadata or DescribeTopicPartitions) for partitions start..stop."""
+    out = []
+    for index in range(start, len(topic.replicas) if stop is None else stop):
+        replicas = topic.replicas[index]
+        leader, offline = ctx.state.leader_and_offline(replicas)
+        out.append(cls(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                       partition_index=index, leader_id=leader, leader_epoch=0, replica_nodes=list(replicas),
+                       isr_nodes=[b for b in replicas if b not in offline], offline_replicas=offline))
+    return out
+
+
+def _topic(ctx: Context, req: Any, topic: Topic) -> MetadataResponse.Topic:
+    v = ctx.version
+    entry = MetadataResponse.Topic(name=topic.name, is_internal=topic.internal,
+                                   partitions=partitions_of(ctx, topic, MetadataResponse.Partition))
+    if v < 5:
+        for p in entry.partitions:
+            p.offline_replicas = []
+    if v < 7:
+        for p in entry.partitions:
+            p.leader_epoch = -1
+    if v >= 10:
+        entry.topic_id = topic.topic_id
+    if v >= 8 and req.include_topic_authorized_operations:
+        entry.topic_authorized_operations = ctx.operations("topic", topic.name)
+    return entry
+
+
+def _error(ctx: Context, code: ErrorCode, name: Optional[str], topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponse.Topic:
+    entry = MetadataResponse.Topic(error_code=code, name=name if name is not None or ctx.version >= 12 else "")
+    if ctx.version >= 10:
+        entry.topic_id = topic_id
+    return entry
+
+
+def _by_name(ctx: Context, req: Any, name: str) -> MetadataResponse.Topic:
+    try:
+        validate_topic_name(name)
+    except AdminError as e:
+        return _error(ctx, e.code, name)
+    if not ctx.allowed("Describe", "topic", name):
+        return _error(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+    topic = ctx.state.topics.get(name)
+    if topic is None:
+        auto = ctx.version < 4 or req.allow_auto_topic_creation
+        if not (auto and ctx.state.auto_create_topics):
+            return _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        if not ctx.may_create(name):
+            return _error(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
+        try:
+            topic = ctx.state.add_topic(ctx.state.plan_topic(name))
+        except AdminError as e:
+            return _error(ctx, e.code, name)
+    return _topic(ctx, req, topic)
+
+
+def _by_id(ctx: Context, req: Any, topic_id: uuid.UUID) -> MetadataResponse.Topic:
+    try:
+        topic = ctx.state.topic_by_id(topic_id)
+    except AdminError as e:
+        return _error(ctx, e.code, None, topic_id)
+    if not ctx.allowed("Describe", "topic", topic.name):  # an id the principal may not see stays unknown
+        return _error(ctx, ErrorCode.UNKNOWN_TOPIC_ID, None, topic_id)
+    return _topic(ctx, req, topic)
+
+
+def brokers(ctx: Context, cls: Any, id_field: str = "node_id") -> list[Any]:
+    return [cls(**{id_field: b.node_id}, host=b.host, port=b.port, rack=b.rack)
+            for b in ctx.state.brokers.values()]
+
+
+@handles(MetadataRequest, MetadataResponse)
+def metadata(ctx: Context, req: Any) -> MetadataResponse:
+    v = ctx.version
+    state = ctx.state
+    resp = MetadataResponse(brokers=brokers(ctx, MetadataResponse.Broker))
+    if v >= 2:
+        resp.cluster_id = state.cluster_id
+    if v >= 1:
+        resp.controller_id = state.controller_id
+    if req.topics is None or (v == 0 and not req.topics):
+        resp.topics = [_topic(ctx, req, t) for t in sorted(state.topics.values(), key=lambda t: t.name)
+                       if ctx.allowed("Describe", "topic", t.name)]
+    else:
+        resp.topics = [_by_id(ctx, req, t.topic_id) if t.name is None and v >= 10 else _by_name(ctx, req, t.name or "")
+                       for t in req.topics]
+    if 8 <= v <= 10 and req.include_cluster_authorized_operations:
+        resp.cluster_authorized_operations = ctx.operations("cluster")
+    return resp
+
+
+@handles(DescribeClusterRequest, DescribeClusterResponse)
+def describe_cluster(ctx: Context, req: Any) -> DescribeClusterResponse:
+    v = ctx.version
+    resp = DescribeClusterResponse(cluster_id=ctx.state.cluster_id, controller_id=ctx.state.controller_id)
+    if v >= 1 and req.endpoint_type != 1:  # 1: brokers; this cluster has no separate controllers
+        resp.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        resp.error_message = "This cluster lists brokers only (endpoint type 1)"
+        resp.endpoint_type = req.endpoint_type
+        return resp
+    resp.brokers = brokers(ctx, DescribeClusterResponse.DescribeClusterBroker, "broker_id")
+    if req.include_cluster_authorized_operations:
+        resp.cluster_authorized_operations = ctx.operations("cluster")
+    return resp

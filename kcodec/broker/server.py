@@ -1,0 +1,180 @@
+"""The asyncio transport: one listening socket per broker, frames in, responses out, in order.
+
+A connection's bad input (a malformed frame, a size over the limit, an api key or version kcodec does
+not know, a request before SASL authentication) closes that connection alone, with a log line; an
+exception in a handler becomes UNKNOWN_SERVER_ERROR in the response (or a close). Nothing a client
+sends stops the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import sys
+from functools import lru_cache
+from typing import Any, Optional
+
+import kcodec
+from kcodec import definitions
+from kcodec.errors import ErrorCode
+from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+
+from . import handlers
+from .context import ClusterRuntime, Context, Session
+from .handlers.api_versions import unsupported_version_response
+from .handlers.sasl import authenticate
+from .state import BrokerInfo
+from .unsupported import error_response
+
+log = logging.getLogger("kcodec.broker")
+
+API_VERSIONS = ApiVersionsRequest.API_KEY
+SASL_KEYS = {API_VERSIONS, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
+READ_CHUNK = 65536
+_CORRELATION = struct.Struct(">i")
+
+
+async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
+    if sys.version_info >= (3, 11):  # a cancel scope, cheaper than wait_for's task per read
+        async with asyncio.timeout(timeout):
+            return await reader.read(READ_CHUNK)
+    return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
+
+
+class Close(Exception):
+    """End this connection (after logging why)."""
+
+
+@lru_cache(maxsize=None)
+def _api_name(key: int) -> str:
+    return definitions.api_keys().get(key, f"api{key}")
+
+
+class BrokerServer:
+    """One advertised broker of a cluster: a node id, a listening socket, its connections."""
+
+    def __init__(self, node_id: int, runtime: ClusterRuntime) -> None:
+        self.node_id = node_id
+        self.runtime = runtime
+        self.server: Optional[asyncio.AbstractServer] = None
+        self.connections: set[asyncio.Task[Any]] = set()
+        self.host = ""
+        self.port = 0
+
+    async def start(self, host: str, port: int, advertised_host: Optional[str] = None) -> None:
+        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        self.host = host
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.runtime.state.brokers[self.node_id] = BrokerInfo(self.node_id, advertised_host or host, self.port)
+        log.info("broker %d listening on %s:%d", self.node_id, host, self.port)
+
+    async def stop(self) -> None:
+        # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
+        if self.server is not None:
+            self.server.close()
+        for task in list(self.connections):
+            task.cancel()
+        if self.connections:
+            await asyncio.gather(*self.connections, return_exceptions=True)
+        if self.server is not None:
+            try:
+                await asyncio.wait_for(self.server.wait_closed(), 5.0)
+            except asyncio.TimeoutError:
+                log.warning("broker %d: connections still open at stop", self.node_id)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.connections.add(task)
+        peer = writer.get_extra_info("peername")
+        session = Session()
+        splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
+        try:
+            while True:
+                data = await _read(reader, self.runtime.idle_timeout)
+                if not data:
+                    break
+                for frame in splitter.feed(data):
+                    out = self.handle_frame(frame, session)
+                    if out:
+                        writer.write(out)
+                        # waits only above the transport's high-water mark: a client that pipelines
+                        # requests and never reads cannot make responses pile up here
+                        await writer.drain()
+                    if session.close_after_response:
+                        raise Close("closing after a SASL error response")
+        except kcodec.DecodeError as e:
+            log.warning("broker %d: closing %s: bad frame: %s", self.node_id, peer, e)
+        except Close as e:
+            log.warning("broker %d: closing %s: %s", self.node_id, peer, e)
+        except asyncio.TimeoutError:
+            log.info("broker %d: closing idle connection %s", self.node_id, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a bug of ours: log it, drop this connection, keep serving everyone else
+            log.exception("broker %d: closing %s after an unexpected error", self.node_id, peer)
+        finally:
+            self.connections.discard(task)
+            try:
+                if session.close_after_response:
+                    await asyncio.wait_for(writer.drain(), 1.0)
+            except Exception:
+                pass
+            writer.close()
+
+    # -- one frame -------------------------------------------------------------------------------------
+    def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
+        """The response bytes for one whole frame (size prefix included), or Close."""
+        if session.raw_token_next:  # SaslHandshake v0: a bare PLAIN token, a bare (empty) answer
+            session.raw_token_next = False
+            if not authenticate(self.runtime, session, frame[4:]):
+                raise Close("SASL PLAIN authentication failed")
+            return _CORRELATION.pack(0)
+        try:
+            header, body_start, end = kcodec.decode_request_header(frame)
+        except kcodec.DecodeError as e:
+            raise Close(f"malformed request header: {e}") from None
+        key, version, corr = header.request_api_key, header.request_api_version, header.correlation_id
+        if not session.client:
+            session.client = header.client_id or ""
+        if self.runtime.sasl and not session.authenticated and key not in SASL_KEYS:
+            raise Close(f"{_api_name(key)} request before SASL authentication")
+        handler = handlers.HANDLERS.get(key)
+        if key == API_VERSIONS and handler is not None and not handler.versions[0] <= version <= handler.versions[1]:
+            self.runtime.usage.record(session.client, "ApiVersions", version)
+            return kcodec.encode_response(unsupported_version_response(), 0, corr)
+        try:
+            cls = kcodec.message_class(key, "request")
+            req: Any = kcodec.decode_from(cls, frame, version, body_start, end)[0]
+        except kcodec.UnsupportedVersionError as e:
+            raise Close(f"api key {key} version {version}: {e}") from None
+        except kcodec.DecodeError as e:
+            raise Close(f"malformed {_api_name(key)} v{version} request: {e}") from None
+        if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
+            resp = error_response(key, version, req, ErrorCode.UNSUPPORTED_VERSION)
+            if resp is None:
+                raise Close(f"{_api_name(key)} is not implemented and its response has no error code")
+            log.info("broker %d: answered unsupported %s v%d", self.node_id, _api_name(key), version)
+        else:
+            ctx = Context(self.runtime, self.node_id, session, header, version)
+            try:
+                with self.runtime.state.lock:
+                    resp = handler.fn(ctx, req)
+            except Exception:
+                log.exception("broker %d: %s v%d failed", self.node_id, _api_name(key), version)
+                resp = error_response(key, version, req, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if resp is None:
+                    raise Close(f"{_api_name(key)} failed") from None
+        # recorded after the handler: ApiVersions v3+ names the client software
+        self.runtime.usage.record(session.client, _api_name(key), version)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
+                      session.principal)
+        try:
+            return kcodec.encode_response(resp, version, corr)
+        except kcodec.KcodecError:
+            log.exception("broker %d: cannot encode the %s v%d response", self.node_id, _api_name(key), version)
+            raise Close("response encoding failed") from None

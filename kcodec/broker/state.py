@@ -1,0 +1,323 @@
+"""The cluster's state: brokers, topics, partitions and configs, and the rules that change them.
+
+Every refusal is an AdminError carrying Kafka's error code and message; the handlers turn it into the
+response field. The state is shared by all brokers of a cluster (one process) and, when a state file is
+given, saved atomically after every change and loaded at start.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from kcodec.errors import ErrorCode
+
+from . import configs as cfg
+
+log = logging.getLogger("kcodec.broker")
+
+# KIP-619: the system-defined internal topics, present from the start, never deletable.
+SYSTEM_TOPICS = ("__consumer_offsets", "__transaction_state")
+MAX_TOPIC_NAME = 249
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+STATE_FORMAT = 1
+# A topic's partitions live in memory: a request for two billion of them must be refused, not tried.
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
+
+class AdminError(Exception):
+    """A refusal with Kafka's error code and message."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    replicas: list[list[int]]          # per partition, the leader first
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+
+    @property
+    def system(self) -> bool:
+        return self.name in SYSTEM_TOPICS
+
+    @property
+    def internal(self) -> bool:
+        """KIP-619: system topics and topics whose config says internal=true."""
+        return self.system or cfg.is_internal(self.configs)
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.replicas[0]) if self.replicas else 0
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: Optional[str] = None
+
+
+def validate_topic_name(name: Optional[str]) -> str:
+    """Kafka's Topic.validate, as an AdminError with INVALID_TOPIC_EXCEPTION."""
+    if not name:
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME:
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters")
+    if not _LEGAL_NAME.fullmatch(name):
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name \"{name}\" is illegal, it contains a "
+                         "character other than ASCII alphanumerics, '.', '_' and '-'")
+    return name
+
+
+class ClusterState:
+    """Brokers and topics of one cluster, guarded by ``lock`` (the server holds it per request)."""
+
+    def __init__(self, broker_ids: list[int], *, num_partitions: int = 1, default_replication_factor: int = 1,
+                 auto_create_topics: bool = True, system_topic_partitions: int = 50,
+                 max_partitions_per_topic: int = MAX_PARTITIONS_PER_TOPIC,
+                 state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None) -> None:
+        if num_partitions < 1:
+            raise ValueError("num.partitions must be at least 1")
+        if default_replication_factor < 1:  # above the broker count is allowed: creations then get 38
+            raise ValueError("default.replication.factor must be at least 1")
+        if system_topic_partitions < 1:
+            raise ValueError("system topics need at least one partition")
+        self.lock = threading.RLock()
+        self.broker_ids = list(broker_ids)
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.num_partitions = num_partitions
+        self.max_partitions_per_topic = max_partitions_per_topic
+        self.default_replication_factor = default_replication_factor
+        self.auto_create_topics = auto_create_topics
+        self.state_file = Path(state_file) if state_file is not None else None
+        self.topics: dict[str, Topic] = {}
+        self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self._placements = 0
+        if self.state_file is not None and self.state_file.exists():
+            self._load(self.state_file)
+        for name in SYSTEM_TOPICS:
+            if name not in self.topics:
+                rf = min(3, len(self.broker_ids))
+                self.topics[name] = Topic(name, uuid.uuid4(), self.assign(system_topic_partitions, rf),
+                                          {"cleanup.policy": "compact"})
+        self.save()
+
+    # -- queries ---------------------------------------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        return self.broker_ids[0]
+
+    def topic(self, name: str) -> Topic:
+        try:
+            return self.topics[name]
+        except KeyError:
+            raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             f"This server does not host this topic: {name}") from None
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> Topic:
+        for t in self.topics.values():
+            if t.topic_id == topic_id:
+                return t
+        raise AdminError(ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {topic_id}")
+
+    def leader_and_offline(self, replicas: list[int]) -> tuple[int, list[int]]:
+        """The first live replica leads; replicas on brokers this cluster lacks are offline."""
+        offline = [b for b in replicas if b not in self.broker_ids]
+        live = [b for b in replicas if b in self.broker_ids]
+        return (live[0] if live else -1), offline
+
+    # -- placement -------------------------------------------------------------------------------------
+    def assign(self, partitions: int, replication_factor: int, first_partition: int = 0) -> list[list[int]]:
+        """Round-robin replicas, starting each topic one broker further on, as Kafka spreads leaders."""
+        ids = self.broker_ids
+        start = self._placements % len(ids)
+        self._placements += 1
+        return [[ids[(start + p + r) % len(ids)] for r in range(replication_factor)]
+                for p in range(first_partition, first_partition + partitions)]
+
+    def check_assignment(self, replicas: list[list[int]], replication_factor: Optional[int] = None) -> None:
+        for p, brokers in enumerate(replicas):
+            if not brokers:
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {p} has an empty replica list")
+            if len(set(brokers)) != len(brokers):
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Duplicate brokers in the replica assignment of partition {p}: {brokers}")
+            missing = [b for b in brokers if b not in self.broker_ids]
+            if missing:
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Replica assignment of partition {p} names unknown brokers {missing}")
+            rf = replication_factor if replication_factor is not None else len(replicas[0])
+            if len(brokers) != rf:
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"All partitions must have {rf} replicas; partition {p} has {len(brokers)}")
+
+    def _check_partition_limit(self, count: int) -> None:
+        if count > self.max_partitions_per_topic:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"{count} partitions exceed this broker's limit of "
+                             f"{self.max_partitions_per_topic} per topic")
+
+    def _check_replication_factor(self, rf: int) -> None:
+        if rf < 1:
+            raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             "Replication factor must be larger than 0, or -1 to use the default value.")
+        if rf > len(self.broker_ids):
+            raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
+                             f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+                             f"{rf} cannot be reached because only {len(self.broker_ids)} broker(s) are registered.")
+
+    # -- topic creation (KIP-4, KIP-464) ---------------------------------------------------------------
+    def plan_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                   assignments: Optional[dict[int, list[int]]] = None,
+                   configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
+        """The topic a CreateTopics entry asks for, validated but not added.
+
+        KIP-464's cases: partitions and replication factor both given -> used; both -1 with an assignment
+        -> the assignment; either given with an assignment -> INVALID_REQUEST; only one given -> the
+        other from the broker's default; neither and no assignment -> both defaults. Like Kafka's brokers
+        since 2.4, at every CreateTopics version: v4 only tells clients that the broker does this (Java's
+        client refuses -1 below v4 on its side; kafkajs sends -1 with v3).
+        """
+        validate_topic_name(name)
+        if name in self.topics:
+            raise AdminError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        folded = name.replace(".", "_")
+        for other in self.topics:
+            if other.replace(".", "_") == folded:
+                raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                 f"Topic '{name}' collides with existing topic: {other}")
+        try:
+            overrides = cfg.validate_topic_configs(configs or {})
+        except cfg.ConfigError as e:
+            raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
+        if assignments:
+            self._check_partition_limit(len(assignments))
+            if num_partitions != -1 or replication_factor != -1:
+                raise AdminError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
+                                 "replicasAssignments were set. Both cannot be used at the same time.")
+            if sorted(assignments) != list(range(len(assignments))):
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions should be a consecutive "
+                                 f"0-based integer sequence, got {sorted(assignments)}")
+            replicas = [list(assignments[p]) for p in range(len(assignments))]
+            self.check_assignment(replicas)
+            return Topic(name, uuid.uuid4(), replicas, overrides)
+        if num_partitions == -1:
+            num_partitions = self.num_partitions
+        if replication_factor == -1:
+            replication_factor = self.default_replication_factor
+        if num_partitions < 1:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid "
+                             "non-positive value.")
+        self._check_partition_limit(num_partitions)
+        self._check_replication_factor(replication_factor)
+        return Topic(name, uuid.uuid4(), self.assign(num_partitions, replication_factor), overrides)
+
+    def add_topic(self, topic: Topic) -> Topic:
+        self.topics[topic.name] = topic
+        log.info("created topic %s (%d partitions, replication factor %d)", topic.name, len(topic.replicas),
+                 topic.replication_factor)
+        self.save()
+        return topic
+
+    def create_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
+                     configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
+        with self.lock:
+            return self.add_topic(self.plan_topic(name, num_partitions, replication_factor, None, configs))
+
+    # -- deletion (KIP-619) ----------------------------------------------------------------------------
+    def check_deletable(self, topic: Topic) -> None:
+        if topic.system:
+            raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
+                             f"Topic {topic.name} is a system internal topic and cannot be deleted (KIP-619)")
+
+    def delete_topic(self, topic: Topic) -> None:
+        self.check_deletable(topic)
+        del self.topics[topic.name]
+        log.info("deleted topic %s", topic.name)
+        self.save()
+
+    # -- partitions ------------------------------------------------------------------------------------
+    def plan_partitions(self, topic: Topic, count: int, assignments: Optional[list[list[int]]]) -> list[list[int]]:
+        """The replicas of the partitions a CreatePartitions entry adds: an increase only."""
+        have = len(topic.replicas)
+        if count < have:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic currently has {have} partitions, which is "
+                             f"higher than the requested {count}.")
+        if count == have:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partitions.")
+        self._check_partition_limit(count)
+        added = count - have
+        if assignments is None:
+            return self.assign(added, topic.replication_factor, have)
+        if len(assignments) != added:
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Increasing the number of partitions by "
+                             f"{added} but {len(assignments)} assignments provided.")
+        new = [list(a) for a in assignments]
+        self.check_assignment(new, topic.replication_factor)
+        return new
+
+    def add_partitions(self, topic: Topic, replicas: list[list[int]]) -> None:
+        topic.replicas.extend(replicas)
+        log.info("topic %s now has %d partitions", topic.name, len(topic.replicas))
+        self.save()
+
+    def set_configs(self, topic: Topic, configs: dict[str, str]) -> None:
+        topic.configs = configs
+        self.save()
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
+                "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs}
+                           for t in self.topics.values()]}
+
+    def _load(self, path: Path) -> None:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if data.get("format") != STATE_FORMAT:
+                raise ValueError(f"unknown state format {data.get('format')!r}")
+            self.cluster_id = str(data["cluster_id"])
+            for t in data["topics"]:
+                self.topics[t["name"]] = Topic(str(t["name"]), uuid.UUID(t["id"]),
+                                               [[int(b) for b in p] for p in t["replicas"]],
+                                               {str(k): str(v) for k, v in t["configs"].items()})
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"cannot load broker state from {path}: {e}") from None
+        log.info("loaded %d topics from %s", len(self.topics), path)
+
+    def save(self) -> None:
+        """Write the state file atomically: a temporary file in the same directory, fsync, rename."""
+        if self.state_file is None:
+            return
+        path = self.state_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.to_json(), f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise

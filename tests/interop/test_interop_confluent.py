@@ -1,0 +1,71 @@
+"""confluent-kafka 2.16.1 (librdkafka)'s AdminClient against kcodec's broker."""
+
+from __future__ import annotations
+
+import pytest
+from interop_support import record
+
+pytestmark = pytest.mark.interop
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka import KafkaError, KafkaException  # noqa: E402
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,  # noqa: E402
+                                   NewPartitions, NewTopic)
+
+CLIENT = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
+TIMEOUT = 15
+
+
+def _one(futures: dict):
+    [f] = futures.values()
+    return f.result(timeout=TIMEOUT)
+
+
+def _error(futures: dict) -> int:
+    with pytest.raises(KafkaException) as e:
+        _one(futures)
+    return e.value.args[0].code()
+
+
+def _admin(bootstrap: str, **extra) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 2, **extra})
+
+
+def test_administer(cluster):
+    admin = _admin(cluster.bootstrap)
+    try:
+        for f in admin.create_topics([NewTopic("ck-explicit", 3, 2, config={"cleanup.policy": "compact"}),
+                                      NewTopic("ck-default")], request_timeout=TIMEOUT).values():
+            assert f.result(timeout=TIMEOUT) is None
+        topics = cluster.topics()
+        assert (len(topics["ck-explicit"].replicas), topics["ck-explicit"].replication_factor) == (3, 2)
+        assert (len(topics["ck-default"].replicas), topics["ck-default"].replication_factor) == (2, 2)
+        listed = admin.list_topics(timeout=TIMEOUT).topics
+        assert {"ck-explicit", "ck-default", "__consumer_offsets"} <= set(listed)
+        configs = _one(admin.describe_configs([ConfigResource("topic", "ck-explicit")]))
+        assert configs["cleanup.policy"].value == "compact" and configs["retention.ms"].value == "604800000"
+        assert configs["retention.ms"].is_default and not configs["cleanup.policy"].is_default
+        _one(admin.create_partitions([NewPartitions("ck-explicit", 5)]))
+        assert len(cluster.topics()["ck-explicit"].replicas) == 5
+        _one(admin.incremental_alter_configs([ConfigResource("topic", "ck-explicit", incremental_configs=[
+            ConfigEntry("retention.ms", "1000", incremental_operation=AlterConfigOpType.SET)])]))
+        assert cluster.topics()["ck-explicit"].configs["retention.ms"] == "1000"
+        assert _error(admin.create_topics([NewTopic("ck-explicit", 1, 1)])) == KafkaError.TOPIC_ALREADY_EXISTS
+        assert _error(admin.create_topics([NewTopic("ck-bad", 1, 9)])) == KafkaError.INVALID_REPLICATION_FACTOR
+        assert _error(admin.delete_topics(["__consumer_offsets"], operation_timeout=5)) == KafkaError.TOPIC_EXCEPTION
+        _one(admin.delete_topics(["ck-default"], operation_timeout=5))
+        assert "ck-default" not in cluster.topics()
+        assert "ck-default" not in admin.list_topics(timeout=TIMEOUT).topics
+    finally:
+        record(CLIENT, cluster)
+
+
+def test_unauthorized_under_sasl_plain(secured):
+    admin = _admin(secured.bootstrap, **{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                                         "sasl.username": "alice", "sasl.password": "alice-pw"})
+    try:
+        assert "secret" in admin.list_topics(timeout=TIMEOUT).topics
+        assert _error(admin.create_topics([NewTopic("forbidden", 1, 1)])) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert _error(admin.delete_topics(["secret"], operation_timeout=5)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert "forbidden" not in secured.topics() and "secret" in secured.topics()
+    finally:
+        record(CLIENT + " (SASL PLAIN)", secured)

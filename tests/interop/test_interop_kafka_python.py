@@ -1,0 +1,60 @@
+"""kafka-python 3.0.12's KafkaAdminClient against kcodec's broker."""
+
+from __future__ import annotations
+
+import pytest
+from interop_support import record
+
+pytestmark = pytest.mark.interop
+kafka = pytest.importorskip("kafka")
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
+from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, TopicAlreadyExistsError,  # noqa: E402
+                          TopicAuthorizationFailedError)
+
+CLIENT = "kafka-python " + kafka.__version__
+
+
+def _admin(bootstrap: str, **extra) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10000, **extra)
+
+
+def test_administer(cluster):
+    admin = _admin(cluster.bootstrap)
+    try:
+        admin.create_topics([NewTopic("kp-explicit", 3, 2, topic_configs={"retention.ms": "1000"}),
+                             NewTopic("kp-default", -1, -1)])
+        topics = cluster.topics()
+        assert (len(topics["kp-explicit"].replicas), topics["kp-explicit"].replication_factor) == (3, 2)
+        assert (len(topics["kp-default"].replicas), topics["kp-default"].replication_factor) == (2, 2)
+        assert {"kp-explicit", "kp-default", "__consumer_offsets"} <= set(admin.list_topics())
+        resp = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "kp-explicit")])
+        entry = resp["topic"]["kp-explicit"]["retention.ms"]  # kafka-python shows the overrides
+        assert (entry["value"], entry["config_source"]) == ("1000", "DYNAMIC_TOPIC_CONFIG")
+        admin.create_partitions({"kp-explicit": NewPartitions(5)})
+        assert len(cluster.topics()["kp-explicit"].replicas) == 5
+        with pytest.raises(TopicAlreadyExistsError):
+            admin.create_topics([NewTopic("kp-explicit", 1, 1)], raise_errors=True)
+        with pytest.raises(InvalidReplicationFactorError):
+            admin.create_topics([NewTopic("kp-bad", 1, 7)], raise_errors=True)
+        with pytest.raises(InvalidTopicError):
+            admin.delete_topics(["__consumer_offsets"], raise_errors=True)
+        admin.delete_topics(["kp-default"])
+        assert "kp-default" not in cluster.topics() and "kp-default" not in admin.list_topics()
+    finally:
+        admin.close()
+        record(CLIENT, cluster)
+
+
+def test_unauthorized_under_sasl_plain(secured):
+    admin = _admin(secured.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                   sasl_plain_username="alice", sasl_plain_password="alice-pw")
+    try:
+        assert "secret" in admin.list_topics()
+        with pytest.raises(TopicAuthorizationFailedError):
+            admin.create_topics([NewTopic("forbidden", 1, 1)], raise_errors=True)
+        with pytest.raises(TopicAuthorizationFailedError):
+            admin.delete_topics(["secret"], raise_errors=True)
+        assert "forbidden" not in secured.topics() and "secret" in secured.topics()
+    finally:
+        admin.close()
+        record(CLIENT + " (SASL PLAIN)", secured)

@@ -1,0 +1,60 @@
+"""kafkajs 2.2.4 (Node 20) administers kcodec's broker: js/admin.js runs the scenario, we check results."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from interop_support import record
+
+pytestmark = pytest.mark.interop
+JS = Path(__file__).resolve().parent / "js"
+CLIENT = "kafkajs 2.2.4"
+
+
+def _run(bootstrap: str, *credentials: str) -> dict:
+    node = shutil.which("node")
+    if node is None or not (JS / "node_modules" / "kafkajs").is_dir():
+        msg = "node or tests/interop/js/node_modules missing (make test installs them)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    out = subprocess.run([node, str(JS / "admin.js"), bootstrap, *credentials], capture_output=True, text=True,
+                         timeout=90)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_administer(cluster):
+    try:
+        r = _run(cluster.bootstrap)
+    finally:
+        record(CLIENT, cluster)
+    assert r["connect"] == {} and r["create"] == {"ok": True}
+    assert {"js-explicit", "js-default", "__consumer_offsets"} <= set(r["list"]["ok"])
+    assert r["describeConfigs"]["ok"] == [["cleanup.policy", "delete"], ["retention.ms", "604800000"]]
+    assert "error" not in r["createPartitions"]
+    # explicit: 3 partitions raised to 5, replication 2; defaults: num.partitions 2, default.replication.factor 2
+    assert sorted(r["metadata"]["ok"]) == [["js-default", 2, 2], ["js-explicit", 5, 2]]
+    assert r["alreadyExists"] == {"ok": False}  # kafkajs reports TOPIC_ALREADY_EXISTS as false
+    assert r["badReplication"]["errors"] == ["INVALID_REPLICATION_FACTOR"]
+    assert r["deleteSystem"]["error"] == "INVALID_TOPIC_EXCEPTION"
+    assert "error" not in r["delete"] and "js-default" not in r["listAfter"]["ok"]
+    assert "js-default" not in cluster.topics() and len(cluster.topics()["js-explicit"].replicas) == 5
+
+
+def test_unauthorized_under_sasl_plain(secured):
+    try:
+        r = _run(secured.bootstrap, "alice", "alice-pw")
+        wrong = _run(secured.bootstrap, "alice", "nope")
+    finally:
+        record(CLIENT + " (SASL PLAIN)", secured)
+    assert r["connect"] == {}
+    assert r["create"]["errors"] == ["TOPIC_AUTHORIZATION_FAILED"]
+    assert r["delete"]["error"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert wrong["connect"]["error"] == "KafkaJSSASLAuthenticationError"
+    assert "forbidden" not in secured.topics() and "secret" in secured.topics()
