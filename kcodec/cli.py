@@ -60,10 +60,17 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     parser = argparse.ArgumentParser(prog="kcodec", description="Kafka wire-protocol codec")
     sub = parser.add_subparsers(dest="command", required=True)
+    # Import only the application being run (all of them for --help): one may need to act before the
+    # others load kcodec's definitions (kcodec broker --list-topics-api-key).
+    args_list = sys.argv[1:] if argv is None else argv
+    command = next((a for a in args_list if not a.startswith("-")), None)
+    chosen = {name for name, _, _ in APPLICATIONS} & {command}
     apps = {}
     for name, module, help_text in APPLICATIONS:
-        apps[name] = importlib.import_module(module)
-        apps[name].add_arguments(sub.add_parser(name, help=help_text))
+        p = sub.add_parser(name, help=help_text)
+        if not chosen or name in chosen:
+            apps[name] = importlib.import_module(module)
+            apps[name].add_arguments(p)
     p = sub.add_parser("decode", help="decode a request (or response) frame file to JSON")
     p.add_argument("file", type=Path)
     p.add_argument("--response", action="store_true")
@@ -71,7 +78,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--api-version", type=int)
     p.add_argument("--lenient", action="store_true", help="tolerate trailing bytes")
     sub.add_parser("apis", help="list every API and its versions")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(args_list)
     if args.command in apps:
         return int(apps[args.command].run(args))
     if args.command == "decode":

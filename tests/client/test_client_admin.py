@@ -17,7 +17,7 @@ from kcodec.messages import (CreatePartitionsRequest, CreatePartitionsResponse, 
                              DescribeTopicPartitionsResponse, ListTopicsRequest, ListTopicsResponse,
                              MetadataRequest, MetadataResponse)
 
-from conftest import Call, FakeBroker, run
+from client_support import Call, FakeBroker, run
 
 LT = definitions.list_topics_api_key()
 TOPICS = {"a": 3, "b": 1, "__consumer_offsets": 2}

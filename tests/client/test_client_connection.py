@@ -13,7 +13,7 @@ from kcodec.client import (AuthenticationError, Client, ClientError, Connection,
 from kcodec.messages import (ApiVersionsResponse, MetadataRequest, MetadataResponse, SaslAuthenticateRequest,
                              SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse)
 
-from conftest import Call, FakeBroker, run
+from client_support import Call, FakeBroker, run
 
 APIS = {3: (0, 12), 17: (0, 1), 36: (0, 2)}
 

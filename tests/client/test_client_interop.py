@@ -12,7 +12,7 @@ from kcodec.client import (AuthenticationError, Client, KafkaConnectionError, Ne
                            UnsupportedApiError)
 from kcodec.errors import ErrorCode
 
-from conftest import RealBroker, run
+from client_support import RealBroker, run
 
 pytestmark = pytest.mark.interop
 
