@@ -28,4 +28,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build *.egg-info kcodec/_fast.c kcodec/*.so
+	rm -rf $(VENV) build *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so
