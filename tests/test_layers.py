@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "kcodec"
+import kcodec
+
+PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
 
 LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "columnar", "applications"]
 MODULES = {
