@@ -25,19 +25,22 @@ bench-report: $(STAMP)
 		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md
 
-# atheris over every decoder, the extensions built with AddressSanitizer (gcc) in build/fuzz; see
+# atheris over every decoder, the extensions built with AddressSanitizer (gcc -fsanitize=address) in build/fuzz; see
 # fuzz/fuzz_kcodec.py. FUZZ_SECONDS=300 by default; findings land in build/fuzz/ (crash-*).
 FUZZ_SECONDS ?= 300
 FUZZ_DIR := build/fuzz
+# One runtime for the sanitizer and libFuzzer: atheris' asan_with_fuzzer.so, preloaded.
+ASAN = LD_PRELOAD=$$($(abspath $(PY)) -c "import atheris; print(atheris.path())")/asan_with_fuzzer.so \
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 fuzz: $(STAMP)
 	$(PY) -m pip install -q 'atheris>=2.3'
 	rm -rf $(FUZZ_DIR)/kcodec && mkdir -p $(FUZZ_DIR)
 	cp -r kcodec setup.py pyproject.toml README.md LICENSE NOTICE $(FUZZ_DIR)/
 	rm -f $(FUZZ_DIR)/kcodec/*.so $(FUZZ_DIR)/kcodec/*.c
 	cd $(FUZZ_DIR) && KCODEC_SANITIZE=address KCODEC_REQUIRE_EXTENSION=1 $(abspath $(PY)) setup.py -q build_ext --inplace
-	PYTHONPATH=$(FUZZ_DIR) $(PY) fuzz/fuzz_kcodec.py --seed $(FUZZ_DIR)/corpus $(abspath ..)/shared
-	cd $(FUZZ_DIR) && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
-		PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) -max_total_time=$(FUZZ_SECONDS) \
+	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) --seed corpus \
+		$${KCODEC_SHARED:-$(abspath ..)/shared}
+	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 corpus
 
 $(STAMP): pyproject.toml setup.py

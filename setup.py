@@ -52,7 +52,8 @@ def extensions():
     sanitize = os.environ.get("KCODEC_SANITIZE")
     if sanitize:  # keep frames and symbols so the sanitizer's reports point at lines
         args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
-        link = [f"-fsanitize={sanitize}"]
+        # The runtime is not linked in but preloaded (LD_PRELOAD): atheris' asan_with_fuzzer.so, so that
+        # one runtime serves both the sanitizer and libFuzzer's coverage (make fuzz).
     exts = [Extension(f"kcodec.{p.stem}", [f"kcodec/{p.name}"], extra_compile_args=args, extra_link_args=link)
             for p in sources]
     return cythonize(exts, language_level=3, compiler_directives={

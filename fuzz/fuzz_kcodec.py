@@ -2,8 +2,10 @@
 AddressSanitizer. Run it with `make fuzz` (FUZZ_SECONDS=300 by default), which does:
 
     build/fuzz/  a copy of the package whose kcodec/*.pyx are built with
-                 KCODEC_SANITIZE=address (gcc -fsanitize=address -O1 -g -fno-omit-frame-pointer)
-    LD_PRELOAD=$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+                 KCODEC_SANITIZE=address (gcc -fsanitize=address -O1 -g -fno-omit-frame-pointer; the
+                 runtime is not linked in but preloaded: atheris ships one with libFuzzer in it)
+    LD_PRELOAD=$(python -c "import atheris; print(atheris.path())")/asan_with_fuzzer.so \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
     PYTHONPATH=build/fuzz .venv/bin/python fuzz/fuzz_kcodec.py -max_total_time=300 build/fuzz/corpus
 
 Input: byte 0 picks the entry point, bytes 1-2 the target (api key and version, or columnar message and

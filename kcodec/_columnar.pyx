@@ -262,7 +262,7 @@ cdef class Walker:
 
     cdef inline char* room(self, Buf* b, Py_ssize_t n) except NULL:
         """Space for n more items at the end of b."""
-        if b.len + n <= b.cap:
+        if b.len + n <= b.cap and b.cap:  # (no memory yet: grow, so that the answer is never NULL)
             return b.data + b.len * b.itemsize
         return self.grow(b, n)
 
@@ -510,6 +510,10 @@ cdef class Walker:
         cdef int i
         cdef OpC* op
         cdef Buf* b
+        cdef int64_t n, k, total
+        cdef Py_ssize_t after = 0
+        cdef char* out
+        cdef const unsigned char* p
         self.rows[s] = row + 1
         self.at = pos
         if st.parent_col >= 0:
@@ -523,6 +527,36 @@ cdef class Walker:
                     b.len += 1
                 pos += op.fixed
                 continue
+            if op.array and op.fixed:  # numbers: the common case, inline
+                n = -1
+                if op.compact:
+                    if pos < self.end and 0 < self.buf[pos] < 0x80:
+                        n = self.buf[pos] - 1
+                        after = pos + 1
+                elif 4 <= self.end - pos:
+                    n = <int32_t>be32(self.buf + pos)
+                    after = pos + 4
+                if n >= 0 and n * op.fixed <= self.end - after:
+                    pos = after + n * op.fixed
+                    if op.col < 0:
+                        continue
+                    b = &self.values[op.col]
+                    out = self.room(b, n)
+                    p = self.buf + after
+                    if op.fixed == 4:
+                        for k in range(n):
+                            (<uint32_t*>out)[k] = be32(p + 4 * k)
+                    else:
+                        for k in range(n):
+                            store(op.kind, p + op.fixed * k, out + op.fixed * k)
+                    b.len += n
+                    total = b.len
+                    b = &self.data[op.col]
+                    (<int64_t*>self.room(b, 1))[0] = total
+                    b.len += 1
+                    if self.L.has_nulls[op.col]:
+                        self.push8(&self.nulls[op.col], 0)
+                    continue
             if op.array:
                 pos = self.array(op, pos, row)
             else:
