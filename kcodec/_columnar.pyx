@@ -139,7 +139,7 @@ cdef class Layout:
     cdef Py_ssize_t* value_size    # per column: bytes per list value, 0 when not a list of numbers
     cdef int* has_nulls            # per column: keeps a null mask
     cdef int* is_object            # per column: a Python list (strings, bytes)
-    cdef int* is_offsets           # per column: offsets (int64, one more than rows) of lists or child tables
+    cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
     cdef list attrs
 
     def __cinit__(self, list ops, list structs, list columns):
@@ -216,7 +216,7 @@ cdef class Walker:
     cdef Py_ssize_t end
     cdef Py_ssize_t at           # where the current struct began: extrapolates column growth
     cdef Layout L
-    cdef Buf* data               # per column: values, or offsets (int64) of lists and child tables
+    cdef Buf* data               # per column: values, or offsets (int32) of lists and child tables
     cdef Buf* values             # per column: list values
     cdef Buf* nulls              # per column: null mask (uint8)
     cdef list objects            # per column: a Python list, or None
@@ -286,9 +286,10 @@ cdef class Walker:
         b.cap = cap
         return p + b.len * b.itemsize
 
-    cdef inline int push64(self, Buf* b, int64_t x) except -1:
+    cdef inline int push32(self, Buf* b, int64_t x) except -1:
+        """An offset or a row number: int32 (a Kafka body is under 2 GiB; run() checks)."""
         cdef char* p = self.room(b, 1)
-        (<int64_t*>p)[0] = x
+        (<int32_t*>p)[0] = <int32_t>x
         b.len += 1
         return 0
 
@@ -471,9 +472,9 @@ cdef class Walker:
                         return pos
         if col >= 0:
             if op.kind == STRUCT:
-                self.push64(&self.data[col], self.rows[op.sub])
+                self.push32(&self.data[col], self.rows[op.sub])
             else:
-                self.push64(&self.data[col], self.values[col].len)
+                self.push32(&self.data[col], self.values[col].len)
             if self.L.has_nulls[col]:
                 self.push8(&self.nulls[col], n < 0)
         return pos
@@ -517,7 +518,7 @@ cdef class Walker:
         self.rows[s] = row + 1
         self.at = pos
         if st.parent_col >= 0:
-            self.push64(&self.data[st.parent_col], parent)
+            self.push32(&self.data[st.parent_col], parent)
         for i in range(st.first, st.first + st.count):
             op = &self.L.ops[i]
             if op.fixed and not op.array and op.fixed <= self.end - pos:  # the common case, inline
@@ -552,7 +553,7 @@ cdef class Walker:
                     b.len += n
                     total = b.len
                     b = &self.data[op.col]
-                    (<int64_t*>self.room(b, 1))[0] = total
+                    (<int32_t*>self.room(b, 1))[0] = <int32_t>total
                     b.len += 1
                     if self.L.has_nulls[op.col]:
                         self.push8(&self.nulls[op.col], 0)
@@ -590,9 +591,11 @@ def run(Layout layout, data, Py_ssize_t pos=0):
         w.at = pos
         if pos < 0 or pos > view.len:
             raise ValueError(f"offset {pos} outside the buffer's {view.len} bytes")
+        if view.len > 0x7FFFFFFF:  # offsets and row numbers are int32, as a Kafka frame's size is
+            raise ValueError(f"a buffer of {view.len} bytes: a Kafka body is under 2 GiB")
         for i in range(layout.ncols):
             if layout.is_offsets[i]:
-                w.push64(&w.data[i], 0)
+                w.push32(&w.data[i], 0)
         pos = w.walk(0, pos, -1)
     finally:
         PyBuffer_Release(&view)

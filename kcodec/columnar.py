@@ -2,7 +2,7 @@
 
     from kcodec import columnar
     t = columnar.metadata_tables(body, version=12)
-    t.topics["name"], t.topics["partitions"]          # list of str; int64 offsets into t.partitions
+    t.topics["name"], t.topics["partitions"]          # list of str; int32 offsets into t.partitions
     t.partitions["leader_id"], t.partitions["topic_index"]
     t.partitions["isr_nodes"].offsets, .values         # ragged int lists, numpy offsets + values
     names = columnar.metadata_topic_names(body, 12)    # names and internal flags; partitions skipped
@@ -10,9 +10,10 @@
 Every struct of the message is a table and every instance a row: ``root`` (one row, its scalars in
 ``Tables.root``), ``brokers``, ``topics``, ``partitions``, ``next_cursor``. Numbers are numpy arrays,
 strings are lists (one object per topic, none per partition), arrays of numbers are ``Lists``
-(offsets + values), arrays of structs are int64 offsets into the child table, whose rows carry their
-parent's row (``topic_index``). Fields a version lacks are filled with their defaults, as the object
-decode does.
+(offsets + values), arrays of structs are offsets into the child table, whose rows carry their
+parent's row (``topic_index``). Offsets and row numbers are int32: a Kafka body is under 2 GiB (its
+frame size is an int32), and larger buffers are refused. Fields a version lacks are filled with their
+defaults, as the object decode does.
 
 The work is done by the Cython module ``kcodec._columnar`` over the caller's buffer (no copy), run by a
 layout compiled from the message's IR. Without the extension (or with ``KCODEC_PURE=1``) the same
@@ -46,6 +47,7 @@ ENGINE = "cython" if _columnar is not None and os.environ.get("KCODEC_PURE", "")
 _DTYPE = {BOOL: np.bool_, INT8: np.int8, INT16: np.int16, UINT16: np.uint16, INT32: np.int32,
           UINT32: np.uint32, INT64: np.int64, FLOAT64: np.float64}
 FIXED_KINDS = frozenset(_DTYPE)
+INDEX = np.int32  # offsets and row numbers
 
 # What a column holds.
 SCALAR, UUIDS, OBJECTS, LISTS, CHILDREN, PARENT = range(6)
@@ -245,10 +247,10 @@ def _c_spec(c: _Column) -> tuple[int, int, int, int, int]:
     if c.what == OBJECTS:
         return 0, 0, 0, 1, 0
     if c.what == PARENT:
-        return 8, 0, 0, 0, 0
+        return 4, 0, 0, 0, 0
     if c.what == LISTS:
-        return 8, FIXED_SIZE[c.kind], int(c.nullable), 0, 1
-    return 8, 0, int(c.nullable), 0, 1  # CHILDREN
+        return 4, FIXED_SIZE[c.kind], int(c.nullable), 0, 1
+    return 4, 0, int(c.nullable), 0, 1  # CHILDREN
 
 
 _layouts: dict[tuple[type, int, bool], _Layout] = {}
@@ -315,7 +317,7 @@ def _dtype(c: _Column) -> Any:
         return _DTYPE[c.kind]
     if c.what == UUIDS:
         return np.uint8
-    return np.int64
+    return INDEX
 
 
 def _run_python(lay: _Layout, cls: type, data: Any, strict: bool) -> Raw:
@@ -380,7 +382,7 @@ def _assemble(lay: _Layout, rows: list[int], raw: list[tuple[Any, Any, Any, Any]
             elif c.what == LISTS:
                 t.columns[c.attr] = Lists(d, v, n)
             elif c.what == CHILDREN and n is not None:
-                t.columns[c.attr] = Lists(d, np.arange(d[-1], dtype=np.int64), n)
+                t.columns[c.attr] = Lists(d, np.arange(d[-1], dtype=INDEX), n)
             else:
                 t.columns[c.attr] = d
         tables[name] = t
@@ -408,11 +410,13 @@ def _default_column(c: _Column, op: FieldOp, n: int) -> tuple[Any, Any, Any, Any
         return np.full(n, value, dtype=_DTYPE[c.kind]), None, None, None
     # LISTS: Kafka's defaults for arrays are empty or null
     nulls = np.full(n, value is None, dtype=np.bool_) if c.nullable else None
-    return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=_DTYPE[c.kind]), nulls, None
+    return np.zeros(n + 1, dtype=INDEX), np.zeros(0, dtype=_DTYPE[c.kind]), nulls, None
 
 
 def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, engine: Optional[str]) -> Tables:
     lay = _layout(cls, version, names_only)
+    if memoryview(data).nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
+        raise ValueError("a Kafka body is under 2 GiB")
     if (engine or ENGINE) == "cython":
         if lay.cython is None:
             raise RuntimeError("kcodec._columnar is not built")

@@ -213,7 +213,7 @@ def test_public_helpers_and_wrong_classes(shared):
     p = t.partitions
     first = t.topics["partitions"][0], t.topics["partitions"][1]
     assert (p["topic_index"][first[0]:first[1]] == 0).all()
-    assert p["isr_nodes"][0].dtype == np.int32 and p["replica_nodes"].offsets.dtype == np.int64
+    assert p["isr_nodes"][0].dtype == np.int32 and p["replica_nodes"].offsets.dtype == np.int32
     lt = ListTopicsResponse(topics=[ListTopicsResponse.Topic(name="a", internal=True)])
     assert columnar.list_topics_topic_names(kcodec.encode(lt, 1), 1).names == ["a"]
     assert len(columnar.list_topics_tables(kcodec.encode(lt, 0), 0).topics) == 1
