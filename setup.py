@@ -1,6 +1,8 @@
-"""Builds the optional Cython extension kcodec._fast; without a compiler kcodec installs pure Python.
+"""Builds the optional Cython extensions, every kcodec/*.pyx (kcodec._fast, kcodec._columnar); without
+a compiler kcodec installs pure Python.
 
-KCODEC_REQUIRE_EXTENSION=1 turns a failed build into an error (CI sets it).
+KCODEC_REQUIRE_EXTENSION=1 turns a failed build into an error (CI sets it). KCODEC_PURE_BUILD=1 builds
+none. KCODEC_SANITIZE=address builds them with AddressSanitizer (for the fuzz harness, `make fuzz`).
 """
 
 import os
@@ -35,7 +37,8 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions():
-    if not (HERE / "kcodec" / "_fast.pyx").exists() or os.environ.get("KCODEC_PURE_BUILD"):
+    sources = sorted((HERE / "kcodec").glob("*.pyx"))
+    if not sources or os.environ.get("KCODEC_PURE_BUILD"):
         return []
     try:
         from Cython.Build import cythonize
@@ -45,8 +48,15 @@ def extensions():
         return []
     from setuptools import Extension
 
-    ext = Extension("kcodec._fast", ["kcodec/_fast.pyx"], extra_compile_args=["-O3"])
-    return cythonize([ext], language_level=3, compiler_directives={
+    args, link = ["-O3"], []
+    sanitize = os.environ.get("KCODEC_SANITIZE")
+    if sanitize:  # keep frames and symbols so the sanitizer's reports point at lines
+        args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
+        # The runtime is not linked in but preloaded (LD_PRELOAD): atheris' asan_with_fuzzer.so, so that
+        # one runtime serves both the sanitizer and libFuzzer's coverage (make fuzz).
+    exts = [Extension(f"kcodec.{p.stem}", [f"kcodec/{p.name}"], extra_compile_args=args, extra_link_args=link)
+            for p in sources]
+    return cythonize(exts, language_level=3, compiler_directives={
         "boundscheck": False, "wraparound": False, "cdivision": True, "initializedcheck": False})
 
 

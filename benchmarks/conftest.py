@@ -1,18 +1,36 @@
-"""Benchmarks (pytest-benchmark): `make bench`. Payloads come from ../shared/vectors/metadata."""
+"""Benchmarks (pytest-benchmark). `make bench` runs them; `make bench-report` also writes the results
+table and chart (benchmarks/report.py). Payloads: benchmarks/payloads.py."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("KCODEC_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import payloads as _payloads  # noqa: E402
+
+RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().parent / "results"))
 
 
 @pytest.fixture(scope="session")
-def metadata_payloads() -> dict[int, bytes]:
-    d = SHARED / "vectors" / "metadata"
-    if not d.is_dir():
-        pytest.skip(f"no payloads at {d} (set KCODEC_SHARED)")
-    return {v: (d / f"metadata_v{v}_1k_body.bin").read_bytes() for v in (1, 12)}
+def metadata_payloads() -> dict[tuple[str, int], bytes]:
+    """{(size, version): body}; KCODEC_BENCH_SIZES (e.g. "1k,10k") limits the sizes."""
+    if not (_payloads.SHARED / "vectors" / "metadata").is_dir():
+        pytest.skip(f"no payloads at {_payloads.SHARED} (set KCODEC_SHARED)")
+    sizes = tuple(os.environ.get("KCODEC_BENCH_SIZES", "1k,10k,100k").split(","))
+    return _payloads.payloads(sizes)
+
+
+@pytest.fixture(scope="session")
+def extra_results():
+    """Figures measured outside pytest-benchmark's timing (peak memory), written for the report."""
+    out: dict[str, dict] = {}
+    yield out
+    if out and os.environ.get("KCODEC_BENCH_DIR"):
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "extra.json").write_text(json.dumps(out, indent=2))

@@ -1,7 +1,8 @@
 """The dependency contract: layers import only the layers below them (ARCHITECTURE.md).
 
-base -> definitions -> ir -> backends -> messages -> api -> applications. Messages never import a
-backend; applications use only the public API (never ir or a backend).
+base -> definitions -> ir -> backends -> messages -> api -> columnar -> applications. Messages never
+import a backend; columnar runs its own extension, never a codec backend; applications use only the
+public API (never ir or a backend).
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parents[1] / "kcodec"
+import kcodec
 
-LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "applications"]
+PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
+
+LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "columnar", "applications"]
 MODULES = {
     "kcodec.exceptions": "base", "kcodec.errors": "base",
     "kcodec.definitions": "definitions",
@@ -20,8 +23,10 @@ MODULES = {
     "kcodec.messages": "messages",
     "kcodec": "api", "kcodec._api": "api", "kcodec.framing": "api", "kcodec.convert": "api",
     "kcodec.testing": "api",
+    "kcodec.columnar": "columnar", "kcodec._columnar": "columnar",
 }
-FORBIDDEN = {("messages", "backends"), ("applications", "ir"), ("applications", "backends")}
+FORBIDDEN = {("messages", "backends"), ("applications", "ir"), ("applications", "backends"),
+             ("columnar", "backends")}
 
 
 def layer_of(module: str) -> str:

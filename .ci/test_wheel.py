@@ -1,0 +1,75 @@
+"""Run the test suite against the installed kcodec (a wheel), not the source tree.
+
+    python .ci/test_wheel.py [--both] [pytest args...]
+
+Copies tests/, pyproject.toml (pytest's settings) and README.md (its example is tested) into a temporary
+directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
+are there (kcodec._columnar always; kcodec._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
+has kcodec/_fast.pyx), then runs pytest there with ``--import-mode=importlib``. ``--both`` runs the suite
+again with KCODEC_PURE=1. ../shared comes from KCODEC_SHARED or beside the checkout; where it is absent
+(cibuildwheel's containers) the tests that need it skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHECK = """
+import sys, kcodec, kcodec.columnar as c
+from pathlib import Path
+where = Path(kcodec.__file__).resolve()
+assert Path(sys.argv[1]) not in where.parents, f"kcodec imported from the checkout: {where}"
+print(f"kcodec {kcodec.__version__} from {where.parent}: backend {kcodec.BACKEND}, columnar {c.ENGINE}")
+want = sys.argv[2]
+assert kcodec.BACKEND == want, f"backend {kcodec.BACKEND}, expected {want}"
+if want == "cython" or sys.argv[3] == "1":
+    assert c._columnar is not None, "kcodec._columnar is not in the wheel"
+"""
+
+
+def run(tmp: Path, pure: bool, args: list[str]) -> int:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    shared = Path(env.get("KCODEC_SHARED", REPO.parent / "shared"))
+    if (shared / "kafka-message-schemas").is_dir():
+        env["KCODEC_SHARED"] = str(shared)
+    else:
+        env.pop("CI", None)  # the shared fixture skips instead of failing
+    has_fast = (REPO / "kcodec" / "_fast.pyx").exists()
+    expect = "python" if pure or not has_fast else "cython"
+    if pure:
+        env["KCODEC_PURE"] = "1"
+    else:
+        env.pop("KCODEC_PURE", None)
+    env["KCODEC_EXPECT_BACKEND"] = expect
+    subprocess.run([sys.executable, "-c", CHECK, str(REPO), expect, "0" if pure else "1"], cwd=tmp, env=env,
+                   check=True)
+    cmd = [sys.executable, "-m", "pytest", str(tmp / "tests"), "--import-mode=importlib", "--rootdir", str(tmp),
+           "-p", "no:cacheprovider", "-q", *args]
+    print("+", " ".join(cmd), "(KCODEC_PURE=1)" if pure else "", flush=True)
+    return subprocess.run(cmd, cwd=tmp, env=env).returncode
+
+
+def main(argv: list[str]) -> int:
+    both = "--both" in argv
+    args = [a for a in argv if a != "--both"]
+    with tempfile.TemporaryDirectory(prefix="kcodec-wheel-tests-") as d:
+        tmp = Path(d)
+        shutil.copytree(REPO / "tests", tmp / "tests", ignore=shutil.ignore_patterns("__pycache__"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy(REPO / name, tmp / name)
+        rc = run(tmp, False, args)
+        if rc == 0 and both:
+            rc = run(tmp, True, args)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""The benchmark payloads: ../shared's 1,000-topic Metadata bodies (v1, v12) and 10,000- and 100,000-topic
+v12 bodies made from them, deterministically, and cached (build/bench-payloads, or KCODEC_BENCH_CACHE).
+
+A large body repeats the 1,000 real topics (same partitions, replicas, ISR), each copy with its own
+name (the real name with its last six characters replaced by the copy's number, so lengths stay 20-40)
+and its own topic id (seeded), after the real brokers and cluster id. Topic bytes are spliced, so making
+100,000 topics needs no million Python objects.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import kcodec
+from kcodec.messages import MetadataResponse
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KCODEC_SHARED", ROOT.parent / "shared"))
+CACHE = Path(os.environ.get("KCODEC_BENCH_CACHE", ROOT / "build" / "bench-payloads"))
+GENERATOR = "g1"  # bump when the making changes
+
+
+def shared_body(version: int) -> bytes:
+    return (SHARED / "vectors" / "metadata" / f"metadata_v{version}_1k_body.bin").read_bytes()
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def make_v12(topics: int) -> bytes:
+    """A v12 body with ``topics`` topics, copies of the 1,000 real ones."""
+    base = kcodec.decode(MetadataResponse, shared_body(12), 12)
+    empty = kcodec.encode(MetadataResponse(brokers=base.brokers, cluster_id=base.cluster_id,
+                                           controller_id=base.controller_id, topics=[]), 12)
+    assert empty.endswith(b"\x01\x00")  # an empty compact topics array, then no tagged fields
+    prefix = empty[:-2]
+    one_topic_prefix = len(kcodec.encode(MetadataResponse(topics=[]), 12)) - 2 + 1
+    tails = []
+    for t in base.topics:  # each real topic's bytes after its name, topic id and internal flag
+        body = kcodec.encode(MetadataResponse(topics=[t]), 12)
+        raw = body[one_topic_prefix:-1]
+        name_len = raw[2] - 1
+        tails.append((t.name, raw[:2], raw[3 + name_len + 16 + 1:], raw[3 + name_len + 16:3 + name_len + 17]))
+    rng = random.Random(topics)
+    parts = [prefix, _uvarint(topics + 1)]
+    for i in range(topics):
+        name, error, tail, internal = tails[i % len(tails)]
+        new = (name[:-6] + f"{i:06d}").encode()
+        parts += [error, _uvarint(len(new) + 1), new, rng.randbytes(16), internal, tail]
+    parts.append(b"\x00")
+    return b"".join(parts)
+
+
+def payloads(sizes: tuple[str, ...] = ("1k", "10k", "100k")) -> dict[tuple[str, int], bytes]:
+    """{(size, version): body}: 1k at v1 and v12 from ../shared, larger ones made (and cached) at v12."""
+    out = {("1k", 1): shared_body(1), ("1k", 12): shared_body(12)}
+    for size in sizes:
+        if size == "1k":
+            continue
+        path = CACHE / f"metadata_v12_{size}_{GENERATOR}_body.bin"
+        if not path.exists():
+            CACHE.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_bytes(make_v12(int(size[:-1]) * 1000))
+            tmp.replace(path)
+        out[(size, 12)] = path.read_bytes()
+    return out

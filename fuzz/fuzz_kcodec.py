@@ -1,0 +1,140 @@
+"""atheris harness: random bytes into every decoder kcodec has, with the extensions built with
+AddressSanitizer. Run it with `make fuzz` (FUZZ_SECONDS=300 by default), which does:
+
+    build/fuzz/  a copy of the package whose kcodec/*.pyx are built with
+                 KCODEC_SANITIZE=address (gcc -fsanitize=address -O1 -g -fno-omit-frame-pointer; the
+                 runtime is not linked in but preloaded: atheris ships one with libFuzzer in it)
+    LD_PRELOAD=$(python -c "import atheris; print(atheris.path())")/asan_with_fuzzer.so \
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    PYTHONPATH=build/fuzz .venv/bin/python fuzz/fuzz_kcodec.py -max_total_time=300 build/fuzz/corpus
+
+Input: byte 0 picks the entry point, bytes 1-2 the target (api key and version, or columnar message and
+version), the rest is the data:
+  0  decode_request(size prefix + data)                  (every api key and version via the header)
+  1  decode_response(size prefix + data, key, version)   (every api key and version)
+  2  columnar.tables, both engines                       (Metadata v0-13, DescribeTopicPartitions, ListTopics)
+  3  columnar.topic_names, both engines
+  4  decode(cls, data, version) for every request/response class, with every backend built
+A kcodec.KcodecError is the expected answer to bad bytes; any other exception, a difference between
+the columnar engines or between the backends, or a sanitizer report is a finding. Coverage guidance
+comes from atheris' instrumentation of kcodec's Python modules (gcc cannot add libFuzzer's native
+coverage; ASan still checks every access the extensions make).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import atheris
+
+with atheris.instrument_imports(include=["kcodec"]):
+    import kcodec
+    from kcodec import columnar, definitions
+    from kcodec._backend import available
+    from kcodec.ir import program_for
+    from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
+
+BACKENDS = available()
+TARGETS = sorted((key, v, kind) for key, name in definitions.api_keys().items() for kind in ("request", "response")
+                 for v in range(definitions.get(definitions.by_api_key(key, kind)).valid.lo,
+                                definitions.get(definitions.by_api_key(key, kind)).valid.hi + 1))
+COLUMNAR = [(MetadataResponse, v) for v in range(14)] + [(DescribeTopicPartitionsResponse, 0)] + \
+    [(ListTopicsResponse, v) for v in (0, 1)]
+ENGINES = ["python"] + (["cython"] if columnar._columnar is not None else [])
+
+
+def outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except kcodec.KcodecError as e:
+        return ("error", type(e).__name__, getattr(e, "reason", str(e)), getattr(e, "offset", None),
+                getattr(e, "path", None))
+
+
+def same_tables(a, b) -> bool:
+    if a[0] != b[0]:
+        return False
+    if a[0] != "ok":
+        return a == b
+    x, y = a[1], b[1]
+    if isinstance(x, columnar.TopicNames):
+        return x.names == y.names and x.internal.tolist() == y.internal.tolist() and x.root == y.root
+    if x.root != y.root or x.tables.keys() != y.tables.keys():
+        return False
+    for name, t in x.tables.items():
+        u = y.tables[name]
+        if len(t) != len(u) or list(t.columns) != list(u.columns):
+            return False
+        for c, col in t.columns.items():
+            other = u.columns[c]
+            if isinstance(col, columnar.Lists):
+                if col.tolist() != other.tolist():
+                    return False
+            elif isinstance(col, list):
+                if col != other:
+                    return False
+            elif col.tolist() != other.tolist():
+                return False
+    return True
+
+
+def TestOneInput(data: bytes) -> None:
+    if len(data) < 3:
+        return
+    mode, target, body = data[0] % 5, struct.unpack_from(">H", data, 1)[0], data[3:]
+    frame = struct.pack(">i", len(body)) + body
+    if mode == 0:
+        outcome(kcodec.decode_request, frame)
+    elif mode == 1:
+        key, version, _ = TARGETS[target % len(TARGETS)]
+        outcome(kcodec.decode_response, frame, key, version)
+    elif mode in (2, 3):
+        cls, version = COLUMNAR[target % len(COLUMNAR)]
+        scan = columnar.tables if mode == 2 else columnar.topic_names
+        results = [outcome(lambda: scan(cls, body, version, engine=e)) for e in ENGINES]
+        if not all(same_tables(results[0], r) for r in results[1:]):
+            raise AssertionError(f"columnar engines differ on {cls.__name__} v{version}: {results}")
+    else:
+        key, version, kind = TARGETS[target % len(TARGETS)]
+        prog = program_for(kcodec.message_class(key, kind), version)
+        results = [outcome(b.decode, prog, body) for b in BACKENDS.values()]
+        if any(r != results[0] for r in results[1:]):
+            raise AssertionError(f"backends differ on {prog.message} v{version}: {results}")
+
+
+def seeds(folder: Path, shared: Path) -> None:
+    """A starting corpus: real frames (as requests and responses) and encoded columnar messages."""
+    import json
+
+    from kcodec.testing import instances
+
+    folder.mkdir(parents=True, exist_ok=True)
+    index = {}
+    real = shared / "vectors" / "real-frames"
+    if (real / "index.json").exists():
+        index = json.loads((real / "index.json").read_text())
+    where = {(k, v, kind): i for i, (k, v, kind) in enumerate(TARGETS)}
+    for name, facts in index.items():
+        body = (real / name).read_bytes()[4:]
+        kind = "response" if name.endswith("_response.bin") else "request"
+        i = where.get((facts.get("api_key"), facts.get("api_version"), kind), 0)
+        mode = 0 if kind == "request" else 1
+        (folder / f"real-{name}").write_bytes(bytes([mode]) + struct.pack(">H", i) + body)
+        (folder / f"decode-{name}").write_bytes(bytes([4]) + struct.pack(">H", i) + body[4:])
+    for i, (cls, version) in enumerate(COLUMNAR):
+        msg = instances(cls, version).example()
+        body = kcodec.encode(msg, version)
+        for mode in (2, 3):
+            (folder / f"columnar-{mode}-{cls.__name__}-v{version}").write_bytes(
+                bytes([mode]) + struct.pack(">H", i) + body)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--seed":
+        seeds(Path(sys.argv[2]), Path(sys.argv[3]))
+        sys.exit(0)
+    print(f"kcodec backends {sorted(BACKENDS)}, columnar engines {ENGINES}, {len(TARGETS)} targets", flush=True)
+    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Fuzz()

@@ -1,0 +1,612 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The columnar decoder's hot path: one pass over the caller's buffer, values straight into C arrays.
+
+It runs a ``Layout`` (kcodec.columnar builds it from the IR program of a message and version): per
+struct, its fields in wire order, each with the column it feeds or -1 to validate and skip. Every struct
+is a table; a struct instance is a row. Nothing here makes a Python object per row except the strings a
+layout asks for. Columns grow by extrapolating from the share of the buffer read so far, so they end
+close to their final size; they are handed to numpy without a copy (``np.frombuffer`` over ``Column``).
+
+The checks, their order, their messages and offsets are the reference backend's (kcodec/_pure.py), so a
+bad buffer fails with the same DecodeError as the object decode. On failure ``run`` returns the reason,
+offset and field path (innermost first) instead of raising, and the caller builds the DecodeError.
+"""
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+
+cdef extern from "Python.h":
+    int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
+    int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
+
+# tracemalloc sees the columns (as it sees numpy's own arrays): peak-memory measurements stay honest.
+DEF TRACE_DOMAIN = 0x6b63
+
+# IR kinds (kcodec/ir.py)
+DEF BOOL = 1
+DEF INT8 = 2
+DEF INT16 = 3
+DEF UINT16 = 4
+DEF INT32 = 5
+DEF UINT32 = 6
+DEF INT64 = 7
+DEF FLOAT64 = 8
+DEF UUID = 9
+DEF STRING = 10
+DEF BYTES = 11
+DEF RECORDS = 12
+DEF STRUCT = 13
+
+DEF MAX_STRING = 0x7FFF
+
+KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32: "int32", UINT32: "uint32",
+             INT64: "int64", FLOAT64: "float64"}
+
+
+cdef struct OpC:
+    int kind
+    int array
+    int nullable
+    int compact
+    int sub         # struct index of a struct field, else -1
+    int col         # the column it feeds, -1: validate and skip
+    int fixed       # size of a fixed-size scalar, else 0
+    Py_ssize_t elem_min  # fewest bytes per array element
+
+
+cdef struct StructC:
+    int first
+    int count
+    int flexible
+    int parent_col  # the column that takes each row's parent row, -1 when none
+
+
+cdef struct Buf:
+    char* data
+    Py_ssize_t len   # items
+    Py_ssize_t cap   # items
+    Py_ssize_t itemsize
+
+
+cdef class Column:
+    """C memory that numpy adopts without a copy (np.frombuffer); freed with the last array over it."""
+    cdef char* data
+    cdef Py_ssize_t nbytes
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.nbytes
+        self.strides[0] = 1
+        view.buf = self.data
+        view.obj = self
+        view.len = self.nbytes
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = "B"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        if self.data != NULL:
+            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>self.data)
+            free(self.data)
+
+
+cdef Column adopt(Buf* b):
+    """Hand a buffer's memory to a Column, trimmed to its length."""
+    cdef Column c = Column.__new__(Column)
+    cdef Py_ssize_t nbytes = b.len * b.itemsize
+    cdef char* p = b.data
+    if p == NULL:  # numpy wants memory even for no items
+        p = <char*>malloc(1)
+        if p == NULL:
+            raise MemoryError()
+        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
+    elif nbytes < b.cap * b.itemsize and nbytes > 0:
+        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
+        p = <char*>realloc(p, nbytes)
+        if p == NULL:
+            p = b.data
+            nbytes = b.cap * b.itemsize
+        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, nbytes)
+    c.data = p
+    c.nbytes = b.len * b.itemsize
+    b.data = NULL
+    b.len = b.cap = 0
+    return c
+
+
+cdef class Layout:
+    """A message version's fields as C arrays, and what each column is."""
+    cdef OpC* ops
+    cdef StructC* structs
+    cdef int nops
+    cdef int nstructs
+    cdef int ncols
+    cdef Py_ssize_t* itemsize      # per column: bytes per value (offsets for lists: 8)
+    cdef Py_ssize_t* value_size    # per column: bytes per list value, 0 when not a list of numbers
+    cdef int* has_nulls            # per column: keeps a null mask
+    cdef int* is_object            # per column: a Python list (strings, bytes)
+    cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
+    cdef list attrs
+
+    def __cinit__(self, list ops, list structs, list columns):
+        """ops: (kind, array, nullable, compact, sub, col, fixed, elem_min, attr) in struct order;
+        structs: (first, count, flexible, parent_col); columns: (itemsize, value_size, nulls, is_object,
+        is_offsets)."""
+        cdef int i
+        self.nops = len(ops)
+        self.nstructs = len(structs)
+        self.ncols = len(columns)
+        self.ops = <OpC*>malloc(max(self.nops, 1) * sizeof(OpC))
+        self.structs = <StructC*>malloc(max(self.nstructs, 1) * sizeof(StructC))
+        self.itemsize = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
+        self.value_size = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
+        self.has_nulls = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        self.is_object = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        self.is_offsets = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        if (self.is_offsets == NULL or self.ops == NULL or self.structs == NULL or self.itemsize == NULL or self.value_size == NULL
+                or self.has_nulls == NULL or self.is_object == NULL):
+            raise MemoryError()
+        self.attrs = []
+        for i, o in enumerate(ops):
+            self.ops[i].kind, self.ops[i].array, self.ops[i].nullable, self.ops[i].compact = o[0], o[1], o[2], o[3]
+            self.ops[i].sub, self.ops[i].col, self.ops[i].fixed, self.ops[i].elem_min = o[4], o[5], o[6], o[7]
+            self.attrs.append(o[8])
+        for i, s in enumerate(structs):
+            self.structs[i].first, self.structs[i].count = s[0], s[1]
+            self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
+        for i, c in enumerate(columns):
+            self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
+
+    def __dealloc__(self):
+        free(self.ops)
+        free(self.structs)
+        free(self.itemsize)
+        free(self.value_size)
+        free(self.has_nulls)
+        free(self.is_object)
+        free(self.is_offsets)
+
+
+cdef inline uint16_t be16(const unsigned char* p) noexcept nogil:
+    return (<uint16_t>p[0] << 8) | p[1]
+
+cdef inline uint32_t be32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
+    return (<uint64_t>be32(p) << 32) | be32(p + 4)
+
+
+cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nogil:
+    """One big-endian value at p, written natively at out."""
+    cdef uint64_t u64
+    if kind == INT32 or kind == UINT32:
+        (<uint32_t*>out)[0] = be32(p)
+    elif kind == INT16 or kind == UINT16:
+        (<uint16_t*>out)[0] = be16(p)
+    elif kind == BOOL:
+        (<uint8_t*>out)[0] = p[0] != 0
+    elif kind == INT8:
+        (<uint8_t*>out)[0] = p[0]
+    elif kind == INT64 or kind == FLOAT64:
+        u64 = be64(p)
+        memcpy(out, &u64, 8)
+    elif kind == UUID:
+        memcpy(out, p, 16)
+
+
+@cython.final
+cdef class Walker:
+    cdef const unsigned char* buf
+    cdef Py_ssize_t start
+    cdef Py_ssize_t end
+    cdef Py_ssize_t at           # where the current struct began: extrapolates column growth
+    cdef Layout L
+    cdef Buf* data               # per column: values, or offsets (int32) of lists and child tables
+    cdef Buf* values             # per column: list values
+    cdef Buf* nulls              # per column: null mask (uint8)
+    cdef list objects            # per column: a Python list, or None
+    cdef int64_t* rows           # per struct (= table)
+    cdef int64_t n               # the last length read
+    cdef uint64_t v              # the last varint read
+    cdef object reason
+    cdef Py_ssize_t offset
+    cdef list path
+
+    def __cinit__(self, Layout L):
+        cdef int i
+        self.L = L
+        self.data = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
+        self.values = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
+        self.nulls = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
+        self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
+        if self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL:
+            raise MemoryError()
+        self.objects = []
+        for i in range(L.ncols):
+            self.data[i] = Buf(NULL, 0, 0, L.itemsize[i])
+            self.values[i] = Buf(NULL, 0, 0, L.value_size[i])
+            self.nulls[i] = Buf(NULL, 0, 0, 1)
+            self.objects.append([] if L.is_object[i] else None)
+        for i in range(L.nstructs):
+            self.rows[i] = 0
+        self.path = []
+
+    def __dealloc__(self):
+        cdef int i
+        if self.data != NULL:
+            for i in range(self.L.ncols):
+                release(&self.data[i])
+                release(&self.values[i])
+                release(&self.nulls[i])
+        free(self.data)
+        free(self.values)
+        free(self.nulls)
+        free(self.rows)
+
+    # ------------------------------------------------------------------------------------ growing
+
+    cdef inline char* room(self, Buf* b, Py_ssize_t n) except NULL:
+        """Space for n more items at the end of b."""
+        if b.len + n <= b.cap and b.cap:  # (no memory yet: grow, so that the answer is never NULL)
+            return b.data + b.len * b.itemsize
+        return self.grow(b, n)
+
+    cdef char* grow(self, Buf* b, Py_ssize_t n) except NULL:
+        cdef Py_ssize_t need = b.len + n, cap, guess
+        cdef char* p
+        # Extrapolate from the share of the buffer read so far; grow by at least half.
+        guess = <Py_ssize_t>((<double>need) * (self.end - self.start) / max(self.at - self.start, 1) * 1.05)
+        cap = max(need, b.cap + b.cap // 2, 16)
+        if guess > cap and guess < need * 64:
+            cap = guess
+        if b.data != NULL:
+            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
+        p = <char*>realloc(b.data, cap * b.itemsize)
+        if p == NULL:
+            if b.data != NULL:
+                PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>b.data, b.cap * b.itemsize)
+            raise MemoryError()
+        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, cap * b.itemsize)
+        b.data = p
+        b.cap = cap
+        return p + b.len * b.itemsize
+
+    cdef inline int push32(self, Buf* b, int64_t x) except -1:
+        """An offset or a row number: int32 (a Kafka body is under 2 GiB; run() checks)."""
+        cdef char* p = self.room(b, 1)
+        (<int32_t*>p)[0] = <int32_t>x
+        b.len += 1
+        return 0
+
+    cdef inline int push8(self, Buf* b, uint8_t x) except -1:
+        cdef char* p = self.room(b, 1)
+        (<uint8_t*>p)[0] = x
+        b.len += 1
+        return 0
+
+    # ------------------------------------------------------------------------------------ failing
+
+    cdef Py_ssize_t fail(self, reason, Py_ssize_t offset) except -2:
+        self.reason = reason
+        self.offset = offset
+        return -1
+
+    cdef inline Py_ssize_t left(self, Py_ssize_t pos):
+        return max(self.end - pos, 0)
+
+    # ------------------------------------------------------------------------------------ reading
+
+    cdef inline Py_ssize_t uvarint(self, Py_ssize_t pos) except -2:
+        cdef Py_ssize_t start = pos
+        cdef uint64_t result = 0, b
+        cdef int shift = 0
+        while True:
+            if pos >= self.end:
+                return self.fail("truncated unsigned varint", start)
+            b = self.buf[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                if result > 0xFFFFFFFF:
+                    return self.fail("unsigned varint exceeds 32 bits", start)
+                self.v = result
+                return pos
+            shift += 7
+            if shift >= 35:
+                return self.fail("unsigned varint longer than 5 bytes", start)
+
+    cdef inline Py_ssize_t length(self, OpC* op, Py_ssize_t pos, int wide, what) except -2:
+        """A length prefix into self.n (-1: null), as the reference's _length."""
+        cdef Py_ssize_t start = pos
+        cdef int64_t n
+        if op.compact:
+            if pos < self.end and self.buf[pos] < 0x80 and self.buf[pos] > 0:
+                self.n = self.buf[pos] - 1
+                return pos + 1
+            pos = self.uvarint(pos)
+            if pos < 0:
+                return pos
+            n = <int64_t>self.v - 1
+        elif wide:
+            if 4 > self.end - pos:
+                return self.fail(f"expected the length of {what} of 4 bytes, {self.left(pos)} left", pos)
+            n = <int32_t>be32(self.buf + pos)
+            pos += 4
+        else:
+            if 2 > self.end - pos:
+                return self.fail(f"expected the length of {what} of 2 bytes, {self.left(pos)} left", pos)
+            n = <int16_t>be16(self.buf + pos)
+            pos += 2
+        if n < -1:
+            return self.fail(f"negative length {n} of {what}", start)
+        if n == -1 and not op.nullable:
+            return self.fail(f"null {what} in a non-nullable field", start)
+        self.n = n
+        return pos
+
+    cdef Py_ssize_t variable(self, OpC* op, Py_ssize_t pos, int col) except -2:
+        """A string (int16 or compact length, at most 32767 bytes, UTF-8) or bytes (int32 length)."""
+        cdef int64_t n, i
+        cdef const unsigned char* p
+        cdef bint text = op.kind == STRING
+        pos = self.length(op, pos, not text, "string" if text else "bytes")
+        if pos < 0:
+            return pos
+        n = self.n
+        if n < 0:
+            if col >= 0:
+                (<list>self.objects[col]).append(None)
+            return pos
+        if text and n > MAX_STRING:
+            return self.fail(f"string length {n} exceeds {MAX_STRING}", pos)
+        if n > self.end - pos:
+            return self.fail(f"expected {'a string' if text else 'bytes'} of {n} bytes, {self.left(pos)} left", pos)
+        p = self.buf + pos
+        if not text:
+            if col >= 0:
+                (<list>self.objects[col]).append((<const char*>p)[:n])
+            return pos + n
+        for i in range(n):
+            if p[i] >= 0x80:
+                break
+        else:
+            if col >= 0:
+                (<list>self.objects[col]).append(PyUnicode_DecodeUTF8(<const char*>p, n, NULL))
+            return pos + n
+        try:  # not ASCII: Python's decoder checks it and names the bad byte
+            s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
+        except UnicodeDecodeError as e:
+            return self.fail(f"invalid UTF-8 in string ({e.reason})", pos + e.start)
+        if col >= 0:
+            (<list>self.objects[col]).append(s)
+        return pos + n
+
+    cdef inline Py_ssize_t scalar(self, OpC* op, Py_ssize_t pos, int col, int64_t row) except -2:
+        """One value that is not an array; a struct field opens a row of its table."""
+        cdef char* out
+        if op.fixed:
+            if op.fixed > self.end - pos:
+                return self.fail(f"expected {KIND_TEXT[op.kind]} of {op.fixed} bytes, {self.left(pos)} left",
+                                 pos)
+            if col >= 0:
+                out = self.room(&self.data[col], 1)
+                store(op.kind, self.buf + pos, out)
+                self.data[col].len += 1
+            return pos + op.fixed
+        if op.kind == STRING or op.kind == BYTES or op.kind == RECORDS:
+            return self.variable(op, pos, col)
+        if op.kind == UUID:
+            if 16 > self.end - pos:
+                return self.fail(f"expected a uuid of 16 bytes, {self.left(pos)} left", pos)
+            if col >= 0:
+                out = self.room(&self.data[col], 1)
+                memcpy(out, self.buf + pos, 16)
+                self.data[col].len += 1
+            return pos + 16
+        # a struct
+        if op.nullable:
+            if 1 > self.end - pos:
+                return self.fail(f"expected a struct's null marker of 1 bytes, {self.left(pos)} left", pos)
+            pos += 1
+            if <int8_t>self.buf[pos - 1] < 0:
+                return pos
+        return self.walk(op.sub, pos, row)
+
+    cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
+        cdef int64_t n, i
+        cdef int col = op.col
+        cdef Py_ssize_t size
+        cdef char* out
+        cdef const unsigned char* p
+        cdef OpC elem
+        pos = self.length(op, pos, 1, "array")
+        if pos < 0:
+            return pos
+        n = self.n
+        if n >= 0 and n * op.elem_min > self.end - pos:
+            return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
+                             f"{self.left(pos)} left", pos)
+        if n > 0:
+            if op.kind == STRUCT:
+                for i in range(n):
+                    pos = self.walk(op.sub, pos, row)
+                    if pos < 0:
+                        self.path.append(i)
+                        return pos
+            elif op.fixed:
+                size = op.fixed
+                if col >= 0:
+                    out = self.room(&self.values[col], n)
+                    p = self.buf + pos
+                    if op.kind == INT32 or op.kind == UINT32:
+                        for i in range(n):
+                            (<uint32_t*>out)[i] = be32(p + 4 * i)
+                    else:
+                        for i in range(n):
+                            store(op.kind, p + size * i, out + size * i)
+                    self.values[col].len += n
+                pos += n * size
+            else:  # strings, bytes, uuids: checked, not kept
+                elem = op[0]
+                elem.nullable = 0
+                elem.col = -1
+                for i in range(n):
+                    pos = self.scalar(&elem, pos, -1, row)
+                    if pos < 0:
+                        self.path.append(i)
+                        return pos
+        if col >= 0:
+            if op.kind == STRUCT:
+                self.push32(&self.data[col], self.rows[op.sub])
+            else:
+                self.push32(&self.data[col], self.values[col].len)
+            if self.L.has_nulls[col]:
+                self.push8(&self.nulls[col], n < 0)
+        return pos
+
+    cdef inline Py_ssize_t tagged(self, Py_ssize_t pos) except -2:
+        """The tagged-field section of a struct whose layout knows no tags: checked and skipped."""
+        cdef uint64_t count, i, tag, size
+        if pos < self.end and self.buf[pos] == 0:
+            return pos + 1
+        pos = self.uvarint(pos)
+        if pos < 0:
+            return pos
+        count = self.v
+        if <int64_t>(count * 2) > self.end - pos:
+            return self.fail(f"{count} tagged fields need at least {count * 2} bytes, {self.left(pos)} left", pos)
+        for i in range(count):
+            pos = self.uvarint(pos)
+            if pos < 0:
+                return pos
+            tag = self.v
+            pos = self.uvarint(pos)
+            if pos < 0:
+                return pos
+            size = self.v
+            if <int64_t>size > self.end - pos:
+                return self.fail(f"expected tagged field {tag} of {size} bytes, {self.left(pos)} left", pos)
+            pos += size
+        return pos
+
+    cdef Py_ssize_t walk(self, int s, Py_ssize_t pos, int64_t parent) except -2:
+        """One struct instance: a row of its table."""
+        cdef StructC* st = &self.L.structs[s]
+        cdef int64_t row = self.rows[s]
+        cdef int i
+        cdef OpC* op
+        cdef Buf* b
+        cdef int64_t n, k, total
+        cdef Py_ssize_t after = 0
+        cdef char* out
+        cdef const unsigned char* p
+        self.rows[s] = row + 1
+        self.at = pos
+        if st.parent_col >= 0:
+            self.push32(&self.data[st.parent_col], parent)
+        for i in range(st.first, st.first + st.count):
+            op = &self.L.ops[i]
+            if op.fixed and not op.array and op.fixed <= self.end - pos:  # the common case, inline
+                if op.col >= 0:
+                    b = &self.data[op.col]
+                    store(op.kind, self.buf + pos, self.room(b, 1))
+                    b.len += 1
+                pos += op.fixed
+                continue
+            if op.array and op.fixed:  # numbers: the common case, inline
+                n = -1
+                if op.compact:
+                    if pos < self.end and 0 < self.buf[pos] < 0x80:
+                        n = self.buf[pos] - 1
+                        after = pos + 1
+                elif 4 <= self.end - pos:
+                    n = <int32_t>be32(self.buf + pos)
+                    after = pos + 4
+                if n >= 0 and n * op.fixed <= self.end - after:
+                    pos = after + n * op.fixed
+                    if op.col < 0:
+                        continue
+                    b = &self.values[op.col]
+                    out = self.room(b, n)
+                    p = self.buf + after
+                    if op.fixed == 4:
+                        for k in range(n):
+                            (<uint32_t*>out)[k] = be32(p + 4 * k)
+                    else:
+                        for k in range(n):
+                            store(op.kind, p + op.fixed * k, out + op.fixed * k)
+                    b.len += n
+                    total = b.len
+                    b = &self.data[op.col]
+                    (<int32_t*>self.room(b, 1))[0] = <int32_t>total
+                    b.len += 1
+                    if self.L.has_nulls[op.col]:
+                        self.push8(&self.nulls[op.col], 0)
+                    continue
+            if op.array:
+                pos = self.array(op, pos, row)
+            else:
+                pos = self.scalar(op, pos, op.col, row)
+            if pos < 0:
+                self.path.append(self.L.attrs[i])
+                return pos
+        if st.flexible:
+            pos = self.tagged(pos)
+        return pos
+
+
+cdef void release(Buf* b):
+    if b.data != NULL:
+        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
+        free(b.data)
+        b.data = NULL
+
+
+def run(Layout layout, data, Py_ssize_t pos=0):
+    """Decode data[pos:] by the layout. Returns ``(True, end, rows, columns)`` where each column is
+    ``(data, values, nulls, objects)`` (Columns or None), or ``(False, reason, offset, path)``."""
+    cdef Py_buffer view
+    cdef Walker w = Walker(layout)
+    cdef int i
+    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+    try:
+        w.buf = <const unsigned char*>view.buf
+        w.start = pos
+        w.end = view.len
+        w.at = pos
+        if pos < 0 or pos > view.len:
+            raise ValueError(f"offset {pos} outside the buffer's {view.len} bytes")
+        if view.len > 0x7FFFFFFF:  # offsets and row numbers are int32, as a Kafka frame's size is
+            raise ValueError(f"a buffer of {view.len} bytes: a Kafka body is under 2 GiB")
+        for i in range(layout.ncols):
+            if layout.is_offsets[i]:
+                w.push32(&w.data[i], 0)
+        pos = w.walk(0, pos, -1)
+    finally:
+        PyBuffer_Release(&view)
+    if pos < 0:
+        return False, w.reason, w.offset, w.path
+    columns = []
+    for i in range(layout.ncols):
+        if layout.is_object[i]:
+            columns.append((None, None, None, w.objects[i]))
+        else:
+            columns.append((adopt(&w.data[i]),
+                            adopt(&w.values[i]) if layout.value_size[i] else None,
+                            adopt(&w.nulls[i]) if layout.has_nulls[i] else None, None))
+    return True, pos, [w.rows[i] for i in range(layout.nstructs)], columns

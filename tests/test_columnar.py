@@ -1,0 +1,234 @@
+"""Columnar decode: the Cython engine, the Python fallback and the object decode agree, on good bytes
+(real 1,000-topic payloads, generated instances of every version) and on bad ones (same DecodeError)."""
+
+from __future__ import annotations
+
+import mmap
+import random
+import uuid
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import kcodec
+from kcodec import DecodeError, TrailingBytesWarning, columnar
+from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
+from kcodec.testing import instances
+
+ENGINES = ["python"] + (["cython"] if columnar._columnar is not None else [])
+MESSAGES = [(MetadataResponse, v) for v in range(14)] + [(DescribeTopicPartitionsResponse, 0)] + \
+    [(ListTopicsResponse, v) for v in (0, 1)]
+IDS = [f"{c.__name__}-v{v}" for c, v in MESSAGES]
+
+
+def payload(shared, v: int) -> bytes:
+    return (shared / "vectors" / "metadata" / f"metadata_v{v}_1k_body.bin").read_bytes()
+
+
+def assert_same_tables(a: columnar.Tables, b: columnar.Tables) -> None:
+    assert a.root == b.root
+    assert a.tables.keys() == b.tables.keys()
+    for name, t in a.tables.items():
+        u = b.tables[name]
+        assert len(t) == len(u), name
+        assert list(t.columns) == list(u.columns), name
+        for c, x in t.columns.items():
+            y = u.columns[c]
+            assert type(x) is type(y), (name, c)
+            if isinstance(x, np.ndarray):
+                assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(x, y), (name, c)
+            elif isinstance(x, columnar.Lists):
+                assert x.offsets.dtype == y.offsets.dtype and np.array_equal(x.offsets, y.offsets), (name, c)
+                assert x.values.dtype == y.values.dtype and np.array_equal(x.values, y.values), (name, c)
+                assert (x.nulls is None) == (y.nulls is None), (name, c)
+                assert x.nulls is None or np.array_equal(x.nulls, y.nulls), (name, c)
+            else:
+                assert x == y, (name, c)
+
+
+def assert_matches_objects(t: columnar.Tables, msg) -> None:
+    """The tables say what the decoded objects say, field by field (written independently of columnar)."""
+    internal = "internal" if isinstance(msg, ListTopicsResponse) else "is_internal"
+    topics = msg.topics
+    assert t.topics["name"] == [x.name for x in topics]
+    assert t.topics[internal].tolist() == [getattr(x, internal) for x in topics]
+    if isinstance(msg, ListTopicsResponse):
+        assert t.root == {"throttle_time_ms": msg.throttle_time_ms, "error_code": msg.error_code}
+        return
+    for attr in ("throttle_time_ms", "error_code", "cluster_id", "controller_id"):
+        if hasattr(msg, attr):
+            assert t.root[attr] == getattr(msg, attr), attr
+    assert t.topics["error_code"].tolist() == [x.error_code for x in topics]
+    assert [uuid.UUID(bytes=b.tobytes()) for b in t.topics["topic_id"]] == [x.topic_id for x in topics]
+    assert t.topics["topic_authorized_operations"].tolist() == [x.topic_authorized_operations for x in topics]
+    parts = [(i, p) for i, x in enumerate(topics) for p in x.partitions]
+    offsets = np.cumsum([0] + [len(x.partitions) for x in topics])
+    assert t.topics["partitions"].tolist() == offsets.tolist()
+    P = t.partitions
+    assert len(P) == len(parts)
+    assert P["topic_index"].tolist() == [i for i, _ in parts]
+    for attr in ("error_code", "partition_index", "leader_id", "leader_epoch"):
+        assert P[attr].tolist() == [getattr(p, attr) for _, p in parts], attr
+    lists = ["replica_nodes", "isr_nodes", "offline_replicas"]
+    if isinstance(msg, DescribeTopicPartitionsResponse):
+        lists += ["eligible_leader_replicas", "last_known_elr"]
+        cursor = msg.next_cursor
+        c = t["next_cursor"]
+        assert len(c) == (cursor is not None)
+        if cursor is not None:
+            assert c["topic_name"] == [cursor.topic_name]
+            assert c["partition_index"].tolist() == [cursor.partition_index]
+    else:
+        assert len(t["brokers"]) == len(msg.brokers)
+        assert t["brokers"]["host"] == [b.host for b in msg.brokers]
+        assert t["brokers"]["rack"] == [b.rack for b in msg.brokers]
+        assert t["brokers"]["port"].tolist() == [b.port for b in msg.brokers]
+    for attr in lists:
+        assert P[attr].tolist() == [getattr(p, attr) for _, p in parts], attr
+
+
+def both(cls, data, version, **kw):
+    """Tables from every engine here, checked equal; the last one returned."""
+    out = [columnar.tables(cls, data, version, engine=e, **kw) for e in ENGINES]
+    for other in out[1:]:
+        assert_same_tables(out[0], other)
+    return out[-1]
+
+
+@pytest.mark.parametrize("version", [1, 12])
+def test_real_payloads(shared, version):
+    data = payload(shared, version)
+    t = both(MetadataResponse, data, version)
+    assert len(t.topics) == 1000 and len(t.partitions) == 10000 and len(t["brokers"]) == 6
+    assert_matches_objects(t, kcodec.decode(MetadataResponse, data, version))
+    for engine in ENGINES:
+        names = columnar.topic_names(MetadataResponse, data, version, engine=engine)
+        assert names.names == t.topics["name"]
+        assert np.array_equal(names.internal, t.topics["is_internal"])
+        lt = names.to_list_topics_response()
+        assert [x.name for x in lt.topics] == names.names and lt.error_code == t.root["error_code"]
+
+
+@pytest.mark.parametrize("cls,version", MESSAGES, ids=IDS)
+@given(data=st.data())
+def test_generated_instances(cls, version, data):
+    msg = data.draw(instances(cls, version))
+    body = kcodec.encode(msg, version)
+    t = both(cls, body, version)
+    assert_matches_objects(t, kcodec.decode(cls, body, version))
+    for engine in ENGINES:
+        n = columnar.topic_names(cls, body, version, engine=engine)
+        assert n.names == t.topics["name"]
+
+
+def errors_match(cls, data, version) -> str:
+    """Every engine fails like the object decode, or all succeed with the same tables."""
+    try:
+        msg = kcodec.decode(cls, data, version)
+    except DecodeError as e:
+        want = (e.reason, e.offset, e.path, e.message, e.version)
+        for engine in ENGINES:
+            for scan in (columnar.tables, columnar.topic_names):
+                with pytest.raises(DecodeError) as got:
+                    scan(cls, data, version, engine=engine)
+                g = got.value
+                assert (g.reason, g.offset, g.path, g.message, g.version) == want, (engine, scan.__name__)
+        return "error"
+    assert_matches_objects(both(cls, data, version), msg)
+    return "ok"
+
+
+@pytest.mark.parametrize("version", [1, 12])
+def test_truncations_and_mutations_of_real_payloads(shared, version):
+    data = payload(shared, version)
+    rng = random.Random(version)
+    cuts = list(range(0, 120)) + rng.sample(range(120, len(data)), 12)
+    for cut in cuts:
+        assert errors_match(MetadataResponse, data[:cut], version) == "error"
+    seen = set()
+    for _ in range(30):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            pos = rng.randrange(len(b))
+            b[pos] = rng.choice([0, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+        seen.add(errors_match(MetadataResponse, bytes(b), version))
+    assert seen == {"ok", "error"}
+
+
+@pytest.mark.parametrize("cls,version", MESSAGES, ids=IDS)
+@given(data=st.data())
+def test_mutated_instances_fail_alike(cls, version, data):
+    body = bytearray(kcodec.encode(data.draw(instances(cls, version)), version))
+    cut = data.draw(st.integers(0, len(body)))
+    errors_match(cls, bytes(body[:cut]), version)
+    if body:
+        for _ in range(data.draw(st.integers(1, 3))):
+            body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+        errors_match(cls, bytes(body), version)
+
+
+def test_hostile_lengths_fail_before_allocating():
+    # A topics array claiming 2**31-1 elements in a 9-byte buffer: the length check, not an allocation.
+    body = (0).to_bytes(4, "big") + (2).to_bytes(4, "big") + b"\x7f\xff\xff\xff"  # brokers, controller
+    for engine in ENGINES:
+        with pytest.raises(DecodeError) as e:
+            columnar.tables(MetadataResponse, body, 1, engine=engine)
+        assert e.value.path == "topics" and "needs at least" in e.value.reason
+    errors_match(MetadataResponse, body, 1)
+    errors_match(MetadataResponse, b"\x00" * 4 + b"\x01" + b"\xff" * 5, 12)  # over-long varint
+    bad_utf8 = kcodec.encode(MetadataResponse(topics=[MetadataResponse.Topic(name="ab")]), 12)
+    errors_match(MetadataResponse, bad_utf8.replace(b"ab", b"\xc3\x28"), 12)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_any_buffer_and_trailing_bytes(shared, engine):
+    data = payload(shared, 12)
+    want = columnar.tables(MetadataResponse, data, 12, engine=engine)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    with mmap.mmap(-1, len(data)) as m:
+        m.write(data)
+        for buf in (bytearray(data), memoryview(data), arr, m, arr[::1]):
+            assert_same_tables(columnar.tables(MetadataResponse, buf, 12, engine=engine), want)
+    wide = np.zeros(len(data) + 4, dtype=np.uint8)  # a non-contiguous view is copied, as decode does
+    strided = np.lib.stride_tricks.as_strided(wide, shape=(len(data),), strides=(1,))
+    strided[:] = np.frombuffer(data, dtype=np.uint8)
+    assert_same_tables(columnar.tables(MetadataResponse, strided, 12, engine=engine), want)
+    with pytest.raises(DecodeError) as e:
+        columnar.tables(MetadataResponse, data + b"\x00", 12, engine=engine)
+    assert e.value.offset == len(data) and "trailing" in e.value.reason
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        t = columnar.tables(MetadataResponse, data + b"\x00", 12, strict=False, engine=engine)
+    assert [x.category for x in w] == [TrailingBytesWarning]
+    assert_same_tables(t, want)
+
+
+def test_public_helpers_and_wrong_classes(shared):
+    data = payload(shared, 12)
+    t = columnar.metadata_tables(data, 12)
+    assert columnar.metadata_topic_names(data, 12).names == t.topics["name"]
+    p = t.partitions
+    first = t.topics["partitions"][0], t.topics["partitions"][1]
+    assert (p["topic_index"][first[0]:first[1]] == 0).all()
+    assert p["isr_nodes"][0].dtype == np.int32 and p["replica_nodes"].offsets.dtype == np.int32
+    lt = ListTopicsResponse(topics=[ListTopicsResponse.Topic(name="a", internal=True)])
+    assert columnar.list_topics_topic_names(kcodec.encode(lt, 1), 1).names == ["a"]
+    assert len(columnar.list_topics_tables(kcodec.encode(lt, 0), 0).topics) == 1
+    dtp = DescribeTopicPartitionsResponse(topics=[DescribeTopicPartitionsResponse.Topic(name="x")])
+    assert columnar.describe_topic_partitions_tables(kcodec.encode(dtp, 0)).topics["name"] == ["x"]
+    assert columnar.describe_topic_partitions_topic_names(kcodec.encode(dtp, 0)).names == ["x"]
+    with pytest.raises(TypeError):
+        columnar.tables(kcodec.messages.MetadataRequest, b"", 1)
+    with pytest.raises(kcodec.UnsupportedVersionError):
+        columnar.metadata_tables(data, 14)
+
+
+def test_engine_follows_the_backend_choice():
+    import os
+    if os.environ.get("KCODEC_PURE", "") not in ("", "0"):
+        assert columnar.ENGINE == "python"
+    elif os.environ.get("KCODEC_EXPECT_BACKEND") == "cython":
+        assert columnar.ENGINE == "cython"
