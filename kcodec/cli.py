@@ -93,6 +93,8 @@ def apis(out: Any = sys.stdout) -> int:
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
 APPLICATIONS: list[tuple[str, str, str]] = [
+    ("tap", "kcodec.tap", "record Kafka traffic through a proxy into capture files"),
+    ("analyze", "kcodec.spark.analyze", "decode captures on Spark into tables and a report"),
 ]
 
 
