@@ -74,7 +74,7 @@ def error_name(code: int) -> str:
     from kcodec.errors import ErrorCode
 
     try:
-        return ErrorCode(code).name
+        return ErrorCode(code).name  # type: ignore[call-arg]  # lookup by value, not construction
     except ValueError:
         return f"UNKNOWN({code})"
 

@@ -43,15 +43,19 @@ class Frame(NamedTuple):
 class Stats:
     """What the reassembly met, per capture."""
 
-    __slots__ = ("packets", "tcp_segments", "frames", "retransmitted_bytes", "gap_bytes", "skipped_bytes",
-                 "resyncs", "not_tcp", "undecodable_packets")
-
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, 0)
+        self.packets = 0
+        self.tcp_segments = 0
+        self.frames = 0
+        self.retransmitted_bytes = 0  # bytes seen twice (retransmissions, overlaps), dropped
+        self.gap_bytes = 0            # bytes never seen (lost, or before the capture began)
+        self.skipped_bytes = 0        # bytes seen but in no frame (cut by a gap, before a resync)
+        self.resyncs = 0
+        self.not_tcp = 0
+        self.undecodable_packets = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return dict(vars(self))
 
 
 def is_pcap(head: bytes) -> bool:

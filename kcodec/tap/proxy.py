@@ -176,9 +176,10 @@ class Tap:
         reason = ""
         uw: Optional[asyncio.StreamWriter] = None
         try:
-            ur, uw = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
+            ur, up = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
+            uw = up
             pending: dict[int, tuple[int, int]] = {}
-            tasks = [asyncio.create_task(self._requests(conn, cr, uw, pending)),
+            tasks = [asyncio.create_task(self._requests(conn, cr, up, pending)),
                      asyncio.create_task(self._responses(conn, ur, cw, pending))]
             try:
                 done, rest = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
