@@ -8,6 +8,7 @@ and a frame that does not decode land in an ``error`` column, so one bad frame n
 
 from __future__ import annotations
 
+import collections
 import json
 import struct
 import warnings
@@ -121,19 +122,38 @@ def _fields(v: Any) -> Iterator[tuple[str, Any]]:
             yield name, getattr(v, name)
 
 
+_SHAPES: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+def _shape(cls: type) -> tuple[bool, tuple[str, ...]]:
+    """(has an error_code, the fields that hold structs or lists of them), from the generated annotations:
+    a nested struct is annotated by its message's name (``list[MetadataResponse.Topic]``)."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        owner = cls.__qualname__.split(".")[0] + "."
+        notes: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            notes.update({k: str(v) for k, v in getattr(klass, "__annotations__", {}).items()})
+        nested = tuple(n for n in cls.__slots__ if owner in notes.get(n, ""))  # type: ignore[attr-defined]
+        shape = _SHAPES[cls] = ("error_code" in cls.__slots__, nested)  # type: ignore[attr-defined]
+    return shape
+
+
 def error_codes(msg: Any) -> list[int]:
     """Every non-zero ``error_code`` in a message, depth first in field order."""
     out: list[int] = []
     stack = [msg]
     while stack:
         v = stack.pop()
-        nested = []
-        for name, value in _fields(v):
-            if name == "error_code" and isinstance(value, int) and value:
-                out.append(value)
-            elif isinstance(value, list) and value and _is_struct(value[0]):
+        has_code, nested_names = _shape(type(v))
+        if has_code and v.error_code:
+            out.append(v.error_code)
+        nested: list[Any] = []
+        for name in nested_names:
+            value = getattr(v, name)
+            if isinstance(value, list):
                 nested.extend(value)
-            elif _is_struct(value):
+            elif value is not None:
                 nested.append(value)
         stack.extend(reversed(nested))
     return out
@@ -156,15 +176,29 @@ def topic_counts(msg: Any) -> Optional[tuple[int, int]]:
     return None
 
 
-def list_topics_bytes(resp: Any, version: int, correlation_id: int) -> int:
+_OVERHEAD: dict[tuple[type, int], int] = {}
+
+
+def frame_bytes(msg: Any, version: int) -> int:
+    """The bytes ``msg`` takes as a response frame (size prefix and header included), without encoding it."""
+    cls = type(msg)
+    overhead = _OVERHEAD.get((cls, version))
+    if overhead is None:
+        empty = cls()
+        overhead = _OVERHEAD[(cls, version)] = (len(kcodec.encode_response(empty, version, 0))
+                                                - kcodec.encoded_size(empty, version))
+    return overhead + kcodec.encoded_size(msg, version)
+
+
+def list_topics_bytes(resp: Any, version: int) -> int:
     """Frame bytes of the ListTopics response that would name the same topics as a Metadata response."""
     lt = ListTopicsResponse(error_code=resp.error_code, throttle_time_ms=resp.throttle_time_ms if version else 0,
                             topics=[ListTopicsResponse.Topic(name=t.name or "", internal=t.is_internal)
                                     for t in resp.topics])
-    return len(kcodec.encode_response(lt, version, correlation_id))
+    return frame_bytes(lt, version)
 
 
-def dtp_pages(resp: Any, correlation_id: int, limit: int = DTP_PARTITION_LIMIT) -> tuple[int, int]:
+def dtp_pages(resp: Any, limit: int = DTP_PARTITION_LIMIT) -> tuple[int, int]:
     """(pages, frame bytes) of the DescribeTopicPartitions responses that would carry the same topics and
     partitions, ``limit`` partitions a page as Kafka's broker cuts them, a cursor on every page but the last."""
     D = DescribeTopicPartitionsResponse
@@ -194,7 +228,31 @@ def dtp_pages(resp: Any, correlation_id: int, limit: int = DTP_PARTITION_LIMIT) 
                 offline_replicas=p.offline_replicas))
             count += 1
     close(None, 0)
-    return len(pages), sum(len(kcodec.encode_response(pg, 0, correlation_id)) for pg in pages)
+    return len(pages), sum(frame_bytes(pg, 0) for pg in pages)
+
+
+_WHAT_IF: "collections.OrderedDict[tuple[int, bytes], dict[str, int]]" = collections.OrderedDict()
+WHAT_IF_CACHE = 64
+
+
+def metadata_what_if(resp: Any, version: int, frame: bytes) -> dict[str, int]:
+    """ListTopics and DescribeTopicPartitions sizes for a Metadata response.
+
+    Clients refresh Metadata periodically and mostly get the same answer, so results are kept for the
+    last WHAT_IF_CACHE distinct response bodies (keyed by the bytes after the correlation id).
+    """
+    key = (version, bytes(frame[8:]))
+    hit = _WHAT_IF.get(key)
+    if hit is not None:
+        _WHAT_IF.move_to_end(key)
+        return hit
+    pages, size = dtp_pages(resp)
+    result = {"list_topics_v0_bytes": list_topics_bytes(resp, 0), "list_topics_v1_bytes": list_topics_bytes(resp, 1),
+              "dtp_pages": pages, "dtp_bytes": size}
+    _WHAT_IF[key] = result
+    if len(_WHAT_IF) > WHAT_IF_CACHE:
+        _WHAT_IF.popitem(last=False)
+    return result
 
 
 _API_NAMES: dict[int, str] = {}
@@ -237,9 +295,7 @@ def exchange_row(r: dict[str, Any]) -> dict[str, Any]:
             counts = topic_counts(resp) or counts
             if key == METADATA:
                 stage = "what-if"
-                out["list_topics_v0_bytes"] = list_topics_bytes(resp, 0, corr)
-                out["list_topics_v1_bytes"] = list_topics_bytes(resp, 1, corr)
-                out["dtp_pages"], out["dtp_bytes"] = dtp_pages(resp, corr)
+                out.update(metadata_what_if(resp, version, resp_frame))
         if counts is not None:
             out["topics"], out["partitions"] = counts
     except kcodec.KcodecError as e:
