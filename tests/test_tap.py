@@ -6,6 +6,7 @@ import asyncio
 import socket
 import struct
 import time
+from collections import Counter
 
 import pytest
 
@@ -176,3 +177,41 @@ def test_upstream_failure_closes_clients(tmp_path):
     reasons = [r.payload.decode() for r in recs if r.kind == capture.CLOSED]
     assert reasons[0] == "upstream closed" and "upstream 127.0.0.1" in reasons[1]
     assert [r.kind for r in recs].count(capture.REQUEST) == 1
+
+
+@pytest.mark.interop
+def test_tcpdump_on_loopback_sees_the_frames_the_tap_recorded(tmp_path, kafka_upstream):
+    """Where tcpdump can capture loopback, its pcap of the tap's upstream leg reads back to the same frames."""
+    import shutil
+    import subprocess
+
+    from kafka import KafkaAdminClient, KafkaProducer
+
+    tcpdump = shutil.which("tcpdump")
+    if tcpdump is None:
+        pytest.skip("no tcpdump here (the pcap tests write their captures with dpkt instead)")
+    pcap = tmp_path / "lo.pcap"
+    dump = subprocess.Popen([tcpdump, "-i", "lo", "-U", "-s", "0", "-w", str(pcap), "tcp port", str(kafka_upstream.port)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert dump.stderr is not None
+        line = dump.stderr.readline()
+        if "listening" not in line:
+            pytest.skip(f"tcpdump cannot capture here: {line.strip()}")
+        with ku.tap(kafka_upstream.address, tmp_path / "kcap") as t:
+            admin = KafkaAdminClient(bootstrap_servers=t.bootstrap, client_id="dump-admin", request_timeout_ms=10000)
+            admin.list_topics()
+            admin.close()
+            producer = KafkaProducer(bootstrap_servers=t.bootstrap, client_id="dump-producer")
+            producer.send("tap-dump", b"x" * 5000).get(timeout=10)  # a frame over several segments
+            producer.close()
+            time.sleep(0.5)
+            t.stop()
+    finally:
+        ku.stop(dump, __import__("signal").SIGINT)
+    recorded = [(f.direction, f.data) for p in sorted((tmp_path / "kcap").glob("*.kcap"))
+                for f in read_frames(p.read_bytes())[0]]
+    dumped, summary = read_frames(pcap.read_bytes(), ports=[kafka_upstream.port])
+    assert summary["skipped_bytes"] == 0 and summary["gap_bytes"] == 0
+    assert Counter((f.direction, f.data) for f in dumped) == Counter(recorded)
+    assert any(len(d) > 5000 for _, d in recorded)
