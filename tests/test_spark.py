@@ -198,3 +198,17 @@ def test_bad_input_never_fails_the_job(spark, tmp_path):
     assert any(e.startswith("response: DecodeError") for e in errors)
     assert any(e.startswith("request: DecodeError") for e in errors)
     assert len(ex) == 3
+
+
+def test_the_command_end_to_end(real_capture, tmp_path):
+    """`kcodec analyze` as a user runs it: its own local[2] session, exit status, report, summary."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
+    run = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(real_capture[0]), "--out", str(tmp_path),
+                          "--master", "local[2]"], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "[1/4] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
+    assert (tmp_path / "report.md").is_file() and (tmp_path / "tables" / "exchanges").is_dir()

@@ -98,7 +98,7 @@ def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
         series.setdefault(r["api_name"] or "?", {})[int(r["bucket"])] = int(r["bytes"] or 0)
     if series:
         fig, ax = plt.subplots(figsize=(9, 4.5))
-        buckets = sorted({b for s in series.values() for b in s})
+        buckets = list(range(max(b for s in series.values() for b in s) + 1))  # empty buckets are zeros
         secs = [b * agg["bucket_ns"] / 1e9 for b in buckets]
         for name, s in sorted(series.items(), key=lambda kv: -sum(kv[1].values()))[:12]:
             ax.plot(secs, [s.get(b, 0) for b in buckets], marker=".", label=name)

@@ -98,8 +98,9 @@ class _Half:
 
     def segment(self, seq: int, payload: bytes, syn: bool, ts_ns: int, r: "Reassembler") -> None:
         if syn:
-            self.next_seq = (seq + 1) % _MOD
-            self.synced = True
+            if self.next_seq is None:  # a repeated SYN changes nothing
+                self.next_seq = (seq + 1) % _MOD
+                self.synced = True
             return
         if not payload:
             return

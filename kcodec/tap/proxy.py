@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import socket
 import struct
 import time
 from pathlib import Path
@@ -92,7 +93,8 @@ class Tap:
                  connect_timeout: float = 10.0) -> None:
         self.listen = listen
         self.upstream = upstream
-        self.advertise = advertise or listen[0]
+        # Clients cannot connect to a wildcard address: tell them this host's name instead.
+        self.advertise = advertise or (socket.gethostname() if listen[0] in ("0.0.0.0", "::", "") else listen[0])
         self.session = time.time_ns()
         self.writer = capture.CaptureWriter(out, self.session, max_file_bytes)
         self.buffer_bytes = buffer_bytes
