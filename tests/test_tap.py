@@ -191,7 +191,9 @@ def test_tcpdump_on_loopback_sees_the_frames_the_tap_recorded(tmp_path, kafka_up
     if tcpdump is None:
         pytest.skip("no tcpdump here (the pcap tests write their captures with dpkt instead)")
     pcap = tmp_path / "lo.pcap"
-    dump = subprocess.Popen([tcpdump, "-i", "lo", "-U", "-s", "0", "-w", str(pcap), "tcp port", str(kafka_upstream.port)],
+    # --immediate-mode: without it the kernel hands packets over about once a second, after we stopped.
+    dump = subprocess.Popen([tcpdump, "-i", "lo", "--immediate-mode", "-U", "-s", "0", "-w", str(pcap),
+                             "tcp port", str(kafka_upstream.port)],
                             stderr=subprocess.PIPE, text=True)
     try:
         assert dump.stderr is not None
@@ -212,6 +214,6 @@ def test_tcpdump_on_loopback_sees_the_frames_the_tap_recorded(tmp_path, kafka_up
     recorded = [(f.direction, f.data) for p in sorted((tmp_path / "kcap").glob("*.kcap"))
                 for f in read_frames(p.read_bytes())[0]]
     dumped, summary = read_frames(pcap.read_bytes(), ports=[kafka_upstream.port])
-    assert summary["skipped_bytes"] == 0 and summary["gap_bytes"] == 0
+    assert summary["skipped_bytes"] == 0 and summary["gap_bytes"] == 0, summary
     assert Counter((f.direction, f.data) for f in dumped) == Counter(recorded)
     assert any(len(d) > 5000 for _, d in recorded)
