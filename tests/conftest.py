@@ -52,8 +52,12 @@ def spark():
     pytest.importorskip("pyspark")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
     from kcodec.spark import session
 
+    if SparkSession.getActiveSession() is not None:  # one made before these settings would be reused
+        SparkSession.getActiveSession().stop()
     s = session("local[2]", app_name="kcodec tests", ui=False)
     s.conf.set("spark.sql.shuffle.partitions", "2")
     s.sparkContext.setLogLevel("ERROR")
