@@ -71,21 +71,34 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
         yield pa.RecordBatch.from_pylist(rows[i:i + BATCH_ROWS], schema=schema)
 
 
-def frame_row(source: str, conn: str, direction: int, ts_ns: int, frame: bytes) -> dict[str, Any]:
-    row: dict[str, Any] = {"source": source, "conn": conn, "direction": direction, "ts_ns": ts_ns,
-                           "size": len(frame), "frame": frame}
+def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str], Optional[str]]:
+    """(correlation id, api key, api version, client id, error) of one frame."""
     try:
         if direction == 0:
-            header, _, _ = kcodec.decode_request_header(frame, strict=False)
-            row.update(correlation_id=header.correlation_id, api_key=header.request_api_key,
-                       api_version=header.request_api_version, client_id=header.client_id)
-        elif len(frame) >= 8:
-            row["correlation_id"] = _CORR.unpack_from(frame, 4)[0]
-        else:
-            row["error"] = f"response frame of {len(frame)} bytes has no correlation id"
+            h, _, _ = kcodec.decode_request_header(frame, strict=False)
+            return h.correlation_id, h.request_api_key, h.request_api_version, h.client_id, None
+        if len(frame) >= 8:
+            return _CORR.unpack_from(frame, 4)[0], None, None, None, None
+        return None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"
     except kcodec.KcodecError as e:
-        row["error"] = f"{type(e).__name__}: {e}"
-    return row
+        return None, None, None, None, f"{type(e).__name__}: {e}"
+
+
+def frame_batch(source: str, frames: list[Any]) -> pa.RecordBatch:
+    """FRAMES columns for frames of one file (``kcodec.tap.frames.Frame``), built column by column."""
+    heads = [_header(f.direction, f.data) for f in frames]
+    cols: list[Any] = list(zip(*heads)) if heads else [()] * 5
+    return pa.RecordBatch.from_arrays([
+        pa.array([source] * len(frames), pa.string()),
+        pa.array([f.conn for f in frames], pa.string()),
+        pa.array([f.direction for f in frames], pa.int8()),
+        pa.array([f.ts_ns for f in frames], pa.int64()),
+        pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int16()), pa.array(cols[2], pa.int16()),
+        pa.array(cols[3], pa.string()),
+        pa.array([len(f.data) for f in frames], pa.int64()),
+        pa.array([f.data for f in frames], pa.binary()),
+        pa.array(cols[4], pa.string()),
+    ], schema=FRAMES)
 
 
 def frames_from_files(batches: Iterable[pa.RecordBatch], ports: Optional[list[int]] = None) -> Iterator[pa.RecordBatch]:
@@ -93,23 +106,19 @@ def frames_from_files(batches: Iterable[pa.RecordBatch], ports: Optional[list[in
     for batch in batches:
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
+        lengths = batch.column("length").to_pylist() if "length" in batch.schema.names else [None] * len(paths)
         for i, path in enumerate(paths):
             data = contents[i].as_py()
-            rows: list[dict[str, Any]] = []
             try:
                 frames, summary = read_frames(data, ports)
             except Exception as e:  # CaptureError, dpkt's errors, truncated files: reported, never fatal
                 frames, summary = [], {"error": f"{type(e).__name__}: {e}"}
             del data
-            summary["bytes"] = int(batch.column("length")[i].as_py()) if "length" in batch.schema.names else None
-            rows.append({"source": path, "direction": -1, "size": summary["bytes"],
-                         "error": json.dumps(summary, sort_keys=True)})
-            for f in frames:
-                rows.append(frame_row(path, f.conn, f.direction, f.ts_ns, f.data))
-                if len(rows) >= BATCH_ROWS:
-                    yield pa.RecordBatch.from_pylist(rows, schema=FRAMES)
-                    rows = []
-            yield from _batches(rows, FRAMES)
+            summary["bytes"] = lengths[i]
+            yield pa.RecordBatch.from_pylist([{"source": path, "direction": -1, "size": lengths[i],
+                                               "error": json.dumps(summary, sort_keys=True)}], schema=FRAMES)
+            for j in range(0, len(frames), BATCH_ROWS):
+                yield frame_batch(path, frames[j:j + BATCH_ROWS])
 
 
 def _is_struct(v: Any) -> bool:

@@ -317,7 +317,7 @@ class Reassembler:
         return known  # type: ignore[return-value]
 
     def segment(self, src: str, sport: int, dst: str, dport: int, seq: int, payload: bytes, *,
-                syn: bool = False, ack: bool = True, fin: bool = False, ts_ns: int = 0) -> None:
+                syn: bool = False, ack: bool = True, ts_ns: int = 0) -> None:
         self.stats.tcp_segments += 1
         server = self._server_side(src, sport, dst, dport, syn, ack)
         direction = 0 if (dst, dport) == server else 1
@@ -384,7 +384,7 @@ def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None,
         dst = _addr(ip.dst)
         flags = tcp.flags
         r.segment(src, tcp.sport, dst, tcp.dport, tcp.seq, bytes(tcp.data), syn=bool(flags & dpkt.tcp.TH_SYN),
-                  ack=bool(flags & dpkt.tcp.TH_ACK), fin=bool(flags & dpkt.tcp.TH_FIN),
+                  ack=bool(flags & dpkt.tcp.TH_ACK),
                   ts_ns=int(round(float(ts) * 1e9)))
     r.finish()
     return r.out, r.stats
