@@ -29,7 +29,7 @@ CK_MESSAGES, KPY_MESSAGES, KPY_LIST_TOPICS = 30, 10, 3
 @pytest.fixture(scope="module")
 def real_capture(tmp_path_factory, kafka_upstream):
     """A tap capture of confluent-kafka and kafka-python producing, listing topics, consuming."""
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic
     from kafka import KafkaAdminClient, KafkaProducer
 
@@ -37,6 +37,9 @@ def real_capture(tmp_path_factory, kafka_upstream):
     with ku.tap(kafka_upstream.address, out) as t:
         admin = AdminClient({"bootstrap.servers": t.bootstrap, "client.id": "ck-admin"})
         admin.create_topics([NewTopic("spark-ck", 3, 1)])["spark-ck"].result(15)
+        with pytest.raises(KafkaException) as again:  # the broker answers TOPIC_ALREADY_EXISTS
+            admin.create_topics([NewTopic("spark-ck", 3, 1)])["spark-ck"].result(15)
+        assert again.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
         assert "spark-ck" in admin.list_topics(timeout=10).topics
         delivered: list[bool] = []
         p = Producer({"bootstrap.servers": t.bootstrap, "client.id": "ck-producer", "linger.ms": 5})
@@ -120,6 +123,11 @@ def test_exchanges_match_what_the_clients_did(analyzed, real_capture):
     assert set(prod.client_id) == {"ck-producer", "kpy-producer"} and (prod.error_count == 0).all()
     assert prod.partitions.sum() >= 3 + 1
 
+    # The one error the clients met: creating a topic twice (TOPIC_ALREADY_EXISTS, 36).
+    errors = tap[tap.error_count > 0]
+    assert [(r.client_id, r.api_name, list(r.error_codes)) for r in errors.itertuples()] == [
+        ("ck-admin", "CreateTopics", [36])]
+
     # kafka-python's admin asked for all topics at least once a list_topics() call.
     kpy_md = tap[(tap.client_id == "kpy-admin") & (tap.api_name == "Metadata")]
     assert kpy_md.metadata_all_topics.sum() >= KPY_LIST_TOPICS
@@ -166,6 +174,7 @@ def test_report_tables_and_console(analyzed, spark):
     for png in ("bytes_by_api.png", "metadata_vs_list_topics.png", "versions.png", "errors.png"):
         assert (out / png).stat().st_size > 5000 and f"]({png})" in report
     assert "## By API" in report and "| Produce | 0 |" in report and "ck-producer" in report
+    assert "| 36 | TOPIC_ALREADY_EXISTS | CreateTopics | 2 |" in report  # once in the capture, once in the pcap
     t = agg["total"]
     assert t["exchanges"] == len(ex) and t["orphan_responses"] == 0 and t["capture_files"] == 2
     files = spark.read.parquet(str(out / "tables" / "files")).toPandas()

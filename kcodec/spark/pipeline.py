@@ -14,6 +14,7 @@ response may sit in the file after its request's), and decoding runs on the shuf
 from __future__ import annotations
 
 import functools
+import os
 from typing import Iterable, Optional, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,9 +26,15 @@ from . import decode
 
 def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True) -> SparkSession:
     """A SparkSession; ``master=None`` keeps what spark-submit configured."""
-    builder = SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+    builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
+               # Capture files reach the workers whole; keep the Arrow batches around them small.
+               .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 * 1024 * 1024)))
     if master:
         builder = builder.master(master)
+    if master and master.startswith("local") and "SPARK_DRIVER_MEMORY" not in os.environ:
+        # In local mode the executors live in the driver's JVM, whose default heap (1 GB) two tasks
+        # holding 64 MB capture files and writing Parquet can outgrow.
+        builder = builder.config("spark.driver.memory", os.environ.get("KCODEC_SPARK_DRIVER_MEMORY", "4g"))
     if not ui:
         builder = builder.config("spark.ui.enabled", "false")
     return builder.getOrCreate()
