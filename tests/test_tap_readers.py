@@ -116,3 +116,38 @@ def test_pcap_lost_segment_is_skipped_and_counted(tmp_path):
     got_frames = [(f.direction, f.data) for f in got]
     assert all(fr in frames for fr in got_frames)  # nothing invented, nothing garbled
     assert len(frames) - 3 <= len(got_frames) < len(frames)
+
+
+@pytest.mark.parametrize("ng", [False, True])
+def test_damaged_captures_give_frames_or_a_capture_error(tmp_path, ng):
+    import random
+
+    frames = conversation_frames()
+    data = pcaps.write(tmp_path / "c.pcap", pcaps.conversation(frames), ng=ng).read_bytes()
+    # A capture whose writer died mid-packet: the frames before the cut, and a word about it.
+    got, summary = read_frames(data[:len(data) * 2 // 3], ports=[9092])
+    assert 0 < len(got) < len(frames) and all((f.direction, f.data) in frames for f in got)
+    # pcapng readers stop at the cut packet; pcap ones hand it over short, and its bytes are skipped.
+    assert summary["stopped_early"].startswith("after packet") if ng else summary["skipped_bytes"] > 0
+    rng = random.Random(5)
+    for i in range(200):
+        bad = bytearray(data[:rng.randrange(len(data))] if i % 2 else data)
+        for _ in range(i % 7):
+            bad[rng.randrange(len(bad))] = rng.randrange(256)
+        try:
+            read_frames(bytes(bad), ports=[9092])
+        except capture.CaptureError:
+            pass
+    kcap = capture.CaptureWriter(tmp_path / "k", session=3)
+    for d, f in frames:
+        kcap.write(d, 1, 0, f)
+    kcap.close()
+    data = kcap.files[0].read_bytes()
+    for i in range(200):
+        bad = bytearray(data[:rng.randrange(len(data))] if i % 2 else data)
+        for _ in range(i % 5):
+            bad[rng.randrange(len(bad))] = rng.randrange(256)
+        try:
+            read_frames(bytes(bad))
+        except capture.CaptureError:
+            pass

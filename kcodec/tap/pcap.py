@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any, Iterable, NamedTuple, Optional
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 import kcodec
 from kcodec import definitions
+
+from .capture import CaptureError
 
 PCAP_MAGICS = {b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1"}
 PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
@@ -53,8 +55,9 @@ class Stats:
         self.resyncs = 0
         self.not_tcp = 0
         self.undecodable_packets = 0
+        self.stopped_early = ""  # why the rest of a damaged or cut-short file was not read
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
@@ -366,10 +369,14 @@ def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None,
     import dpkt
 
     f = io.BytesIO(data)
-    reader: Any = dpkt.pcapng.Reader(f) if data[:4] == PCAPNG_MAGIC else dpkt.pcap.Reader(f)
-    linktype = reader.datalink()
+    try:
+        reader: Any = dpkt.pcapng.Reader(f) if data[:4] == PCAPNG_MAGIC else dpkt.pcap.Reader(f)
+        linktype = reader.datalink()
+    except (dpkt.Error, ValueError, struct.error) as e:
+        raise CaptureError(f"damaged {'pcapng' if data[:4] == PCAPNG_MAGIC else 'pcap'} header: "
+                           f"{type(e).__name__}: {e}") from None
     r = Reassembler(ports, max_buffered)
-    for ts, buf in reader:
+    for ts, buf in _packets(reader, r.stats):
         r.stats.packets += 1
         try:
             ip = _ip_layer(linktype, buf)
@@ -388,6 +395,21 @@ def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None,
                   ts_ns=int(round(float(ts) * 1e9)))
     r.finish()
     return r.out, r.stats
+
+
+def _packets(reader: Any, stats: Stats) -> Iterator[tuple[Any, bytes]]:
+    """The reader's packets up to the first damaged or cut-short one (a capture whose writer died)."""
+    import dpkt
+
+    it = iter(reader)
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+        except (dpkt.Error, ValueError, struct.error) as e:
+            stats.stopped_early = f"after packet {stats.packets}: {type(e).__name__}: {e}"
+            return
 
 
 def _addr(raw: bytes) -> str:
