@@ -131,14 +131,18 @@ def test_kafka_python_through_the_tap(tmp_path, kafka_upstream):
         producer = KafkaProducer(bootstrap_servers=t.bootstrap, client_id="kpy-producer")
         sent = [producer.send("tap-kpy", f"m{i}".encode(), partition=i % 2).get(timeout=10) for i in range(12)]
         producer.close()
-        consumer = KafkaConsumer(bootstrap_servers=t.bootstrap, client_id="kpy-consumer",
+        # Assigned partitions (Tansu 0.6.0 does not finish kafka-python's group join, tap or no tap),
+        # but a group for the offsets, so FindCoordinator and OffsetCommit go through the tap.
+        consumer = KafkaConsumer(bootstrap_servers=t.bootstrap, client_id="kpy-consumer", group_id="tap-group",
                                  consumer_timeout_ms=3000, auto_offset_reset="earliest", enable_auto_commit=False)
         consumer.assign([TopicPartition("tap-kpy", 0), TopicPartition("tap-kpy", 1)])
         consumed = sorted(m.value for m in consumer)
+        consumer.commit()  # to the coordinator FindCoordinator named, through the tap
+        committed = consumer.committed(TopicPartition("tap-kpy", 0))
         consumer.close()
         admin.close()
         printed = t.stop()
-    assert len(sent) == 12 and consumed == sorted(f"m{i}".encode() for i in range(12))
+    assert len(sent) == 12 and consumed == sorted(f"m{i}".encode() for i in range(12)) and committed == 6
     assert "stopped:" in printed
     recs = _records(tmp_path)
     opened = [r.payload.decode() for r in recs if r.kind == capture.OPENED]
@@ -149,6 +153,9 @@ def test_kafka_python_through_the_tap(tmp_path, kafka_upstream):
     by_conn = {}
     for f in frames:
         by_conn.setdefault(f.conn, []).append(f)
+    # The group's traffic went through the tap too: FindCoordinator's answer was rewritten to a listener.
+    keys = Counter(f.data[5] for f in frames if f.direction == 0)
+    assert keys[10] and keys[8] and keys[9]  # FindCoordinator, OffsetCommit, OffsetFetch
     for conn_frames in by_conn.values():  # every request answered, in order (no acks=0 here)
         reqs = [kcodec.decode_request_header(f.data)[0].correlation_id for f in conn_frames if f.direction == 0]
         resps = [struct.unpack_from(">i", f.data, 4)[0] for f in conn_frames if f.direction == 1]
