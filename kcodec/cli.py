@@ -52,6 +52,8 @@ APPLICATIONS: list[tuple[str, str, str]] = [
     ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
     ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
     ("broker", "kcodec.broker.cli", "a Kafka cluster for tests: topic administration, SASL PLAIN, ACLs"),
+    ("tap", "kcodec.tap", "record Kafka traffic through a proxy into capture files"),
+    ("analyze", "kcodec.spark.analyze", "decode captures on Spark into tables and a report"),
 ]
 
 

@@ -28,3 +28,38 @@ def shared() -> Path:
             pytest.fail(msg)
         pytest.skip(msg)
     return SHARED
+
+
+# Kafka traffic (issue 7): a real broker upstream of `kcodec tap`, and a local Spark session.
+@pytest.fixture(scope="session")
+def kafka_upstream():
+    """A broker on 127.0.0.1 for the tap and Spark tests (Tansu 0.6.0 for now; see tests/kafka_upstream.py)."""
+    import kafka_upstream as ku
+
+    try:
+        ku.tansu_binary()
+    except (ImportError, FileNotFoundError) as e:
+        pytest.skip(f"no broker binary: {e}")
+    with ku.tansu(advertised_host="localhost") as upstream:  # "localhost" != upstream: the tap adds a listener
+        yield upstream
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession, UI off, shared by every `spark` test."""
+    import sys
+
+    pytest.importorskip("pyspark")
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from kcodec.spark import session
+
+    if SparkSession.getActiveSession() is not None:  # one made before these settings would be reused
+        SparkSession.getActiveSession().stop()
+    s = session("local[2]", app_name="kcodec tests", ui=False)
+    s.conf.set("spark.sql.shuffle.partitions", "2")
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()

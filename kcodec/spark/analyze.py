@@ -1,0 +1,120 @@
+"""`kcodec analyze CAPTURE... --out DIR [--master local[*]]`: captures -> Parquet tables and a report.
+
+Writes ``DIR/tables/{frames,exchanges,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
+HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit, leave
+``--master`` out: the master spark-submit was given is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("captures", nargs="+", help="capture files: paths, globs or Hadoop URIs (.kcap, pcap, pcapng)")
+    p.add_argument("--out", required=True, help="directory for the report (and the tables unless --tables)")
+    p.add_argument("--tables", help="where the Parquet tables go (default OUT/tables); any Hadoop URI")
+    p.add_argument("--master", default=None, help="Spark master (default local[*], or spark-submit's)")
+    p.add_argument("--ports", default="", help="Kafka ports for pcaps, comma-separated (default: inferred)")
+
+
+class Progress:
+    """Prints the running stage's task counts while Spark works (a line per change, at most one a second)."""
+
+    def __init__(self, spark: Any, print_: Callable[..., None]) -> None:
+        self.tracker = spark.sparkContext.statusTracker()
+        self.print = print_
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        last = None
+        while not self._stop.wait(1.0):
+            parts = []
+            for sid in sorted(self.tracker.getActiveStageIds()):
+                info = self.tracker.getStageInfo(sid)
+                if info is not None:
+                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks"
+                                 + (f" ({info.numActiveTasks} running)" if info.numActiveTasks else ""))
+            line = "; ".join(parts)
+            if line and line != last:
+                self.print(f"    {line}")
+                last = line
+
+    def __enter__(self) -> "Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
+            ports: Optional[list[int]] = None, print_: Callable[..., None] = print) -> dict[str, Any]:
+    """The whole job on a session; returns the aggregates the report shows."""
+    import kcodec
+
+    from . import pipeline, report
+
+    tables = tables or str(out.resolve() / "tables")
+    started = time.perf_counter()
+
+    def step(n: int, what: str) -> None:
+        print_(f"[{n}/4] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
+
+    with Progress(spark, print_):
+        step(1, f"reading {len(captures)} capture path(s) into {tables}/frames")
+        pipeline.read_frames(spark, captures, ports).write.mode("overwrite").parquet(f"{tables}/frames")
+        frames = spark.read.parquet(f"{tables}/frames")
+        pipeline.files(frames).write.mode("overwrite").parquet(f"{tables}/files")
+        step(2, f"joining and decoding exchanges into {tables}/exchanges")
+        pipeline.exchanges(frames).write.mode("overwrite").parquet(f"{tables}/exchanges")
+        ex = spark.read.parquet(f"{tables}/exchanges")
+        step(3, "aggregating")
+        agg = report.aggregates(ex, frames, pipeline.orphan_responses(frames).count())
+    step(4, f"writing the report to {out}")
+    path = report.write(agg, out, captures, kcodec.BACKEND)
+    report.console(agg, print_)
+    print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
+    return agg
+
+
+def run(args: Any) -> int:
+    from . import pipeline
+
+    import os
+
+    ports = [int(p) for p in args.ports.split(",") if p.strip()] if args.ports else None
+    master = args.master or (None if _under_spark_submit() else "local[*]")
+    if master and master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
+    spark = pipeline.session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        analyze(spark, args.captures, Path(args.out), args.tables, ports)
+    finally:
+        spark.stop()
+    return 0
+
+
+def _under_spark_submit() -> bool:
+    import os
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM and hands Python its gateway
+
+
+def main() -> int:
+    """Entry point for spark-submit: ``spark-submit ... kcodec/spark/analyze.py CAPTURE... --out DIR``."""
+    parser = argparse.ArgumentParser(prog="kcodec analyze")
+    add_arguments(parser)
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

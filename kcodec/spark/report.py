@@ -1,0 +1,216 @@
+"""The aggregates of `kcodec analyze` (computed by Spark, small enough to collect) and their report:
+Markdown with PNG plots, and a console summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+MAX_BUCKETS = 60
+
+
+def _rows(df: DataFrame) -> list[dict[str, Any]]:
+    return [r.asDict() for r in df.collect()]
+
+
+def aggregates(ex: DataFrame, frames: DataFrame, orphans: int) -> dict[str, Any]:
+    """Every figure the report shows, from the exchanges and frames tables."""
+    total = ex.agg(
+        F.count("*").alias("exchanges"),
+        F.count("response_bytes").alias("answered"),
+        F.count("decode_error").alias("decode_errors"),
+        F.sum("request_bytes").alias("request_bytes"),
+        F.sum("response_bytes").alias("response_bytes"),
+        F.min("request_ts_ns").alias("t0"),
+        F.max("request_ts_ns").alias("t1"),
+        F.countDistinct("conn").alias("connections"),
+        F.countDistinct("client_id").alias("clients"),
+    ).collect()[0].asDict()
+    fr = frames.groupBy("direction").agg(F.count("*").alias("n"), F.sum("size").alias("bytes")).collect()
+    by_dir = {r["direction"]: (r["n"], r["bytes"]) for r in fr}
+    total.update(requests=by_dir.get(0, (0, 0))[0], responses=by_dir.get(1, (0, 0))[0],
+                 capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=orphans,
+                 header_errors=frames.where(F.col("error").isNotNull() & (F.col("direction") >= 0)).count())
+
+    span = max(1, (total["t1"] or 0) - (total["t0"] or 0))
+    bucket = max(1_000_000, -(-span // MAX_BUCKETS))  # ns, at least 1 ms
+    t0 = total["t0"] or 0
+    over_time = _rows(ex.groupBy(F.floor((F.col("request_ts_ns") - F.lit(t0)) / F.lit(bucket)).alias("bucket"),
+                                 "api_name")
+                      .agg(F.sum(F.coalesce("request_bytes", F.lit(0)) + F.coalesce("response_bytes", F.lit(0)))
+                           .alias("bytes")).orderBy("bucket"))
+    by_api = _rows(ex.groupBy("api_name", "api_key").agg(
+        F.count("*").alias("requests"), F.sum("request_bytes").alias("request_bytes"),
+        F.sum("response_bytes").alias("response_bytes"),
+        (F.avg("latency_ns") / 1e6).alias("latency_ms_avg"),
+        (F.percentile_approx("latency_ns", 0.99) / 1e6).alias("latency_ms_p99"),
+        F.sum("error_count").alias("errors"), F.count("decode_error").alias("decode_errors"),
+    ).orderBy(F.desc("request_bytes")))
+    versions = _rows(ex.groupBy("api_name", "api_version").count().orderBy("api_name", "api_version"))
+    md = ex.where((F.col("api_key") == 3) & F.col("list_topics_v1_bytes").isNotNull())
+    metadata = _rows(md.groupBy(F.coalesce("client_id", F.lit("(none)")).alias("client_id")).agg(
+        F.count("*").alias("responses"),
+        F.sum(F.col("metadata_all_topics").cast("int")).alias("all_topics_requests"),
+        F.sum("topics").alias("topics"),
+        F.sum("response_bytes").alias("metadata_bytes"),
+        F.sum("list_topics_v0_bytes").alias("list_topics_v0_bytes"),
+        F.sum("list_topics_v1_bytes").alias("list_topics_v1_bytes"),
+        F.sum("dtp_pages").alias("dtp_pages"),
+        F.sum("dtp_bytes").alias("dtp_bytes"),
+    ).orderBy(F.desc("metadata_bytes")))
+    errors = _rows(ex.select("api_name", F.explode("error_codes").alias("code"))
+                   .groupBy("code", "api_name").count().orderBy(F.desc("count")))
+    decode_errors = _rows(ex.where(F.col("decode_error").isNotNull())
+                          .groupBy(F.substring("decode_error", 1, 120).alias("decode_error")).count()
+                          .orderBy(F.desc("count")).limit(20))
+    return {"total": total, "bucket_ns": bucket, "over_time": over_time, "by_api": by_api, "versions": versions,
+            "metadata": metadata, "errors": errors, "decode_errors": decode_errors}
+
+
+def error_name(code: int) -> str:
+    from kcodec.errors import ErrorCode
+
+    try:
+        return ErrorCode(code).name  # type: ignore[call-arg]  # lookup by value, not construction
+    except ValueError:
+        return f"UNKNOWN({code})"
+
+
+def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    made: dict[str, str] = {}
+
+    def save(fig: Any, name: str, title: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=100)
+        plt.close(fig)
+        made[name] = title
+
+    series: dict[str, dict[int, int]] = {}
+    for r in agg["over_time"]:
+        series.setdefault(r["api_name"] or "?", {})[int(r["bucket"])] = int(r["bytes"] or 0)
+    if series:
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        buckets = list(range(max(b for s in series.values() for b in s) + 1))  # empty buckets are zeros
+        secs = [b * agg["bucket_ns"] / 1e9 for b in buckets]
+        for name, s in sorted(series.items(), key=lambda kv: -sum(kv[1].values()))[:12]:
+            ax.plot(secs, [s.get(b, 0) for b in buckets], marker=".", label=name)
+        ax.set_xlabel("seconds since the first request")
+        ax.set_ylabel(f"bytes per {agg['bucket_ns'] / 1e6:g} ms")
+        ax.legend(fontsize=8)
+        save(fig, "bytes_by_api.png", "Bytes by API over time (requests + responses)")
+    if agg["metadata"]:
+        rows = agg["metadata"][:15]
+        fig, ax = plt.subplots(figsize=(9, 0.6 * len(rows) + 1.8))
+        names = [r["client_id"] for r in rows]
+        y = range(len(rows))
+        h = 0.27
+        ax.barh([i - h for i in y], [r["metadata_bytes"] for r in rows], h, label="Metadata (as captured)")
+        ax.barh(list(y), [r["dtp_bytes"] for r in rows], h, label="DescribeTopicPartitions pages")
+        ax.barh([i + h for i in y], [r["list_topics_v1_bytes"] for r in rows], h, label="ListTopics v1")
+        ax.set_yticks(list(y), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("response bytes")
+        ax.legend(fontsize=8)
+        save(fig, "metadata_vs_list_topics.png", "Metadata responses against ListTopics and DescribeTopicPartitions, per client")
+    if agg["versions"]:
+        rows = agg["versions"]
+        fig, ax = plt.subplots(figsize=(9, 0.3 * len(rows) + 1.5))
+        ax.barh(range(len(rows)), [r["count"] for r in rows])
+        ax.set_yticks(range(len(rows)), [f"{r['api_name']} v{r['api_version']}" for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel("requests")
+        save(fig, "versions.png", "API version usage")
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    counts: dict[str, int] = {}
+    for r in agg["errors"]:
+        counts[error_name(r["code"])] = counts.get(error_name(r["code"]), 0) + r["count"]
+    decode_errors = sum(r["count"] for r in agg["decode_errors"])
+    if decode_errors:
+        counts["(frames that did not decode)"] = decode_errors
+    if counts:
+        items = sorted(counts.items(), key=lambda kv: -kv[1])[:20]
+        ax.barh(range(len(items)), [c for _, c in items])
+        ax.set_yticks(range(len(items)), [n for n, _ in items], fontsize=8)
+        ax.invert_yaxis()
+    else:
+        ax.text(0.5, 0.5, "no error codes in any response", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_xlabel("occurrences")
+    save(fig, "errors.png", "Error codes in responses")
+    return made
+
+
+def _table(rows: list[dict[str, Any]], cols: list[str]) -> str:
+    if not rows:
+        return "(none)\n"
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        cells = []
+        for c in cols:
+            v = r.get(c)
+            cells.append(f"{v:.3f}" if isinstance(v, float) else ("" if v is None else str(v)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def savings(r: dict[str, Any]) -> Optional[float]:
+    return 1 - r["list_topics_v1_bytes"] / r["metadata_bytes"] if r.get("metadata_bytes") else None
+
+
+def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    plots = _plots(agg, out)
+    t = agg["total"]
+    md = ["# Kafka traffic report\n\n",
+          f"Captures: {', '.join(captures)}  \nDecoded with kcodec ({backend} backend) on Spark.\n",
+          "\n## Totals\n\n",
+          _table([{"what": k, "value": t[k]} for k in (
+              "capture_files", "connections", "clients", "requests", "responses", "exchanges", "answered",
+              "orphan_responses", "header_errors", "decode_errors", "request_bytes", "response_bytes")], ["what", "value"]),
+          "\n## By API\n\n",
+          _table(agg["by_api"], ["api_name", "api_key", "requests", "request_bytes", "response_bytes",
+                                 "latency_ms_avg", "latency_ms_p99", "errors", "decode_errors"])]
+    for name, title in plots.items():
+        md.append(f"\n## {title}\n\n![{title}]({name})\n")
+        if name == "metadata_vs_list_topics.png":
+            rows = [dict(r, saved=f"{100 * s:.1f} %" if (s := savings(r)) is not None else "")
+                    for r in agg["metadata"]]
+            md.append("\nWhat the same topics would have cost as a ListTopics response (names only, KIP-142) and as "
+                      "DescribeTopicPartitions pages (2,000 partitions a page); `saved` is Metadata against "
+                      "ListTopics v1.\n\n")
+            md.append(_table(rows, ["client_id", "responses", "all_topics_requests", "topics", "metadata_bytes",
+                                    "list_topics_v0_bytes", "list_topics_v1_bytes", "dtp_pages", "dtp_bytes",
+                                    "saved"]))
+        if name == "versions.png":
+            md.append("\n" + _table(agg["versions"], ["api_name", "api_version", "count"]))
+        if name == "errors.png":
+            md.append("\n" + _table([dict(r, name=error_name(r["code"])) for r in agg["errors"]],
+                                    ["code", "name", "api_name", "count"]))
+            if agg["decode_errors"]:
+                md.append("\nFrames that did not decode:\n\n" + _table(agg["decode_errors"], ["decode_error", "count"]))
+    path = out / "report.md"
+    path.write_text("".join(md), encoding="utf-8")
+    return path
+
+
+def console(agg: dict[str, Any], print_: Any = print) -> None:
+    t = agg["total"]
+    print_(f"{t['capture_files']} capture files, {t['connections']} connections, {t['clients']} clients: "
+           f"{t['requests']} requests, {t['responses']} responses ({t['orphan_responses']} without a request), "
+           f"{t['decode_errors']} exchanges that did not decode")
+    for r in agg["by_api"][:10]:
+        print_(f"  {str(r['api_name']):<28} {r['requests']:>9} requests {r['request_bytes'] or 0:>12} B out "
+               f"{r['response_bytes'] or 0:>12} B back")
+    for r in agg["metadata"][:10]:
+        s = savings(r)
+        print_(f"  Metadata for {r['client_id']}: {r['metadata_bytes']} B; as ListTopics v1 {r['list_topics_v1_bytes']} B"
+               + (f" ({100 * s:.1f} % less)" if s is not None else "")
+               + f", as DescribeTopicPartitions {r['dtp_bytes']} B in {r['dtp_pages']} pages")

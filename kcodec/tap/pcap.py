@@ -1,0 +1,419 @@
+"""Kafka frames out of pcap / pcapng captures (tcpdump, tshark): TCP reassembly per connection.
+
+The file formats and the link, IP and TCP layers are read with dpkt. Per direction of each TCP
+connection, segments are put back in sequence order: out-of-order segments wait (up to
+``max_buffered`` bytes per direction), retransmitted and overlapping bytes are dropped, and a hole that
+never fills (a lost packet, the end of the capture) is skipped and counted.
+
+A stream whose start the capture missed (no SYN), or that lost bytes in a hole, is out of step with
+the frames. It is resynchronised: bytes are skipped (and counted) up to the first offset where a
+plausible frame starts and is followed by another plausible frame or ends exactly where the bytes
+end. A request is plausible when its api key is one Kafka defines, its version and correlation id
+are sane, its client id fits and it decodes; a response when its correlation id is that of a request
+seen on the same connection and not yet answered, and it decodes as that request's answer. (Responses
+to requests sent before the capture began cannot be read anyway: they are skipped and counted.)
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any, Iterable, Iterator, NamedTuple, Optional
+
+import kcodec
+from kcodec import definitions
+
+from .capture import CaptureError
+
+PCAP_MAGICS = {b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1"}
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+MAX_FRAME = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+_REQ = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
+_RESP = struct.Struct(">ii")    # size, correlation id
+_MOD = 1 << 32
+_KEYS = frozenset(definitions.api_keys())
+
+
+class Frame(NamedTuple):
+    conn: str
+    direction: int  # 0: client -> broker (request), 1: broker -> client (response)
+    ts_ns: int
+    data: bytes
+
+
+class Stats:
+    """What the reassembly met, per capture."""
+
+    def __init__(self) -> None:
+        self.packets = 0
+        self.tcp_segments = 0
+        self.frames = 0
+        self.retransmitted_bytes = 0  # bytes seen twice (retransmissions, overlaps), dropped
+        self.gap_bytes = 0            # bytes never seen (lost, or before the capture began)
+        self.skipped_bytes = 0        # bytes seen but in no frame (cut by a gap, before a resync)
+        self.resyncs = 0
+        self.not_tcp = 0
+        self.undecodable_packets = 0
+        self.stopped_early = ""  # why the rest of a damaged or cut-short file was not read
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def is_pcap(head: bytes) -> bool:
+    return head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC
+
+
+def _plausible_request(buf: bytearray, i: int, max_frame: int) -> int:
+    """The frame length at i if a plausible request starts there, 0 if not, -1 if more bytes are needed."""
+    if len(buf) - i < _REQ.size:
+        return -1
+    size, key, version, corr, clen = _REQ.unpack_from(buf, i)
+    if not (10 <= size <= max_frame and key in _KEYS and 0 <= version <= 30 and corr >= 0
+            and -1 <= clen <= size - 10):
+        return 0
+    return 4 + size
+
+
+def _plausible_response(buf: bytearray, i: int, max_frame: int, corrs: dict[int, Any]) -> int:
+    if len(buf) - i < _RESP.size:
+        return -1
+    size, corr = _RESP.unpack_from(buf, i)
+    if not (6 <= size <= max_frame and corr in corrs):
+        return 0
+    return 4 + size
+
+
+class _Half:
+    """One direction of a TCP connection: reassembly and frame cutting."""
+
+    def __init__(self, conn: "_Conn", direction: int) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.next_seq: Optional[int] = None
+        self.pending: dict[int, bytes] = {}
+        self.pending_bytes = 0
+        self.buf = bytearray()
+        self.synced = False
+        self.waiting: list[int] = []  # resync candidates that need more bytes to be judged
+        self.scan_pos = 0  # resync: offsets before this were judged already
+
+    def segment(self, seq: int, payload: bytes, syn: bool, ts_ns: int, r: "Reassembler") -> None:
+        if syn:
+            if self.next_seq is None:  # a repeated SYN changes nothing
+                self.next_seq = (seq + 1) % _MOD
+                self.synced = True
+            return
+        if not payload:
+            return
+        if self.next_seq is None:  # the capture started mid-stream
+            self.next_seq = seq
+        behind = (self.next_seq - seq) % _MOD
+        if 0 < behind < _MOD // 2:  # starts before what we have: a retransmission or an overlap
+            if behind >= len(payload):
+                r.stats.retransmitted_bytes += len(payload)
+                return
+            r.stats.retransmitted_bytes += behind
+            payload, seq = payload[behind:], self.next_seq
+        if seq == self.next_seq:
+            self._append(payload, ts_ns, r)
+            self._drain(ts_ns, r)
+        else:
+            old = self.pending.get(seq)
+            if old is None or len(old) < len(payload):
+                self.pending_bytes += len(payload) - (len(old) if old else 0)
+                self.pending[seq] = payload
+            else:
+                r.stats.retransmitted_bytes += len(payload)
+            if self.pending_bytes > r.max_buffered:
+                self.skip_hole(ts_ns, r)
+
+    def _append(self, payload: bytes, ts_ns: int, r: "Reassembler") -> None:
+        assert self.next_seq is not None
+        self.next_seq = (self.next_seq + len(payload)) % _MOD
+        self.buf += payload
+        self._cut(ts_ns, r)
+
+    def _drain(self, ts_ns: int, r: "Reassembler") -> None:
+        progress = True
+        while progress and self.pending:
+            progress = False
+            for seq in list(self.pending):
+                assert self.next_seq is not None
+                behind = (self.next_seq - seq) % _MOD
+                if behind == 0 or behind < _MOD // 2:
+                    data = self.pending.pop(seq)
+                    self.pending_bytes -= len(data)
+                    if behind < len(data):
+                        r.stats.retransmitted_bytes += behind
+                        self._append(data[behind:], ts_ns, r)
+                    else:
+                        r.stats.retransmitted_bytes += len(data)
+                    progress = True
+
+    def skip_hole(self, ts_ns: int, r: "Reassembler") -> None:
+        """Give up on the missing bytes before the earliest waiting segment; the stream must resync."""
+        if not self.pending or self.next_seq is None:
+            return
+        nxt = self.next_seq
+        first = min(self.pending, key=lambda s: (s - nxt) % _MOD)
+        r.stats.gap_bytes += (first - nxt) % _MOD
+        r.stats.skipped_bytes += len(self.buf)  # the frame the hole cut through
+        self.buf.clear()
+        self.synced, self.waiting, self.scan_pos = False, [], 0
+        self.next_seq = first
+        self._drain(ts_ns, r)
+
+    def _frame_at(self, i: int, r: "Reassembler") -> int:
+        if self.direction == 0:
+            return _plausible_request(self.buf, i, r.max_frame)
+        return _plausible_response(self.buf, i, r.max_frame, self.conn.corrs)
+
+    def _verdict(self, i: int, r: "Reassembler") -> int:
+        """1: a believable frame starts at i (it decodes, and its successor looks like a frame or it ends
+        the bytes); 0: not at i; -1: cannot tell until more bytes arrive."""
+        n = self._frame_at(i, r)
+        if n <= 0:
+            return n
+        if i + n > len(self.buf):
+            return -1
+        if not self._decodes(bytes(self.buf[i:i + n])):
+            return 0
+        if i + n == len(self.buf):
+            return 1
+        follow = self._frame_at(i + n, r)
+        return -1 if follow < 0 else int(follow > 0)
+
+    def _decodes(self, frame: bytes) -> bool:
+        # Strict: a stretch of bytes that is no frame rarely decodes and ends exactly at its size.
+        try:
+            if self.direction == 0:
+                kcodec.decode_request(frame)
+            else:
+                corr = _RESP.unpack_from(frame, 0)[1]
+                kcodec.decode_response(frame, *self.conn.corrs[corr])
+        except kcodec.KcodecError:
+            return False
+        return True
+
+    def _resync(self, r: "Reassembler") -> bool:
+        """Skip to the first offset that starts a believable frame; False while more bytes are needed.
+
+        Offsets already rejected are not scanned again; those that could not be told yet (a candidate
+        frame longer than the bytes so far) are checked again as bytes arrive, and the earliest one
+        that proves itself wins, so one false candidate with a huge size cannot stall the stream.
+        """
+        for i in list(self.waiting):
+            v = self._verdict(i, r)
+            if v == 1:
+                return self._synced_at(i, r)
+            if v == 0:
+                self.waiting.remove(i)
+        for i in range(self.scan_pos, len(self.buf)):
+            v = self._verdict(i, r)
+            if v == 1:
+                return self._synced_at(i, r)
+            if v < 0:
+                if self._frame_at(i, r) < 0:  # not even a header yet: resume here next time
+                    self.scan_pos = i
+                    break
+                self.waiting.append(i)
+        else:
+            self.scan_pos = len(self.buf)
+        keep = min(self.waiting + [self.scan_pos])
+        if len(self.buf) - keep > r.max_buffered:
+            keep = len(self.buf) - r.max_buffered
+        self._skip(keep, r)
+        return False
+
+    def _synced_at(self, i: int, r: "Reassembler") -> bool:
+        self._skip(i, r)
+        self.synced = True
+        self.waiting, self.scan_pos = [], 0
+        r.stats.resyncs += 1
+        return True
+
+    def _skip(self, n: int, r: "Reassembler") -> None:
+        """Drop the first n bytes (counted) and shift the resync bookkeeping with them."""
+        if n:
+            r.stats.skipped_bytes += n
+            del self.buf[:n]
+        self.waiting = [w - n for w in self.waiting if w >= n]
+        self.scan_pos = max(0, self.scan_pos - n)
+
+    def _cut(self, ts_ns: int, r: "Reassembler") -> None:
+        buf = self.buf
+        start = 0
+        while True:
+            if not self.synced:
+                if start:
+                    del buf[:start]
+                    start = 0
+                if not self._resync(r):
+                    return
+            if len(buf) - start < 4:
+                break
+            size = _SIZE.unpack_from(buf, start)[0]
+            if size < 0 or size > r.max_frame:
+                self.synced = False
+                continue
+            if len(buf) - start < 4 + size:
+                break
+            frame = bytes(buf[start:start + 4 + size])
+            start += 4 + size
+            self.conn.emit(self.direction, frame, ts_ns, r)
+        if start:
+            del buf[:start]
+
+    def finish(self, ts_ns: int, r: "Reassembler") -> None:
+        while self.pending:
+            self.skip_hole(ts_ns, r)
+        r.stats.skipped_bytes += len(self.buf)
+        self.buf.clear()
+
+
+class _Conn:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.halves = (_Half(self, 0), _Half(self, 1))
+        self.corrs: dict[int, tuple[int, int]] = {}  # requests not yet answered: corr -> (key, version)
+        self.last_ts = 0
+
+    def emit(self, direction: int, frame: bytes, ts_ns: int, r: "Reassembler") -> None:
+        if direction == 0 and len(frame) >= 12:
+            _, key, version, corr, _ = _REQ.unpack_from(frame, 0)
+            if len(self.corrs) > 100_000:  # requests that never got an answer (acks=0 produce)
+                self.corrs.clear()
+            self.corrs[corr] = (key, version)
+        elif direction == 1 and len(frame) >= 8:
+            self.corrs.pop(_RESP.unpack_from(frame, 0)[1], None)
+        r.stats.frames += 1
+        r.out.append(Frame(self.name, direction, ts_ns, frame))
+
+
+class Reassembler:
+    """Feed TCP segments in capture order; take frames from ``out``; call ``finish`` at the end."""
+
+    def __init__(self, ports: Optional[Iterable[int]] = None, max_buffered: int = 16 * 1024 * 1024,
+                 max_frame: int = MAX_FRAME) -> None:
+        self.ports = frozenset(ports) if ports else None
+        self.max_buffered = max_buffered
+        self.max_frame = max_frame
+        self.stats = Stats()
+        self.out: list[Frame] = []
+        self._conns: dict[tuple[Any, ...], _Conn] = {}
+        self._servers: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # 4-tuple -> (server ip, server port)
+        self._uses: dict[tuple[Any, ...], int] = {}
+
+    def _server_side(self, src: Any, sport: int, dst: Any, dport: int, syn: bool, ack: bool) -> tuple[Any, int]:
+        key = (src, sport, dst, dport) if (src, sport) < (dst, dport) else (dst, dport, src, sport)
+        known = self._servers.get(key)
+        if known is None:
+            if self.ports is not None and (dport in self.ports) != (sport in self.ports):
+                known = (dst, dport) if dport in self.ports else (src, sport)
+            elif syn:
+                known = (dst, dport) if not ack else (src, sport)
+            else:
+                known = (dst, dport) if dport < sport else (src, sport)
+            self._servers[key] = known
+        return known  # type: ignore[return-value]
+
+    def segment(self, src: str, sport: int, dst: str, dport: int, seq: int, payload: bytes, *,
+                syn: bool = False, ack: bool = True, ts_ns: int = 0) -> None:
+        self.stats.tcp_segments += 1
+        server = self._server_side(src, sport, dst, dport, syn, ack)
+        direction = 0 if (dst, dport) == server else 1
+        client = (src, sport) if direction == 0 else (dst, dport)
+        key = (*client, *server)
+        conn = self._conns.get(key)
+        if conn is None or (syn and not ack and conn.halves[0].next_seq is not None
+                            and conn.halves[0].next_seq != (seq + 1) % _MOD):
+            if conn is not None:  # the same 4-tuple opens a new connection
+                self._close(key, ts_ns)
+            n = self._uses[key] = self._uses.get(key, 0) + 1
+            conn = self._conns[key] = _Conn(f"{client[0]}:{client[1]}-{server[0]}:{server[1]}"
+                                            + (f"#{n}" if n > 1 else ""))
+        conn.last_ts = ts_ns
+        conn.halves[direction].segment(seq, payload, syn, ts_ns, self)
+
+    def _close(self, key: tuple[Any, ...], ts_ns: int) -> None:
+        conn = self._conns.pop(key)
+        for half in conn.halves:
+            half.finish(ts_ns, self)
+
+    def finish(self) -> None:
+        for key in list(self._conns):
+            self._close(key, self._conns[key].last_ts)
+
+
+def _ip_layer(linktype: int, buf: bytes) -> Any:
+    import dpkt
+
+    if linktype == dpkt.pcap.DLT_EN10MB:
+        return dpkt.ethernet.Ethernet(buf).data
+    if linktype in (dpkt.pcap.DLT_NULL, dpkt.pcap.DLT_LOOP):
+        return dpkt.loopback.Loopback(buf).data
+    if linktype == dpkt.pcap.DLT_LINUX_SLL:
+        return dpkt.sll.SLL(buf).data
+    if linktype == 276:  # LINUX_SLL2
+        return dpkt.sll2.SLL2(buf).data
+    if linktype in (dpkt.pcap.DLT_RAW, 101, 228, 229):
+        return dpkt.ip6.IP6(buf) if buf[:1] and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
+    raise ValueError(f"link type {linktype} is not supported")
+
+
+def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None,
+              max_buffered: int = 16 * 1024 * 1024) -> tuple[list[Frame], Stats]:
+    """Every Kafka frame in a pcap or pcapng capture held in memory, with what reassembly met."""
+    import dpkt
+
+    f = io.BytesIO(data)
+    try:
+        reader: Any = dpkt.pcapng.Reader(f) if data[:4] == PCAPNG_MAGIC else dpkt.pcap.Reader(f)
+        linktype = reader.datalink()
+    except (dpkt.Error, ValueError, struct.error) as e:
+        raise CaptureError(f"damaged {'pcapng' if data[:4] == PCAPNG_MAGIC else 'pcap'} header: "
+                           f"{type(e).__name__}: {e}") from None
+    r = Reassembler(ports, max_buffered)
+    for ts, buf in _packets(reader, r.stats):
+        r.stats.packets += 1
+        try:
+            ip = _ip_layer(linktype, buf)
+        except (dpkt.UnpackError, ValueError, IndexError):
+            r.stats.undecodable_packets += 1
+            continue
+        tcp = getattr(ip, "data", None)
+        if not isinstance(tcp, dpkt.tcp.TCP):
+            r.stats.not_tcp += 1
+            continue
+        src = _addr(ip.src)
+        dst = _addr(ip.dst)
+        flags = tcp.flags
+        r.segment(src, tcp.sport, dst, tcp.dport, tcp.seq, bytes(tcp.data), syn=bool(flags & dpkt.tcp.TH_SYN),
+                  ack=bool(flags & dpkt.tcp.TH_ACK),
+                  ts_ns=int(round(float(ts) * 1e9)))
+    r.finish()
+    return r.out, r.stats
+
+
+def _packets(reader: Any, stats: Stats) -> Iterator[tuple[Any, bytes]]:
+    """The reader's packets up to the first damaged or cut-short one (a capture whose writer died)."""
+    import dpkt
+
+    it = iter(reader)
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+        except (dpkt.Error, ValueError, struct.error) as e:
+            stats.stopped_early = f"after packet {stats.packets}: {type(e).__name__}: {e}"
+            return
+
+
+def _addr(raw: bytes) -> str:
+    import socket
+
+    return socket.inet_ntop(socket.AF_INET6 if len(raw) == 16 else socket.AF_INET, raw)
+

@@ -1,0 +1,238 @@
+"""The recording proxy: clients talk to it as to the broker, it records every frame and forwards it.
+
+One listener per upstream broker: the bootstrap one on ``--listen``, and one on an ephemeral port of the
+same host for each broker a Metadata, FindCoordinator or DescribeCluster response advertises; those
+responses are rewritten to point at the listeners, so clients never leave the proxy.
+
+Memory is bounded twice over: a connection reads its next frame only after the previous one was handed
+to the recorder and drained to the other side (TCP backpressure both ways), and the recorder holds at
+most ``buffer_bytes`` of frames not yet on disk (a connection waits when it is full). Nothing is
+dropped: a frame is queued for the capture before it is forwarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import concurrent.futures
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+from . import capture
+from .rewrite import REWRITTEN, rewrite_response
+
+_SIZE = struct.Struct(">i")
+_REQ_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
+_CORR = struct.Struct(">i")
+
+
+class Recorder:
+    """Queues records for one writer thread, holding at most ``budget`` bytes in memory."""
+
+    def __init__(self, writer: capture.CaptureWriter, budget: int) -> None:
+        self.writer = writer
+        self.budget = budget
+        self._queue: collections.deque[tuple[int, int, int, bytes]] = collections.deque()
+        self._held = 0
+        self._cond = asyncio.Condition()
+        self._wake = asyncio.Event()
+        self._closing = False
+        self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="kcodec-tap-writer")
+        self._task: Optional[asyncio.Task[None]] = None
+        self.peak_held = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def record(self, kind: int, conn: int, ts_ns: int, payload: bytes) -> None:
+        n = capture.RECORD.size + len(payload)
+        async with self._cond:
+            # A frame larger than the whole budget still passes, alone.
+            await self._cond.wait_for(lambda: self._held == 0 or self._held + n <= self.budget)
+            self._queue.append((kind, conn, ts_ns, payload))
+            self._held += n
+            self.peak_held = max(self.peak_held, self._held)
+        self._wake.set()
+
+    def _write(self, batch: list[tuple[int, int, int, bytes]]) -> None:
+        for rec in batch:
+            self.writer.write(*rec)
+        self.writer.flush()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch = list(self._queue)
+                self._queue.clear()
+                await loop.run_in_executor(self._pool, self._write, batch)
+                async with self._cond:
+                    self._held -= sum(capture.RECORD.size + len(r[3]) for r in batch)
+                    self._cond.notify_all()
+            if self._closing:
+                return
+
+    async def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            await self._task
+        await asyncio.get_running_loop().run_in_executor(self._pool, self.writer.close)
+        self._pool.shutdown()
+
+
+class Tap:
+    def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], out: Path, *,
+                 advertise: Optional[str] = None, max_file_bytes: int = 64 * 1024 * 1024,
+                 buffer_bytes: int = 32 * 1024 * 1024, max_frame: int = 100 * 1024 * 1024,
+                 connect_timeout: float = 10.0) -> None:
+        self.listen = listen
+        self.upstream = upstream
+        # Clients cannot connect to a wildcard address: tell them this host's name instead.
+        self.advertise = advertise or (socket.gethostname() if listen[0] in ("0.0.0.0", "::", "") else listen[0])
+        self.session = time.time_ns()
+        self.writer = capture.CaptureWriter(out, self.session, max_file_bytes)
+        self.buffer_bytes = buffer_bytes
+        self.max_frame = max_frame
+        self.connect_timeout = connect_timeout
+        self.listeners: dict[tuple[str, int], tuple[asyncio.Server, int]] = {}
+        self._lock = asyncio.Lock()
+        self._next_conn = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.connections = 0
+        self.frames = 0
+        self.recorder: Optional[Recorder] = None
+
+    @property
+    def port(self) -> int:
+        """The bootstrap listener's port (useful with ``--listen HOST:0``)."""
+        return self.listeners[self.upstream][1]
+
+    async def start(self) -> None:
+        self.recorder = Recorder(self.writer, self.buffer_bytes)
+        self.recorder.start()
+        await self._listen(self.upstream, self.listen[1])
+
+    async def _listen(self, upstream: tuple[str, int], port: int) -> int:
+        async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._tasks.add(task)
+            try:
+                await self._connection(r, w, upstream)
+            finally:
+                self._tasks.discard(task)
+
+        server = await asyncio.start_server(handle, self.listen[0], port)
+        bound = server.sockets[0].getsockname()[1]
+        self.listeners[upstream] = (server, bound)
+        return int(bound)
+
+    async def listener_for(self, host: str, port: int) -> tuple[str, int]:
+        """The proxy address for an upstream broker, opening a listener the first time it is seen."""
+        async with self._lock:
+            if (host, port) in self.listeners:
+                return self.advertise, self.listeners[(host, port)][1]
+            return self.advertise, await self._listen((host, port), 0)
+
+    async def close(self) -> None:
+        for server, _ in self.listeners.values():
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server, _ in self.listeners.values():
+            await server.wait_closed()
+        if self.recorder is not None:
+            await self.recorder.close()
+
+    async def _read_frame(self, reader: asyncio.StreamReader) -> Optional[bytes]:
+        try:
+            head = await reader.readexactly(4)
+        except asyncio.IncompleteReadError as e:
+            if e.partial:
+                raise ConnectionError(f"stream ended inside a size prefix ({len(e.partial)} bytes)") from None
+            return None
+        size = _SIZE.unpack(head)[0]
+        if size < 0 or size > self.max_frame:
+            raise ConnectionError(f"frame size {size} outside 0..{self.max_frame}")
+        try:
+            return head + await reader.readexactly(size)
+        except asyncio.IncompleteReadError as e:
+            raise ConnectionError(f"stream ended inside a frame ({len(e.partial)} of {size} bytes)") from None
+
+    async def _connection(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
+                          upstream: tuple[str, int]) -> None:
+        assert self.recorder is not None
+        conn = self._next_conn
+        self._next_conn += 1
+        self.connections += 1
+        peer = cw.get_extra_info("peername") or ("?", 0)
+        await self.recorder.record(capture.OPENED, conn, time.time_ns(),
+                                   f"{peer[0]}:{peer[1]} {upstream[0]}:{upstream[1]}".encode())
+        reason = ""
+        uw: Optional[asyncio.StreamWriter] = None
+        try:
+            ur, up = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
+            uw = up
+            pending: dict[int, tuple[int, int]] = {}
+            tasks = [asyncio.create_task(self._requests(conn, cr, up, pending)),
+                     asyncio.create_task(self._responses(conn, ur, cw, pending))]
+            try:
+                done, rest = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+            for t in done:
+                exc = t.exception()
+                reason = reason or (f"{type(exc).__name__}: {exc}" if exc else t.result())
+        except (OSError, asyncio.TimeoutError) as e:
+            reason = f"upstream {upstream[0]}:{upstream[1]}: {type(e).__name__}: {e}"
+        except asyncio.CancelledError:
+            reason = "tap stopped"
+        finally:
+            for w in (cw, uw):
+                if w is not None:
+                    w.close()
+            await self.recorder.record(capture.CLOSED, conn, time.time_ns(), reason.encode())
+
+    async def _requests(self, conn: int, cr: asyncio.StreamReader, uw: asyncio.StreamWriter,
+                        pending: dict[int, tuple[int, int]]) -> str:
+        assert self.recorder is not None
+        while True:
+            frame = await self._read_frame(cr)
+            if frame is None:
+                return "client closed"
+            ts = time.time_ns()
+            if len(frame) >= 12:
+                key, version, corr = _REQ_HEAD.unpack_from(frame, 4)
+                if key in REWRITTEN:
+                    pending[corr] = (key, version)
+            await self.recorder.record(capture.REQUEST, conn, ts, frame)
+            self.frames += 1
+            uw.write(frame)
+            await uw.drain()
+
+    async def _responses(self, conn: int, ur: asyncio.StreamReader, cw: asyncio.StreamWriter,
+                         pending: dict[int, tuple[int, int]]) -> str:
+        assert self.recorder is not None
+        while True:
+            frame = await self._read_frame(ur)
+            if frame is None:
+                return "upstream closed"
+            ts = time.time_ns()
+            await self.recorder.record(capture.RESPONSE, conn, ts, frame)
+            self.frames += 1
+            if len(frame) >= 8:
+                corr = _CORR.unpack_from(frame, 4)[0]
+                known = pending.pop(corr, None)
+                if known is not None:
+                    frame = await rewrite_response(frame, known[0], known[1], corr, self.listener_for) or frame
+            cw.write(frame)
+            await cw.drain()
