@@ -5,7 +5,8 @@
 Copies tests/, pyproject.toml (pytest's settings) and README.md (its example is tested) into a temporary
 directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
 are there (kcodec._columnar always; kcodec._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
-has kcodec/_fast.pyx), then runs pytest there with ``--import-mode=importlib``. ``--both`` runs the suite
+has kcodec/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
+modules; kcodec itself is not in the copy, so the installed one is imported). ``--both`` runs the suite
 again with KCODEC_PURE=1. ../shared comes from KCODEC_SHARED or beside the checkout; where it is absent
 (cibuildwheel's containers) the tests that need it skip.
 """
@@ -51,7 +52,7 @@ def run(tmp: Path, pure: bool, args: list[str]) -> int:
     env["KCODEC_EXPECT_BACKEND"] = expect
     subprocess.run([sys.executable, "-c", CHECK, str(REPO), expect, "0" if pure else "1"], cwd=tmp, env=env,
                    check=True)
-    cmd = [sys.executable, "-m", "pytest", str(tmp / "tests"), "--import-mode=importlib", "--rootdir", str(tmp),
+    cmd = [sys.executable, "-m", "pytest", str(tmp / "tests"), "--rootdir", str(tmp),
            "-p", "no:cacheprovider", "-q", *args]
     print("+", " ".join(cmd), "(KCODEC_PURE=1)" if pure else "", flush=True)
     return subprocess.run(cmd, cwd=tmp, env=env).returncode
