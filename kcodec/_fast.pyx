@@ -24,7 +24,6 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-import gc
 import uuid as _uuid
 
 from . import _pure
@@ -76,6 +75,8 @@ cdef extern from *:
     uint64_t kc_bits(double d)
 
 cdef extern from "Python.h":
+    int PyGC_Disable()
+    int PyGC_Enable()
     object PyNumber_Index(object o)
     bint PyLong_Check(object o)
     bint PyLong_CheckExact(object o)
@@ -355,11 +356,18 @@ cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
 
 
 cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
-    cdef int64_t n = read_length(r, op.compact, op.nullable, pos, end, True, "array")
+    cdef int64_t n
     cdef Py_ssize_t i = 0, p = pos[0], size
     cdef int kind = op.kind
     cdef const unsigned char* b
     cdef list out
+    if op.compact and p < end and 0 < r.buf[p] < 0x80:  # a one-byte length: most arrays
+        n = r.buf[p] - 1
+        p += 1
+        pos[0] = p
+    else:
+        n = read_length(r, op.compact, op.nullable, pos, end, True, "array")
+        p = pos[0]
     if n < 0:
         return None
     if n * op.elem_min > end - p:
@@ -537,14 +545,14 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
         r.plans = fp.plans
         r.zero_copy = zero_copy
         r.base = base
-        enabled = gc.isenabled()
-        if enabled:  # the objects a decode makes cannot form cycles: don't scan them while they are made
-            gc.disable()
+        # A decode makes many containers and no cycles: collections while it runs would only scan
+        # young objects that all survive (and promote them, so they are scanned again later).
+        enabled = PyGC_Disable()
         try:
             obj = decode_struct(r, 0, &p, stop)
         finally:
             if enabled:
-                gc.enable()
+                PyGC_Enable()
         return obj, p
     except _Fail as e:
         raise DecodeError(e.reason, e.offset, path_text(e.path), fp.message, fp.version) from None
