@@ -811,7 +811,9 @@ cdef bint is_default(_Op op, object v) except -1:
     if op.default_make == 1:
         if v is None:
             return False
-        return (PyList_GET_SIZE(v) if PyList_CheckExact(v) else len(v)) == 0
+        if PyList_CheckExact(v):
+            return PyList_GET_SIZE(v) == 0
+        return hasattr(v, "__len__") and len(v) == 0
     if op.default_make == 2:
         return v is not None and v == op.default()
     if v is op.default:
