@@ -57,7 +57,7 @@ def identical(a: Any, b: Any, where: str = "") -> None:
     assert type(a) is type(b), f"{where}: {type(a).__name__} != {type(b).__name__}"
     if isinstance(a, float):
         assert struct.pack(">d", a) == struct.pack(">d", b) or math.isnan(a) and math.isnan(b), where
-    elif isinstance(a, list):
+    elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b)):
             identical(x, y, f"{where}[{i}]")
