@@ -16,7 +16,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py $(wildcard kcodec/*.pyx)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
