@@ -326,12 +326,24 @@ cdef object read_uuid(_Reader r, Py_ssize_t* pos, Py_ssize_t end):
     return u
 
 
+cdef list _SMALL_KEEP = list(range(-5, 257))
+cdef PyObject* SMALL[262]  # CPython's cached small ints, without a call each
+for _i in range(262):
+    SMALL[_i] = <PyObject*>_SMALL_KEEP[_i]
+
+
+cdef inline object small_or_long(long x):
+    if -5 <= x <= 256:
+        return <object>SMALL[x + 5]
+    return PyLong_FromLong(x)
+
+
 cdef inline object fixed_value(int kind, const unsigned char* b):
     """The value of a fixed-size number at b (the bytes are known to be there)."""
     if kind == K_INT32:
-        return PyLong_FromLong(<int32_t>((<uint32_t>b[0] << 24) | (<uint32_t>b[1] << 16) | (<uint32_t>b[2] << 8) | b[3]))
+        return small_or_long(<int32_t>((<uint32_t>b[0] << 24) | (<uint32_t>b[1] << 16) | (<uint32_t>b[2] << 8) | b[3]))
     if kind == K_INT16:
-        return PyLong_FromLong(<int16_t>((<uint16_t>b[0] << 8) | b[1]))
+        return small_or_long(<int16_t>((<uint16_t>b[0] << 8) | b[1]))
     if kind == K_INT8:
         return PyLong_FromLong(<int8_t>b[0])
     if kind == K_BOOL:

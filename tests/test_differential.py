@@ -50,6 +50,15 @@ def _report():
     print(f"\ndifferential executions: {COUNTS}")
 
 
+@pytest.fixture(autouse=True)
+def _running_counts():
+    """KCODEC_FUZZ_COUNTS=file: the counts so far, rewritten after every test (for long runs)."""
+    yield
+    path = os.environ.get("KCODEC_FUZZ_COUNTS")
+    if path:
+        Path(path).write_text(json.dumps(COUNTS) + "\n")
+
+
 # ------------------------------------------------------------------------------------ comparing
 
 def identical(a: Any, b: Any, where: str = "") -> None:
