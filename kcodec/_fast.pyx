@@ -227,9 +227,10 @@ cdef class _Reader:
     cdef object base  # the flat memoryview that zero-copy slices come from
 
 
-cdef inline void need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except *:
+cdef inline int need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
     if n > end - pos:
         raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
+    return 0
 
 
 cdef uint64_t uvarint(_Reader r, Py_ssize_t* pos, Py_ssize_t end) except? 0xFFFFFFFFFFFFFFFF:
@@ -440,11 +441,12 @@ cdef inline object default_of(_Op op):
     return op.default
 
 
-cdef inline void store(object obj, _Plan plan, _Op op, object v) except *:
+cdef inline int store(object obj, _Plan plan, _Op op, object v) except -1:
     if plan.slots:
         kc_set_slot(obj, op.offset, v)
     else:
         setattr(obj, op.attr, v)
+    return 0
 
 
 cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize_t end):

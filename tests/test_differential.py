@@ -276,3 +276,27 @@ def test_random_bytes(size: int) -> None:
         decode_both(program_for(getattr(messages, case[0]), case[1]), data)
 
     check()
+
+
+def test_duck_typed_subclassed_and_bare_objects() -> None:
+    """Objects that are not exactly the message class take the extension's general path."""
+    from types import SimpleNamespace
+
+    prog = program_for(messages.SaslAuthenticateRequest, 2)
+
+    class Sub(messages.SaslAuthenticateRequest):  # gains a __dict__
+        pass
+
+    sub = Sub(auth_bytes=b"a")
+    sub.extra = 1
+    duck = SimpleNamespace(auth_bytes=b"b", unknown_tagged_fields={5: b"x"})
+    bare = messages.SaslAuthenticateRequest.__new__(messages.SaslAuthenticateRequest)  # slots unset
+    for obj in (sub, duck, bare, None, {"auth_bytes": b""}):
+        same(outcome(_pure.encode, prog, obj), outcome(FAST.encode, prog, obj), type(obj).__name__)
+    assert FAST.encode(prog, duck) == _pure.encode(prog, duck)
+    from kcodec.ir import compile_program
+
+    sub_prog = compile_program(definitions.get("SaslAuthenticateRequest"), 2, Sub)  # decode into the subclass
+    decoded, _ = FAST.decode(sub_prog, _pure.encode(prog, sub))
+    assert type(decoded) is Sub
+    identical(decoded, _pure.decode(sub_prog, _pure.encode(prog, sub))[0])
