@@ -16,7 +16,6 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.float cimport PyFloat_AsDouble, PyFloat_FromDouble
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLong
-from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
@@ -62,6 +61,14 @@ cdef extern from *:
     static inline void kc_put64(unsigned char* p, uint64_t v) {
         for (int i = 7; i >= 0; i--) { p[i] = (unsigned char)(v & 0xff); v >>= 8; }
     }
+    /* A uuid's 128 bits as one int, made in one step. */
+    static PyObject* kc_uint128(const unsigned char* b) {
+    #if PY_VERSION_HEX >= 0x030D0000
+        return PyLong_FromUnsignedNativeBytes(b, 16, Py_ASNATIVEBYTES_BIG_ENDIAN);
+    #else
+        return _PyLong_FromByteArray(b, 16, 0, 0);
+    #endif
+    }
     static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
     static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
     """
@@ -70,6 +77,7 @@ cdef extern from *:
     void kc_set_slot(object o, Py_ssize_t off, object v)
     PyObject* kc_get_slot(object o, Py_ssize_t off)
     uint64_t kc_be64(const unsigned char* p)
+    object kc_uint128(const unsigned char* b)
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
     uint64_t kc_bits(double d)
@@ -310,8 +318,7 @@ cdef object read_bytes(_Reader r, bint compact, bint nullable, Py_ssize_t* pos, 
 
 
 cdef object make_uuid(const unsigned char* b):
-    cdef uint64_t hi = kc_be64(b), lo = kc_be64(b + 8)
-    value = (PyLong_FromUnsignedLongLong(hi) << 64) | PyLong_FromUnsignedLongLong(lo)
+    value = kc_uint128(b)
     if UUID_INT < 0:
         return UUID(int=value)
     u = kc_alloc(UUID)
