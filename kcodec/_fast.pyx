@@ -385,6 +385,11 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
         n = r.buf[p] - 1
         p += 1
         pos[0] = p
+    elif not op.compact and end - p >= 4 and r.buf[p] < 0x80:  # a classic length, not null
+        b = r.buf + p
+        n = (<int64_t>b[0] << 24) | (<int64_t>b[1] << 16) | (<int64_t>b[2] << 8) | b[3]
+        p += 4
+        pos[0] = p
     else:
         n = read_length(r, op.compact, op.nullable, pos, end, True, "array")
         p = pos[0]
