@@ -50,13 +50,24 @@ def _report():
     print(f"\ndifferential executions: {COUNTS}")
 
 
-@pytest.fixture(autouse=True)
-def _running_counts():
-    """KCODEC_FUZZ_COUNTS=file: the counts so far, rewritten after every test (for long runs)."""
-    yield
+def count(kind: str) -> None:
+    """One more execution; with KCODEC_FUZZ_COUNTS=file the counts so far are written to it every 200
+    executions and after every test (long runs are stopped, not finished)."""
+    COUNTS[kind] += 1
+    if sum(COUNTS.values()) % 200 == 0:
+        _write_counts()
+
+
+def _write_counts() -> None:
     path = os.environ.get("KCODEC_FUZZ_COUNTS")
     if path:
         Path(path).write_text(json.dumps(COUNTS) + "\n")
+
+
+@pytest.fixture(autouse=True)
+def _running_counts():
+    yield
+    _write_counts()
 
 
 # ------------------------------------------------------------------------------------ comparing
@@ -150,13 +161,13 @@ def test_instances_agree(name: str, version: int) -> None:
 
     @given(instances(cls, version), st.data())
     def check(msg: Any, data: Any) -> None:
-        COUNTS["instances"] += 1
+        count("instances")
         ref = _pure.encode(prog, msg)
         assert FAST.encode(prog, msg) == ref
         assert FAST.encoded_size(prog, msg) == _pure.encoded_size(prog, msg) == len(ref)
         for zero_copy in (False, True):
             decode_both(prog, ref, 0, None, zero_copy)
-        COUNTS["mutations"] += 1
+        count("mutations")
         decode_both(prog, data.draw(mutated(ref)))
 
     check()
@@ -187,7 +198,7 @@ def test_wrong_values_agree(name: str) -> None:
     @settings(max_examples=SCALE * 10)
     @given(st.data())
     def check(data: Any) -> None:
-        COUNTS["invalid"] += 1
+        count("invalid")
         version = data.draw(st.sampled_from(definitions.get(name).versions))
         prog = program_for(cls, version)
         msg = data.draw(instances(cls, version))
@@ -244,7 +255,7 @@ def test_real_frames_mutated(frames: list) -> None:
     @settings(max_examples=SCALE * 40)
     @given(st.data())
     def check(data: Any) -> None:
-        COUNTS["mutations"] += 1
+        count("mutations")
         name, frame, hprog, prog, body_at = data.draw(st.sampled_from(frames))
         bad = data.draw(mutated(frame))
         decode_both(hprog, bad, min(4, len(bad)))
@@ -261,7 +272,7 @@ def test_metadata_1k_mutated(shared: Path) -> None:
     @settings(max_examples=max(SCALE, 10))
     @given(st.sampled_from([1, 12]), st.data())
     def check(version: int, data: Any) -> None:
-        COUNTS["mutations"] += 1
+        count("mutations")
         decode_both(program_for(messages.MetadataResponse, version), data.draw(mutated(payloads[version])))
 
     check()
@@ -272,7 +283,7 @@ def test_random_bytes(size: int) -> None:
     @settings(max_examples=SCALE * 40)
     @given(st.sampled_from(CASES), st.binary(max_size=size))
     def check(case: tuple[str, int], data: bytes) -> None:
-        COUNTS["random"] += 1
+        count("random")
         decode_both(program_for(getattr(messages, case[0]), case[1]), data)
 
     check()
