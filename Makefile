@@ -45,7 +45,7 @@ fuzz: $(STAMP)
 	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 corpus
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py $(wildcard kcodec/*.pyx)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'

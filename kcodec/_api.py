@@ -45,8 +45,17 @@ def encoded_size(msg: Any, version: int) -> int:
     return backend.encoded_size(program_for(cls, version), msg)
 
 
+def encode_into(msg: Any, version: int, buffer: Any, offset: int = 0) -> int:
+    """Write the body of ``msg`` into a writable buffer (bytearray, memoryview, mmap, numpy array) at
+    ``offset``; returns the number of bytes written. Too little room is an EncodeError, and nothing
+    is written then."""
+    cls = _check_message(msg)
+    _check_version(version)
+    return backend.encode_into(program_for(cls, version), msg, buffer, offset)  # type: ignore[no-any-return]
+
+
 def decode_from(cls: type[M], data: Any, version: int, offset: int = 0,
-                end: Optional[int] = None) -> tuple[M, int]:
+                end: Optional[int] = None, *, zero_copy: bool = False) -> tuple[M, int]:
     """Decode one body from ``data[offset:end]``; returns it and the offset just after it."""
     _check_class(cls)
     _check_version(version)
@@ -54,7 +63,7 @@ def decode_from(cls: type[M], data: Any, version: int, offset: int = 0,
     end = size if end is None else end
     if not 0 <= offset <= end <= size:
         raise ValueError(f"offset {offset} and end {end} do not lie within the buffer's {size} bytes")
-    return backend.decode(program_for(cls, version), data, offset, end)  # type: ignore[no-any-return]
+    return backend.decode(program_for(cls, version), data, offset, end, zero_copy)  # type: ignore[no-any-return]
 
 
 def finish(obj: Any, pos: int, end: int, strict: bool, what: str, version: int) -> Any:
@@ -67,13 +76,17 @@ def finish(obj: Any, pos: int, end: int, strict: bool, what: str, version: int) 
     return obj
 
 
-def decode(cls: type[M], data: Any, version: int, *, strict: bool = True) -> M:
-    """Decode a whole body from any buffer (bytes, bytearray, memoryview, mmap, numpy array)."""
+def decode(cls: type[M], data: Any, version: int, *, strict: bool = True, zero_copy: bool = False) -> M:
+    """Decode a whole body from any buffer (bytes, bytearray, memoryview, mmap, numpy array).
+
+    The buffer is read in place, never copied. With ``zero_copy=True`` bytes and records fields are
+    memoryview slices of it instead of copies: they see later changes to the buffer and keep it alive.
+    """
     _check_class(cls)
     _check_version(version)
     mv = memoryview(data)
     end = mv.nbytes
-    obj, pos = backend.decode(program_for(cls, version), mv, 0, end)
+    obj, pos = backend.decode(program_for(cls, version), mv, 0, end, zero_copy)
     return finish(obj, pos, end, strict, cls.__name__, version)  # type: ignore[no-any-return]
 
 

@@ -1,7 +1,8 @@
 """Backend selection: the Cython extension when it is built, the pure-Python reference otherwise.
 
-``KCODEC_PURE=1`` forces the reference. Both modules expose ``decode(prog, data, pos, end)``,
-``encode(prog, obj)`` and ``encoded_size(prog, obj)`` over the same IR.
+``KCODEC_PURE=1`` forces the reference. Both modules expose ``decode(prog, data, pos, end, zero_copy)``,
+``encode(prog, obj)``, ``encoded_size(prog, obj)`` and ``encode_into(prog, obj, buffer, offset)`` over
+the same IR.
 """
 
 from __future__ import annotations

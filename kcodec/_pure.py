@@ -1,8 +1,9 @@
 """The reference backend: runs the IR in plain Python. It stays forever as the oracle that the
 Cython backend is fuzzed against, so it favours being obviously right over being clever.
 
-Entry points (the same in ``_fast``): ``decode(prog, buf, pos, end) -> (obj, pos)``,
-``encode(prog, obj) -> bytes``, ``encoded_size(prog, obj) -> int``.
+Entry points (the same in ``_fast``): ``decode(prog, buf, pos, end, zero_copy) -> (obj, pos)``,
+``encode(prog, obj) -> bytes``, ``encoded_size(prog, obj) -> int``,
+``encode_into(prog, obj, buffer, offset) -> int``.
 """
 
 from __future__ import annotations
@@ -79,12 +80,24 @@ class _Plan:
         self.tagged_defaults = tuple((op.attr, op) for op in sp.tagged)
 
 
-def _plans(prog: Program) -> list[_Plan]:
-    plans = prog.backend_cache.get("pure")
+class _Plans(list):
+    """A program's plans, and whether bytes fields come back as views of the input (zero-copy)."""
+
+    zero_copy = False
+
+
+def _plans(prog: Program, zero_copy: bool = False) -> _Plans:
+    key = "pure-zero-copy" if zero_copy else "pure"
+    plans = prog.backend_cache.get(key)
     if plans is None:
-        plans = prog.backend_cache["pure"] = [None] * len(prog.structs)
-        for sp in prog.structs:
-            plans[sp.index] = _Plan(sp, prog)
+        if zero_copy:
+            plans = _Plans(_plans(prog))
+            plans.zero_copy = True
+        else:
+            plans = _Plans([None] * len(prog.structs))
+            for sp in prog.structs:
+                plans[sp.index] = _Plan(sp, prog)
+        prog.backend_cache[key] = plans
     return plans
 
 
@@ -163,6 +176,8 @@ def _r_bytes(plans, op, buf, pos, end):
     if n < 0:
         return None, pos
     _need(pos, n, end, "bytes")
+    if plans.zero_copy:
+        return buf[pos:pos + n], pos + n
     return bytes(buf[pos:pos + n]), pos + n
 
 
@@ -346,12 +361,16 @@ def as_bytes_view(data: Any) -> memoryview:
     return mv
 
 
-def decode(prog: Program, data: Any, pos: int = 0, end: int | None = None) -> tuple[Any, int]:
-    """Decode one body from data[pos:end]; returns the object and the offset after it."""
+def decode(prog: Program, data: Any, pos: int = 0, end: int | None = None,
+           zero_copy: bool = False) -> tuple[Any, int]:
+    """Decode one body from data[pos:end]; returns the object and the offset after it. With zero_copy,
+    bytes and records fields are memoryview slices of data instead of copies."""
     buf = as_bytes_view(data)
     end = len(buf) if end is None else end
+    if not 0 <= pos <= end <= len(buf):
+        raise ValueError(f"offset {pos} and end {end} do not lie within the buffer's {len(buf)} bytes")
     try:
-        return decode_struct(_plans(prog), 0, buf, pos, end)
+        return decode_struct(_plans(prog, zero_copy), 0, buf, pos, end)
     except _Fail as e:
         raise DecodeError(e.reason, e.offset, e.path_text(), prog.message, prog.version) from None
 
@@ -754,3 +773,31 @@ def encoded_size(prog: Program, obj: Any) -> int:
         return size_struct(_plans(prog), 0, obj)
     except _Fail as e:
         raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
+
+
+def writable_view(buffer: Any, offset: int) -> memoryview:
+    """The flat writable bytes of a caller's buffer, with offset checked (both backends' encode_into)."""
+    mv = memoryview(buffer)
+    if mv.readonly:
+        raise TypeError(f"encode_into needs a writable buffer, got a read-only {type(buffer).__name__}")
+    if not mv.c_contiguous:
+        raise TypeError("encode_into needs a contiguous buffer")
+    mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+    if not 0 <= offset <= len(mv):
+        raise ValueError(f"offset {offset} lies outside the buffer's {len(mv)} bytes")
+    return mv
+
+
+def no_room(prog: Program, room: int, offset: int, size: int) -> EncodeError:
+    return EncodeError(f"the buffer has {room} bytes from offset {offset}, the message needs {size}", "",
+                       prog.message, prog.version)
+
+
+def encode_into(prog: Program, obj: Any, buffer: Any, offset: int = 0) -> int:
+    """Write obj into buffer at offset; returns the number of bytes written."""
+    mv = writable_view(buffer, offset)
+    data = encode(prog, obj)
+    if len(data) > len(mv) - offset:
+        raise no_room(prog, len(mv) - offset, offset, len(data))
+    mv[offset:offset + len(data)] = data
+    return len(data)

@@ -124,19 +124,22 @@ def decode_request_header(frame: Any, *, strict: bool = True) -> tuple[Any, int,
     return header, pos, end
 
 
-def decode_request(frame: Any, *, strict: bool = True) -> tuple[Any, Any]:
-    """(header, request) from a whole request frame (size prefix included)."""
+def decode_request(frame: Any, *, strict: bool = True, zero_copy: bool = False) -> tuple[Any, Any]:
+    """(header, request) from a whole request frame (size prefix included). ``zero_copy``: bytes and
+    records fields are memoryview slices of the frame (see ``kcodec.decode``)."""
     from ._api import message_class
 
     mv, header, pos, end = _request_header(frame, strict)
     cls = message_class(header.request_api_key, "request")
     version = header.request_api_version
-    req, pos = backend.decode(program_for(cls, version), mv, pos, end)
+    req, pos = backend.decode(program_for(cls, version), mv, pos, end, zero_copy)
     return header, finish(req, pos, end, strict, cls.__name__, version)
 
 
-def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True) -> tuple[Any, Any]:
+def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True,
+                    zero_copy: bool = False) -> tuple[Any, Any]:
     """(header, response) from a whole response frame, given the request's api key and version.
+    ``zero_copy``: bytes and records fields are memoryview slices of the frame (see ``kcodec.decode``).
 
     An ApiVersions response that does not decode at the requested version is read as v0, as Kafka's
     client does: that is how a broker says UNSUPPORTED_VERSION to a version it lacks.
@@ -150,7 +153,7 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
     header, pos = backend.decode(program_for(header_cls, response_header_version(api_key, api_version)),
                                  mv, 4, end)
     try:
-        msg, body_end = backend.decode(program_for(cls, api_version), mv, pos, end)
+        msg, body_end = backend.decode(program_for(cls, api_version), mv, pos, end, zero_copy)
         return header, finish(msg, body_end, end, strict, cls.__name__, api_version)
     except DecodeError:
         if api_key != API_VERSIONS_KEY or api_version == 0:
@@ -158,7 +161,7 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
         # A broker that lacks the client's ApiVersions version answers in the v0 layout (error 35 and
         # its own range); Kafka's client parses that as v0, and so do we.
         try:
-            msg, body_end = backend.decode(program_for(cls, 0), mv, pos, end)
+            msg, body_end = backend.decode(program_for(cls, 0), mv, pos, end, zero_copy)
             return header, finish(msg, body_end, end, True, cls.__name__, 0)
         except DecodeError:
             pass

@@ -171,8 +171,8 @@ def default_of(op: FieldOp) -> Any:
 
 def is_default(op: FieldOp, value: Any) -> bool:
     """Kafka's test for "this field holds its default" (tagged fields are written only when not)."""
-    if op.default_make == DEFAULT_LIST:
-        return value is not None and len(value) == 0
+    if op.default_make == DEFAULT_LIST:  # (a value without a length is no empty list: not the default)
+        return value is not None and hasattr(value, "__len__") and len(value) == 0
     if op.default_make == DEFAULT_STRUCT:
         return value is not None and value == op.default()
     if op.default is None:
