@@ -176,6 +176,7 @@ def report(ctx: Context) -> None:
             "Bodies only (no size prefix or response header).\n\n"
             + ("```\n" + headline(ctx) + "```\n\n" if "sizes" in ctx.results else "")
             + "\n".join(ctx.sections)
+            + ("\n## Skipped\n\n" + "\n".join(f"- {f}" for f in ctx.skipped) + "\n" if ctx.skipped else "")
             + ("\n## Failures\n\n" + "\n".join(f"- {f}" for f in ctx.failures) + "\n" if ctx.failures else ""))
     path = ctx.out_dir / "README.md"
     path.write_text(text)
