@@ -94,5 +94,6 @@ def run(args: Any) -> int:
         ctx.timings[step.name] = time.perf_counter() - t
     ctx.progress.close()
     print(f"\n{len(chosen)} steps in {time.perf_counter() - start:.1f} s"
+          + (f"; skipped: {'; '.join(ctx.skipped)}" if ctx.skipped else "")
           + (f"; FAILED: {'; '.join(ctx.failures)}" if ctx.failures else ""), file=ctx.out)
     return 1 if ctx.failures else 0

@@ -139,18 +139,24 @@ def analyze_step(ctx: Context) -> None:
         raise Skip("no Java runtime for Spark (no java on PATH, JAVA_HOME unset)")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
+    from pyspark.sql import SparkSession
+
     from kcodec.spark import session
 
-    ctx.progress.say(f"[analyze] starting Spark ({ctx.master})")
-    spark = session(ctx.master, app_name="kcodec showcase", ui=False)
+    active = SparkSession.getActiveSession()  # a caller's session (tests, a notebook) is used, not stopped
+    own = active is None
+    ctx.progress.say(f"[analyze] starting Spark ({ctx.master})" if own else "[analyze] on the active Spark session")
+    spark: Any = session(ctx.master, app_name="kcodec showcase", ui=False) if active is None else active
     try:
-        spark.sparkContext.setLogLevel("ERROR")
-        # A small capture: as many shuffle partitions as cores, not Spark's 200.
-        spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+        if own:
+            spark.sparkContext.setLogLevel("ERROR")
+            # A small capture: as many shuffle partitions as cores, not Spark's 200.
+            spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
         out = ctx.out_dir / "traffic"
         figs = analyze_capture(spark, traffic, out, print_=lambda *a, **_: ctx.progress.say(" ".join(map(str, a))))
     finally:
-        spark.stop()
+        if own:
+            spark.stop()
     bad = check(traffic, figs)
     ctx.results["analyze"] = figs
     text, console = headline(traffic, figs, bad)
