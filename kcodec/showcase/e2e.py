@@ -181,7 +181,7 @@ def headline(traffic: Traffic, f: Figures, bad: list[str]) -> tuple[str, str]:
         saved = 1 - r["list_topics_v1_bytes"] / r["metadata_bytes"] if r["metadata_bytes"] else 0.0
         md_rows.append([str(r["client_id"]), str(r["responses"]), str(r["all_topics_requests"] or 0),
                         f"{r['metadata_bytes']:,}", f"{r['list_topics_v1_bytes']:,}", f"{100 * saved:.1f} %",
-                        f"{r['dtp_bytes']:,} ({r['dtp_pages']} pages)"])
+                        f"{r['dtp_bytes']:,} ({r['dtp_pages']} page{'s' if r['dtp_pages'] != 1 else ''})"])
     md_head = ["client", "Metadata responses", "all topics", "Metadata B", "as ListTopics v1 B", "saved",
                "as DescribeTopicPartitions B"]
     clients = sorted(f.counts)

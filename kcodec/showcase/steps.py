@@ -182,7 +182,8 @@ def report(ctx: Context) -> None:
     path.write_text(text)
     if "sizes" in ctx.results:
         print("\n" + headline(ctx), file=ctx.out, end="")
-    print(f"\nreport: {path} (+ {', '.join(p.name for p in ctx.files if p.suffix == '.png') or 'no PNGs'})",
+    pngs = [os.path.relpath(p, ctx.out_dir) for p in ctx.files if p.suffix == ".png"]
+    print(f"\nreport: {path} (+ {', '.join(pngs) or 'no PNGs'})",
           file=ctx.out)
 
 
