@@ -10,6 +10,7 @@ administration only.)
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 
 import pytest
@@ -153,3 +154,43 @@ def test_report_and_headline(traffic, analyzed):
     text, console = headline(traffic, figs, check(traffic, figs))
     assert "### Versions per client" in text and "they agree" in text and "| ListTopics | 3 |" in text
     assert f"{figs.what_if_vs_real[0]:,} B as ListTopics v1" in console
+
+
+def _frame(sock) -> bytes:
+    data = b""
+    while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data)[0]:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed"
+        data += chunk
+    return data
+
+
+def test_sasl_handshake_v0_raw_tokens(spark, tmp_path):
+    """SaslHandshake v0 is followed by a bare token each way (no Kafka header): the tap forwards them, the
+    analysis sets them apart (direction 2 and 3) instead of counting a garbage request and an orphan."""
+    import socket
+
+    import kcodec
+    from kcodec import spark as ks
+    from kcodec.broker import Cluster
+    from kcodec.messages import MetadataRequest, SaslHandshakeRequest
+    from kcodec.tap.process import tap_process
+
+    with Cluster(brokers=1, users={"u": "pw"}) as cluster:
+        host, port = cluster.addresses[0]
+        with tap_process(f"{host}:{port}", tmp_path) as tap:
+            with socket.create_connection(("127.0.0.1", tap.port), timeout=10) as s:
+                s.sendall(kcodec.encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 0, 1, client_id="v0"))
+                assert kcodec.decode_response(_frame(s), 17, 0)[1].error_code == 0
+                s.sendall(struct.pack(">i", 5) + b"\0u\0pw")
+                assert _frame(s) == b"\0\0\0\0"  # authenticated: an empty token back
+                s.sendall(kcodec.encode_request(MetadataRequest(topics=None), 4, 2, client_id="v0"))
+                assert kcodec.decode_response(_frame(s), 3, 4)[1].topics
+            tap.stop()
+        assert cluster.requests_served() == {"v0": Counter({("SaslHandshake", 0): 1, ("Metadata", 4): 1})}
+    frames = ks.read_frames(spark, [str(tmp_path / "*.kcap")]).cache()
+    rows = frames.where("direction >= 0").toPandas()
+    assert sorted(rows.direction) == [0, 0, 1, 1, 2, 3] and rows.error.isna().all()
+    ex = ks.exchanges(frames).toPandas()
+    assert sorted(ex.api_name) == ["Metadata", "SaslHandshake"] and ex.decode_error.isna().all()
+    assert ks.orphan_responses(frames).count() == 0
