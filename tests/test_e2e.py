@@ -194,3 +194,13 @@ def test_sasl_handshake_v0_raw_tokens(spark, tmp_path):
     ex = ks.exchanges(frames).toPandas()
     assert sorted(ex.api_name) == ["Metadata", "SaslHandshake"] and ex.decode_error.isna().all()
     assert ks.orphan_responses(frames).count() == 0
+    # The same conversation as tcpdump would see it: the pcap reader hands over the same frames.
+    import pcap_writer
+    from kcodec.spark.decode import sasl_v0_tokens
+    from kcodec.tap.frames import read_frames
+
+    kc = [f for p in sorted(tmp_path.glob("*.kcap")) for f in read_frames(p.read_bytes())[0]]
+    packets = pcap_writer.conversation([(f.direction, f.data) for f in kc], sport=41000, segment=300, t0=1_700_000_000)
+    got, summary = read_frames(pcap_writer.write(tmp_path / "v0.pcapng", packets, ng=True).read_bytes(), [9092])
+    assert [f.data for f in got] == [f.data for f in kc] and summary["resyncs"] == 0
+    assert sasl_v0_tokens(got) == [False, False, True, True, False, False]

@@ -178,6 +178,8 @@ def headline(traffic: Traffic, f: Figures, bad: list[str]) -> tuple[str, str]:
     api_head = ["API", "exchanges", "request B", "response B", "error codes"]
     md_rows = []
     for r in f.agg["metadata"]:
+        if not r["topics"]:  # brokers-only answers (a client's bootstrap): nothing for ListTopics to save
+            continue
         saved = 1 - r["list_topics_v1_bytes"] / r["metadata_bytes"] if r["metadata_bytes"] else 0.0
         md_rows.append([str(r["client_id"]), str(r["responses"]), str(r["all_topics_requests"] or 0),
                         f"{r['metadata_bytes']:,}", f"{r['list_topics_v1_bytes']:,}", f"{100 * saved:.1f} %",
