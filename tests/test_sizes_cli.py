@@ -82,7 +82,7 @@ def test_timing_child_refuses_a_payload_it_cannot_re_encode():
 def test_showcase_writes_its_report(capsys, tmp_path, shared):
     out = tmp_path / "report"
     code = main(["showcase", "--vectors", str(shared / "vectors" / "metadata"), "--out", str(out), "--topics",
-                 "10,100", "--decode-max", "10", "--repeat", "1", "--quiet"])
+                 "10,100", "--decode-max", "10", "--repeat", "1", "--quiet", "--steps", "setup,sizes,codecs,report"])
     printed = capsys.readouterr().out
     assert code == 0, printed
     for figure in ("457,655", "474,672", "32,045"):
@@ -97,6 +97,51 @@ def test_showcase_writes_its_report(capsys, tmp_path, shared):
 
 def test_showcase_names_its_steps_and_fails_cleanly(capsys, tmp_path):
     assert main(["showcase", "--steps", "nope"]) == 2
-    assert "steps are ['setup', 'sizes', 'codecs', 'report']" in capsys.readouterr().err
-    assert main(["showcase", "--vectors", str(tmp_path), "--out", str(tmp_path / "r"), "--quiet"]) == 1
+    assert "steps are ['setup', 'sizes', 'codecs', 'traffic', 'analyze', 'report']" in capsys.readouterr().err
+    assert main(["showcase", "--vectors", str(tmp_path), "--out", str(tmp_path / "r"), "--quiet",
+                 "--steps", "setup,sizes,report"]) == 1
     assert "FAILED: setup: FileNotFoundError" in capsys.readouterr().out
+
+
+def test_showcase_says_why_a_step_is_skipped(capsys, tmp_path):
+    assert main(["showcase", "--steps", "analyze,report", "--out", str(tmp_path), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "step analyze skipped: it needs the traffic step's capture" in printed
+    assert "skipped: analyze:" in printed.splitlines()[-1]
+    assert "## Skipped\n\n- analyze: it needs the traffic step's capture" in (tmp_path / "README.md").read_text()
+
+
+def _e2e_showcase(tmp_path) -> int:
+    return main(["showcase", "--steps", "traffic,analyze,report", "--out", str(tmp_path), "--quiet"])
+
+
+@pytest.mark.interop
+def test_showcase_without_pyspark_drives_traffic_and_skips_the_analysis(capsys, tmp_path, monkeypatch):
+    pytest.importorskip("confluent_kafka")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real(name, *a))
+    assert _e2e_showcase(tmp_path) == 0
+    printed = capsys.readouterr().out
+    assert "step analyze skipped: pyspark is not installed" in printed
+    assert "e2e-confluent: confluent-kafka" in printed and "kcodec tap stopped: " in printed
+    assert list((tmp_path / "traffic" / "capture").glob("*.kcap"))
+    text = (tmp_path / "README.md").read_text()
+    assert "## End to end: real clients through `kcodec tap`" in text and "the capture on Spark" not in text
+
+
+@pytest.mark.spark
+@pytest.mark.interop
+@pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")
+def test_showcase_end_to_end_steps(capsys, tmp_path, spark):
+    pytest.importorskip("confluent_kafka")
+    pytest.importorskip("kafka")
+    assert _e2e_showcase(tmp_path) == 0
+    printed = capsys.readouterr().out
+    assert "they agree" in printed and "as ListTopics v1 B" in printed
+    text = (tmp_path / "README.md").read_text()
+    assert "## End to end: the capture on Spark" in text and "### Versions per client" in text
+    assert "| ListTopics | 3 |" in text and "[traffic/report.md](traffic/report.md)" in text
+    assert (tmp_path / "traffic" / "report.md").exists() and (tmp_path / "traffic" / "versions.png").exists()
+    assert spark.range(3).count() == 3  # the session it borrowed is still up

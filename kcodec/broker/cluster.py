@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections import Counter
 from typing import Any, Iterable, Optional
 
 from .acl import AclLike, Authorizer
@@ -77,6 +78,10 @@ class Cluster:
     def api_versions_used(self) -> dict[str, dict[str, list[int]]]:
         """{client software name or client id: {API name: [versions]}} of every request served."""
         return self.runtime.usage.snapshot()
+
+    def requests_served(self) -> dict[str, Counter[tuple[str, int]]]:
+        """{client id of the request headers: Counter((API name, version))} of every request answered."""
+        return self.runtime.usage.counts()
 
     def topics(self) -> dict[str, Topic]:
         with self.state.lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -24,15 +25,23 @@ class Session:
 
 
 class Usage:
-    """Which API versions each client used: {client: {api name: {versions}}}, thread-safe."""
+    """Which API versions each client used: {client: {api name: {versions}}}, and how many requests of
+    each (api name, version) each client id sent (what a recording of the traffic must add up to);
+    thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[str, dict[str, set[int]]] = {}
+        self._counts: dict[str, Counter[tuple[str, int]]] = {}
 
-    def record(self, client: str, api: str, version: int) -> None:
+    def record(self, client: str, api: str, version: int, client_id: Optional[str] = None) -> None:
         with self._lock:
             self._seen.setdefault(client, {}).setdefault(api, set()).add(version)
+            self._counts.setdefault(client_id or "", Counter())[(api, version)] += 1
+
+    def counts(self) -> dict[str, Counter[tuple[str, int]]]:
+        with self._lock:
+            return {c: Counter(n) for c, n in sorted(self._counts.items())}
 
     def snapshot(self) -> dict[str, dict[str, list[int]]]:
         with self._lock:
@@ -41,6 +50,7 @@ class Usage:
     def clear(self) -> None:
         with self._lock:
             self._seen.clear()
+            self._counts.clear()
 
 
 @dataclass

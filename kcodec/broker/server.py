@@ -144,7 +144,7 @@ class BrokerServer:
             raise Close(f"{_api_name(key)} request before SASL authentication")
         handler = handlers.HANDLERS.get(key)
         if key == API_VERSIONS and handler is not None and not handler.versions[0] <= version <= handler.versions[1]:
-            self.runtime.usage.record(session.client, "ApiVersions", version)
+            self.runtime.usage.record(session.client, "ApiVersions", version, header.client_id)
             return kcodec.encode_response(unsupported_version_response(), 0, corr)
         try:
             cls = kcodec.message_class(key, "request")
@@ -169,7 +169,7 @@ class BrokerServer:
                 if resp is None:
                     raise Close(f"{_api_name(key)} failed") from None
         # recorded after the handler: ApiVersions v3+ names the client software
-        self.runtime.usage.record(session.client, _api_name(key), version)
+        self.runtime.usage.record(session.client, _api_name(key), version, header.client_id)
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)

@@ -4,11 +4,13 @@
     sizes    exact bytes of Metadata / ListTopics / DescribeTopicPartitions for that cluster (the figures
              457,655 / 474,672 / 32,045 are checked), and a sweep from 10 to 100,000 topics
     codecs   decode and encode times at 1,000 topics: kcodec's backends, kio and kafka-python
+    traffic  `kcodec broker` (3 brokers), real admin clients through `kcodec tap` into a capture
+    analyze  `kcodec analyze` of that capture on Spark (local[2]), checked against what the clients did
     report   Markdown + PNGs into the report folder; the headline table on stdout
 
-More steps (a broker, client traffic through a tap, a Spark report) go into ``STEPS`` before ``report``:
-a step is ``Step(name, title, fn)`` with ``fn(ctx: Context) -> None``; it adds Markdown to
-``ctx.sections`` and raises to fail (the other steps still run, the job exits 1).
+A step is ``Step(name, title, fn)`` with ``fn(ctx: Context) -> None``; it adds Markdown to
+``ctx.sections`` and raises to fail (the other steps still run, the job exits 1), or raises
+``Skip(reason)`` when something it needs is missing here (said on the console and in the report).
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ class Step(NamedTuple):
 
 
 def _steps() -> list[Step]:
-    from . import steps
+    from . import e2e, steps
 
     return [
         Step("setup", "Set-up", steps.setup),
         Step("sizes", "Response sizes", steps.sizes),
         Step("codecs", "Decode and encode at 1,000 topics", steps.codecs),
+        Step("traffic", "Real clients through kcodec tap to kcodec broker", e2e.traffic_step),
+        Step("analyze", "The capture on Spark", e2e.analyze_step),
         Step("report", "Report", steps.report),
     ]
 
@@ -56,10 +60,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=3, help="timing rounds (best is kept)")
     p.add_argument("--steps", help="comma-separated subset of the steps (default: all)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--master", default="local[2]", help="Spark master of the analyze step (default local[2])")
 
 
 def run(args: Any) -> int:
-    from .context import Context
+    from .context import Context, Skip
 
     all_steps = _steps()
     chosen = all_steps
@@ -71,13 +76,16 @@ def run(args: Any) -> int:
             return 2
         chosen = [s for s in all_steps if s.name in names]
     ctx = Context(vectors=args.vectors, out_dir=args.out, topics=args.topics, decode_max=args.decode_max,
-                  repeat=max(1, args.repeat), quiet=args.quiet)
+                  repeat=max(1, args.repeat), quiet=args.quiet, master=args.master)
     start = time.perf_counter()
     for step in chosen:
         t = time.perf_counter()
         ctx.progress.say(f"[{step.name}] {step.title}")
         try:
             step.fn(ctx)
+        except Skip as e:
+            ctx.skipped.append(f"{step.name}: {e}")
+            print(f"step {step.name} skipped: {e}", file=ctx.out)
         except Exception as e:
             ctx.failures.append(f"{step.name}: {type(e).__name__}: {e}")
             print(f"step {step.name} failed:\n{traceback.format_exc()}", file=sys.stderr)
@@ -86,5 +94,6 @@ def run(args: Any) -> int:
         ctx.timings[step.name] = time.perf_counter() - t
     ctx.progress.close()
     print(f"\n{len(chosen)} steps in {time.perf_counter() - start:.1f} s"
+          + (f"; skipped: {'; '.join(ctx.skipped)}" if ctx.skipped else "")
           + (f"; FAILED: {'; '.join(ctx.failures)}" if ctx.failures else ""), file=ctx.out)
     return 1 if ctx.failures else 0

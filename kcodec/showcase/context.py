@@ -10,6 +10,11 @@ from typing import Any, TextIO
 from kcodec.sizes.sweep import Progress
 
 
+class Skip(Exception):
+    """A step cannot run here (a missing library or program, a step it needs that did not run): it says
+    why and the job goes on; nothing is made up in its place."""
+
+
 @dataclasses.dataclass
 class Context:
     vectors: Path
@@ -18,11 +23,13 @@ class Context:
     decode_max: str = "10k"
     repeat: int = 3
     quiet: bool = False
+    master: str = "local[2]"
     out: TextIO = dataclasses.field(default_factory=lambda: sys.stdout)  # the current one, not import-time
     results: dict[str, Any] = dataclasses.field(default_factory=dict)   # by step: what later steps read
     sections: list[str] = dataclasses.field(default_factory=list)       # Markdown, in step order
     files: list[Path] = dataclasses.field(default_factory=list)         # written into out_dir
     failures: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
     progress: Progress = dataclasses.field(init=False)
 

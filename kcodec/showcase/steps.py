@@ -176,12 +176,14 @@ def report(ctx: Context) -> None:
             "Bodies only (no size prefix or response header).\n\n"
             + ("```\n" + headline(ctx) + "```\n\n" if "sizes" in ctx.results else "")
             + "\n".join(ctx.sections)
+            + ("\n## Skipped\n\n" + "\n".join(f"- {f}" for f in ctx.skipped) + "\n" if ctx.skipped else "")
             + ("\n## Failures\n\n" + "\n".join(f"- {f}" for f in ctx.failures) + "\n" if ctx.failures else ""))
     path = ctx.out_dir / "README.md"
     path.write_text(text)
     if "sizes" in ctx.results:
         print("\n" + headline(ctx), file=ctx.out, end="")
-    print(f"\nreport: {path} (+ {', '.join(p.name for p in ctx.files if p.suffix == '.png') or 'no PNGs'})",
+    pngs = [os.path.relpath(p, ctx.out_dir) for p in ctx.files if p.suffix == ".png"]
+    print(f"\nreport: {path} (+ {', '.join(pngs) or 'no PNGs'})",
           file=ctx.out)
 
 

@@ -22,14 +22,18 @@ from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse,
 from kcodec.tap.frames import read_frames
 
 METADATA = 3
+SASL_HANDSHAKE = 17
+SASL_TOKEN = 2  # + direction: after SaslHandshake v0, bare SASL tokens (no Kafka header) cross each way once
 DTP_PARTITION_LIMIT = 2000  # DescribeTopicPartitions' default ResponsePartitionLimit
 BATCH_ROWS = 4096
 _CORR = struct.Struct(">i")
+_SASL_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 
 FRAMES = pa.schema([
     ("source", pa.string()),       # the capture file
     ("conn", pa.string()),         # connection, unique across files
-    ("direction", pa.int8()),      # 0 request, 1 response, -1 a row that accounts for a whole file
+    ("direction", pa.int8()),      # 0 request, 1 response, -1 a row that accounts for a whole file,
+                                   # 2/3 a raw SASL token client->broker / broker->client (SASL_TOKEN)
     ("ts_ns", pa.int64()),
     ("correlation_id", pa.int32()),
     ("api_key", pa.int16()),       # requests only
@@ -84,14 +88,36 @@ def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int],
         return None, None, None, None, f"{type(e).__name__}: {e}"
 
 
-def frame_batch(source: str, frames: list[Any]) -> pa.RecordBatch:
-    """FRAMES columns for frames of one file (``kcodec.tap.frames.Frame``), built column by column."""
-    heads = [_header(f.direction, f.data) for f in frames]
+def sasl_v0_tokens(frames: list[Any]) -> list[bool]:
+    """Which frames are raw SASL tokens. After a successful SaslHandshake v0 the client sends its token
+    as a bare size-prefixed blob and the broker answers likewise (KIP-43), neither with a Kafka header;
+    read as frames they would be garbage requests and orphan responses."""
+    out = [False] * len(frames)
+    state: dict[str, Any] = {}  # conn -> correlation id of a pending handshake, "request" or "response"
+    for i, f in enumerate(frames):
+        st, data = state.get(f.conn), f.data
+        if f.direction == 0 and st == "request":
+            out[i], state[f.conn] = True, "response"
+        elif f.direction == 1 and st == "response":
+            out[i], state[f.conn] = True, None
+        elif f.direction == 0 and len(data) >= 12 and _SASL_HEAD.unpack_from(data, 4)[:2] == (SASL_HANDSHAKE, 0):
+            state[f.conn] = _SASL_HEAD.unpack_from(data, 4)[2]
+        elif f.direction == 1 and isinstance(st, int) and len(data) >= 10 and _CORR.unpack_from(data, 4)[0] == st:
+            ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
+            state[f.conn] = "request" if ok else None
+    return out
+
+
+def frame_batch(source: str, frames: list[Any], tokens: Optional[list[bool]] = None) -> pa.RecordBatch:
+    """FRAMES columns for frames of one file (``kcodec.tap.frames.Frame``), built column by column;
+    ``tokens`` marks raw SASL tokens (``sasl_v0_tokens``)."""
+    tokens = tokens or [False] * len(frames)
+    heads = [(None, None, None, None, None) if t else _header(f.direction, f.data) for f, t in zip(frames, tokens)]
     cols: list[Any] = list(zip(*heads)) if heads else [()] * 5
     return pa.RecordBatch.from_arrays([
         pa.array([source] * len(frames), pa.string()),
         pa.array([f.conn for f in frames], pa.string()),
-        pa.array([f.direction for f in frames], pa.int8()),
+        pa.array([f.direction + SASL_TOKEN if t else f.direction for f, t in zip(frames, tokens)], pa.int8()),
         pa.array([f.ts_ns for f in frames], pa.int64()),
         pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int16()), pa.array(cols[2], pa.int16()),
         pa.array(cols[3], pa.string()),
@@ -117,8 +143,9 @@ def frames_from_files(batches: Iterable[pa.RecordBatch], ports: Optional[list[in
             summary["bytes"] = lengths[i]
             yield pa.RecordBatch.from_pylist([{"source": path, "direction": -1, "size": lengths[i],
                                                "error": json.dumps(summary, sort_keys=True)}], schema=FRAMES)
+            tokens = sasl_v0_tokens(frames)
             for j in range(0, len(frames), BATCH_ROWS):
-                yield frame_batch(path, frames[j:j + BATCH_ROWS])
+                yield frame_batch(path, frames[j:j + BATCH_ROWS], tokens[j:j + BATCH_ROWS])
 
 
 def _is_struct(v: Any) -> bool:

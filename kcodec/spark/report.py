@@ -33,6 +33,7 @@ def aggregates(ex: DataFrame, frames: DataFrame, orphans: int) -> dict[str, Any]
     by_dir = {r["direction"]: (r["n"], r["bytes"]) for r in fr}
     total.update(requests=by_dir.get(0, (0, 0))[0], responses=by_dir.get(1, (0, 0))[0],
                  capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=orphans,
+                 sasl_v0_tokens=by_dir.get(2, (0, 0))[0] + by_dir.get(3, (0, 0))[0],
                  header_errors=frames.where(F.col("error").isNotNull() & (F.col("direction") >= 0)).count())
 
     span = max(1, (total["t1"] or 0) - (total["t0"] or 0))
@@ -174,7 +175,8 @@ def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> 
           "\n## Totals\n\n",
           _table([{"what": k, "value": t[k]} for k in (
               "capture_files", "connections", "clients", "requests", "responses", "exchanges", "answered",
-              "orphan_responses", "header_errors", "decode_errors", "request_bytes", "response_bytes")], ["what", "value"]),
+              "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "request_bytes",
+              "response_bytes")], ["what", "value"]),
           "\n## By API\n\n",
           _table(agg["by_api"], ["api_name", "api_key", "requests", "request_bytes", "response_bytes",
                                  "latency_ms_avg", "latency_ms_p99", "errors", "decode_errors"])]

@@ -27,6 +27,7 @@ from .rewrite import REWRITTEN, rewrite_response
 _SIZE = struct.Struct(">i")
 _REQ_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _CORR = struct.Struct(">i")
+SASL_HANDSHAKE = 17
 
 
 class Recorder:
@@ -205,15 +206,19 @@ class Tap:
     async def _requests(self, conn: int, cr: asyncio.StreamReader, uw: asyncio.StreamWriter,
                         pending: dict[int, tuple[int, int]]) -> str:
         assert self.recorder is not None
+        raw_token_next = False
         while True:
             frame = await self._read_frame(cr)
             if frame is None:
                 return "client closed"
             ts = time.time_ns()
-            if len(frame) >= 12:
+            if raw_token_next:  # after SaslHandshake v0 the client's token comes bare, with no header
+                raw_token_next = False
+            elif len(frame) >= 12:
                 key, version, corr = _REQ_HEAD.unpack_from(frame, 4)
                 if key in REWRITTEN:
                     pending[corr] = (key, version)
+                raw_token_next = (key, version) == (SASL_HANDSHAKE, 0)
             await self.recorder.record(capture.REQUEST, conn, ts, frame)
             self.frames += 1
             uw.write(frame)
