@@ -69,6 +69,30 @@ cdef extern from *:
         return _PyLong_FromByteArray(b, 16, 0, 0);
     #endif
     }
+    /* CPython's cached small ints, filled in at import; an int32 array's ints come from here or are made. */
+    static PyObject* kc_small[262];
+    /* A list of n big-endian int32s read from b (the n*4 bytes are known to be there): its items array
+       made uninitialised (PyList_New would zero it first) and filled in one loop, with no call per small int. */
+    static PyObject* kc_int32_list(const unsigned char* b, Py_ssize_t n) {
+        PyListObject* l = (PyListObject*)PyList_New(0);
+        PyObject** items;
+        Py_ssize_t i;
+        if (l == NULL || n == 0) return (PyObject*)l;
+        items = PyMem_New(PyObject*, n);
+        if (items == NULL) { Py_DECREF(l); return PyErr_NoMemory(); }
+        for (i = 0; i < n; i++, b += 4) {
+            int32_t x = (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+            PyObject* v;
+            if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+            else if ((v = PyLong_FromLong(x)) == NULL) break;
+            items[i] = v;
+        }
+        l->ob_item = items;  /* the items made so far: a failed list frees them with itself */
+        l->allocated = n;
+        Py_SET_SIZE(l, i);
+        if (i < n) { Py_DECREF(l); return NULL; }
+        return (PyObject*)l;
+    }
     static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
     static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
     """
@@ -78,6 +102,8 @@ cdef extern from *:
     PyObject* kc_get_slot(object o, Py_ssize_t off)
     uint64_t kc_be64(const unsigned char* p)
     object kc_uint128(const unsigned char* b)
+    PyObject* kc_small[262]
+    list kc_int32_list(const unsigned char* b, Py_ssize_t n)
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
     uint64_t kc_bits(double d)
@@ -335,14 +361,13 @@ cdef object read_uuid(_Reader r, Py_ssize_t* pos, Py_ssize_t end):
 
 
 cdef list _SMALL_KEEP = list(range(-5, 257))
-cdef PyObject* SMALL[262]  # CPython's cached small ints, without a call each
-for _i in range(262):
-    SMALL[_i] = <PyObject*>_SMALL_KEEP[_i]
+for _i in range(262):  # CPython's cached small ints, without a call each
+    kc_small[_i] = <PyObject*>_SMALL_KEEP[_i]
 
 
 cdef inline object small_or_long(long x):
     if -5 <= x <= 256:
-        return <object>SMALL[x + 5]
+        return <object>kc_small[x + 5]
     return PyLong_FromLong(x)
 
 
@@ -397,6 +422,9 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
         return None
     if n * op.elem_min > end - p:
         raise _Fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, {max(end - p, 0)} left", p)
+    if kind == K_INT32:  # broker ids, most arrays of numbers
+        pos[0] = p + n * 4
+        return kc_int32_list(r.buf + p, n)
     out = PyList_New(n)
     if op.fixed:  # fixed-size numbers: their bytes are all there
         size = op.fixed
