@@ -93,6 +93,20 @@ cdef extern from *:
         if (i < n) { Py_DECREF(l); return NULL; }
         return (PyObject*)l;
     }
+    /* An exact int's value without a call when it fits one digit (node ids, indexes, counts); 0 otherwise. */
+    static inline int kc_compact_long(PyObject* v, long long* out) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (!PyUnstable_Long_IsCompact((PyLongObject*)v)) return 0;
+        *out = PyUnstable_Long_CompactValue((PyLongObject*)v);
+        return 1;
+    #else
+        Py_ssize_t size = Py_SIZE(v);
+        if (size < -1 || size > 1) return 0;
+        *out = size * (long long)((PyLongObject*)v)->ob_digit[0];
+        return 1;
+    #endif
+    }
+    #define KC_U32_MAX 0xFFFFFFFFULL
     static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
     static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
     """
@@ -104,6 +118,8 @@ cdef extern from *:
     object kc_uint128(const unsigned char* b)
     PyObject* kc_small[262]
     list kc_int32_list(const unsigned char* b, Py_ssize_t n)
+    bint kc_compact_long(object v, long long* out)
+    uint64_t KC_U32_MAX
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
     uint64_t kc_bits(double d)
@@ -278,7 +294,7 @@ cdef uint64_t uvarint(_Reader r, Py_ssize_t* pos, Py_ssize_t end) except? 0xFFFF
         p += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            if result > 0xFFFFFFFF:
+            if result > KC_U32_MAX:
                 raise _Fail("unsigned varint exceeds 32 bits", start)
             pos[0] = p
             return result
@@ -649,7 +665,7 @@ cdef inline int uvarint_size(uint64_t n) noexcept:
 cdef int put_uvarint(_Writer w, uint64_t n) except -1:
     cdef int size, i
     cdef unsigned char* p
-    if n > 0xFFFFFFFF:
+    if n > KC_U32_MAX:
         raise _Invalid()
     if w.out == NULL:
         w.pos += uvarint_size(n)
@@ -705,9 +721,10 @@ cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
         x = PyLong_AsLongLong(v)
         kc_put64(room(w, 8), <uint64_t>x)
         return 0
-    x = PyLong_AsLongLongAndOverflow(v, &overflow)
-    if overflow:
-        raise _Invalid()
+    if not kc_compact_long(v, &x):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            raise _Invalid()
     if kind == K_INT32:
         if x < -0x80000000 or x > 0x7FFFFFFF:
             raise _Invalid()
@@ -728,7 +745,7 @@ cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
         p = room(w, 2)
         p[0] = <uint16_t>x >> 8; p[1] = <uint16_t>x
     else:  # K_UINT32
-        if x < 0 or x > 0xFFFFFFFF:
+        if x < 0 or x > <long long>KC_U32_MAX:
             raise _Invalid()
         p = room(w, 4)
         p[0] = <uint32_t>x >> 24; p[1] = <uint32_t>x >> 16; p[2] = <uint32_t>x >> 8; p[3] = <uint32_t>x
@@ -890,6 +907,7 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
     cdef _Op op
     cdef Py_ssize_t i
     cdef bint slots = plan.slots and type(obj) is plan.cls
+    cdef PyObject* utf
     if not slots and (obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__")):
         raise _Invalid()
     for op in plan.absent_checks:
@@ -900,7 +918,11 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
         put_field(w, op, get(obj, slots, op), False)
     if plan.flexible:
         if not plan.tagged:
-            unknown = getattr(obj, "unknown_tagged_fields", None)
+            if slots:
+                utf = kc_get_slot(obj, plan.utf_offset)
+                unknown = <object>utf if utf != NULL else None
+            else:
+                unknown = getattr(obj, "unknown_tagged_fields", None)
             if not unknown:
                 room(w, 1)[0] = 0
                 return 0
