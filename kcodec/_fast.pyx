@@ -93,6 +93,16 @@ cdef extern from *:
         if (i < n) { Py_DECREF(l); return NULL; }
         return (PyObject*)l;
     }
+    /* An int32 or int16 (size 4 or 2) at b, put in a new object's empty slot: no reference to drop. */
+    static inline int kc_store_int(PyObject* o, Py_ssize_t off, int size, const unsigned char* b) {
+        long x = size == 4 ? (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3])
+                           : (long)(int16_t)(((uint16_t)b[0] << 8) | b[1]);
+        PyObject* v;
+        if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+        else if ((v = PyLong_FromLong(x)) == NULL) return -1;
+        *(PyObject**)((char*)o + off) = v;
+        return 0;
+    }
     /* An exact int's value without a call when it fits one digit (node ids, indexes, counts); 0 otherwise. */
     static inline int kc_compact_long(PyObject* v, long long* out) {
     #if PY_VERSION_HEX >= 0x030C0000
@@ -119,6 +129,7 @@ cdef extern from *:
     PyObject* kc_small[262]
     list kc_int32_list(const unsigned char* b, Py_ssize_t n)
     bint kc_compact_long(object v, long long* out)
+    int kc_store_int(object o, Py_ssize_t off, int size, const unsigned char* b) except -1
     uint64_t KC_U32_MAX
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
@@ -511,7 +522,8 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     cdef _Op op = None
     cdef Py_ssize_t i, p
     cdef int kind
-    if plan.slots:
+    cdef bint slots = plan.slots
+    if slots:
         obj = kc_alloc(plan.cls)
     else:
         obj = plan.cls.__new__(plan.cls)
@@ -525,6 +537,10 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
                 p = pos[0]
                 if op.fixed > end - p:
                     raise _Fail(f"expected {KIND_TEXT[kind]} of {op.fixed} bytes, {max(end - p, 0)} left", p)
+                if slots and (kind == K_INT32 or kind == K_INT16):  # (each field's slot is empty until here)
+                    kc_store_int(obj, op.offset, op.fixed, r.buf + p)
+                    pos[0] = p + op.fixed
+                    continue
                 v = fixed_value(kind, r.buf + p)
                 pos[0] = p + op.fixed
             elif kind == K_STRING:
