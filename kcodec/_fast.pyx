@@ -178,12 +178,11 @@ cdef object as_bytes_view = _pure.as_bytes_view
 
 
 class _Fail(Exception):
-    """A decode failure deep inside a message; the field path is collected on the way out."""
+    """A decode failure deep inside a message; its field path is the reader's trail where it was raised."""
 
     def __init__(self, reason, offset=-1):
         self.reason = reason
         self.offset = offset
-        self.path = []
 
 
 class _Invalid(Exception):
@@ -192,9 +191,23 @@ class _Invalid(Exception):
 
 cdef str path_text(list path):
     out = ""
-    for p in reversed(path):
+    for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
     return out
+
+
+cdef int trail_depth(list structs, Py_ssize_t index, tuple seen) except -1:
+    """How many trail entries reading struct index can need: a field's name, an array's element index."""
+    cdef int best = 0, n
+    if index in seen:  # (no Kafka struct contains itself; such a program is read by the reference)
+        return MAX_TRAIL + 1
+    sp = structs[index]
+    for op in tuple(sp.fields) + tuple(sp.tagged):
+        n = 2 if op.array else 1
+        if op.kind == K_STRUCT:
+            n += trail_depth(structs, op.struct, seen + (index,))
+        best = max(best, n)
+    return best
 
 
 cdef Py_ssize_t slot_offset(type cls, str attr):
@@ -227,6 +240,7 @@ cdef class _Plan:
 cdef class _Prog:
     cdef list plans
     cdef object message, version
+    cdef bint deep  # nests deeper than a reader's trail: the reference reads it
 
 
 cdef _Op make_op(op, prog):
@@ -275,17 +289,35 @@ cdef _Prog prepared(prog):
                 if o.offset < 0:
                     plan.slots = False
         fp.plans.append(plan)
+    fp.deep = trail_depth(list(prog.structs), 0, ()) > MAX_TRAIL
     prog.backend_cache["cython"] = fp
     return fp
 
 
 # ---------------------------------------------------------------------------------------- reading
 
+cdef enum:
+    MAX_TRAIL = 64
+
+
 cdef class _Reader:
     cdef const unsigned char* buf
     cdef list plans
     cdef bint zero_copy
     cdef object base  # the flat memoryview that zero-copy slices come from
+    # Where reading is, for a failure's field path, kept as it goes (cheaper than catching on the way out):
+    # entry k is the field being read at that level (trail_op) or, when NULL, an array's element (trail_i).
+    cdef int depth
+    cdef PyObject* trail_op[MAX_TRAIL]
+    cdef Py_ssize_t trail_i[MAX_TRAIL]
+
+
+cdef list trail_path(_Reader r):
+    cdef int k
+    out = []
+    for k in range(r.depth):
+        out.append((<_Op>r.trail_op[k]).attr if r.trail_op[k] != NULL else r.trail_i[k])
+    return out
 
 
 cdef inline int need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
@@ -430,7 +462,7 @@ cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
 cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     cdef int64_t n
     cdef Py_ssize_t i = 0, p = pos[0], size
-    cdef int kind = op.kind
+    cdef int kind = op.kind, d
     cdef const unsigned char* b
     cdef list out
     if op.compact and p < end and 0 < r.buf[p] < 0x80:  # a one-byte length: most arrays
@@ -463,21 +495,22 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
             b += size
         pos[0] = p + n * size
         return out
-    try:
-        for i in range(n):
-            if kind == K_STRUCT:
-                v = decode_struct(r, op.struct_index, pos, end)
-            elif kind == K_STRING:
-                v = read_string(r, op.compact, False, pos, end)
-            elif kind == K_UUID:
-                v = read_uuid(r, pos, end)
-            else:
-                v = read_bytes(r, op.compact, False, pos, end)
-            Py_INCREF(v)
-            PyList_SET_ITEM(out, i, v)
-    except _Fail as e:  # (the list's unfilled items are NULL, which freeing it allows)
-        e.path.append(i)
-        raise
+    d = r.depth  # (a failure leaves the list's unfilled items NULL, which freeing it allows)
+    r.trail_op[d] = NULL
+    r.depth = d + 1
+    for i in range(n):
+        r.trail_i[d] = i
+        if kind == K_STRUCT:
+            v = decode_struct(r, op.struct_index, pos, end)
+        elif kind == K_STRING:
+            v = read_string(r, op.compact, False, pos, end)
+        elif kind == K_UUID:
+            v = read_uuid(r, pos, end)
+        else:
+            v = read_bytes(r, op.compact, False, pos, end)
+        Py_INCREF(v)
+        PyList_SET_ITEM(out, i, v)
+    r.depth = d
     return out
 
 
@@ -521,15 +554,17 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     cdef tuple fields = plan.fields
     cdef _Op op = None
     cdef Py_ssize_t i, p
-    cdef int kind
+    cdef int kind, d = r.depth
     cdef bint slots = plan.slots
     if slots:
         obj = kc_alloc(plan.cls)
     else:
         obj = plan.cls.__new__(plan.cls)
-    try:
+    r.depth = d + 1
+    if True:  # (the fields' block, as it was inside a try; the trail replaces the try)
         for i in range(PyTuple_GET_SIZE(fields)):
             op = <_Op>PyTuple_GET_ITEM(fields, i)
+            r.trail_op[d] = <PyObject*>op
             kind = op.kind
             if op.array:
                 v = read_array(r, op, pos, end)
@@ -552,9 +587,7 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
             else:
                 v = read_bytes(r, op.compact, op.nullable, pos, end)
             store(obj, plan, op, v)
-    except _Fail as e:
-        e.path.append(op.attr)
-        raise
+    r.depth = d
     for op in plan.absent:
         store(obj, plan, op, default_of(op))
     if plan.flexible:
@@ -578,6 +611,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
     cdef _Op op
     cdef uint64_t count, tag, size, k
     cdef Py_ssize_t p, stop
+    cdef int d = r.depth
     for op in plan.tagged:
         store(obj, plan, op, default_of(op))
     count = uvarint(r, pos, end)
@@ -590,12 +624,10 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
         size = uvarint(r, pos, end)
         p = pos[0]
         known = plan.tags.get(tag)
-        try:
-            need(p, size, end, f"tagged field {tag}")
-        except _Fail as e:
-            if known is not None:
-                e.path.append((<_Op>known).attr)
-            raise
+        if known is not None:
+            r.trail_op[d] = <PyObject*>known
+            r.depth = d + 1
+        need(p, size, end, f"tagged field {tag}")
         stop = p + <Py_ssize_t>size
         if known is None:
             if unknown is None:
@@ -603,14 +635,11 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
             unknown[tag] = PyBytes_FromStringAndSize(<const char*>r.buf + p, size)
         else:
             op = <_Op>known
-            try:
-                v = read_field(r, op, pos, stop)
-                if pos[0] != stop:
-                    raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
-            except _Fail as e:
-                e.path.append(op.attr)
-                raise
+            v = read_field(r, op, pos, stop)
+            if pos[0] != stop:
+                raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
             store(obj, plan, op, v)
+            r.depth = d
         pos[0] = stop
     return unknown
 
@@ -621,6 +650,8 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
     cdef Py_buffer view
     cdef Py_ssize_t stop, p = pos
     cdef _Reader r = _Reader()
+    if fp.deep:
+        return _pure.decode(prog, data, pos, end, zero_copy)
     base = as_bytes_view(data)
     PyObject_GetBuffer(base, &view, PyBUF_SIMPLE)
     try:
@@ -641,7 +672,7 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
                 PyGC_Enable()
         return obj, p
     except _Fail as e:
-        raise DecodeError(e.reason, e.offset, path_text(e.path), fp.message, fp.version) from None
+        raise DecodeError(e.reason, e.offset, path_text(trail_path(r)), fp.message, fp.version) from None
     finally:
         PyBuffer_Release(&view)
 
