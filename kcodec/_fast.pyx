@@ -742,6 +742,29 @@ cdef int put_length(_Writer w, bint compact, int64_t n, bint wide) except -1:
     return 0
 
 
+cdef inline bint put_small_int(_Writer w, int kind, object v) noexcept:
+    """The common case of put_fixed, done in line: an exact one-digit int in an int32 or int16 field.
+    False: not that case (nothing written); put_fixed does it, or names what is wrong."""
+    cdef long long x
+    cdef Py_ssize_t size = 4 if kind == K_INT32 else 2
+    cdef unsigned char* p
+    if (kind != K_INT32 and kind != K_INT16) or not PyLong_CheckExact(v) or not kc_compact_long(v, &x):
+        return False
+    if x < -0x8000 or x > 0x7FFF:
+        if kind == K_INT16 or x < -0x80000000 or x > 0x7FFFFFFF:
+            return False
+    if w.out != NULL:
+        if size > w.cap - w.pos:
+            return False
+        p = w.out + w.pos
+        if size == 4:
+            p[0] = <uint32_t>x >> 24; p[1] = <uint32_t>x >> 16; p[2] = <uint32_t>x >> 8; p[3] = <uint32_t>x
+        else:
+            p[0] = <uint16_t>x >> 8; p[1] = <uint16_t>x
+    w.pos += size
+    return True
+
+
 cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
     """A fixed-size number, accepting what the reference accepts: struct.pack's rules, or the stricter
     isinstance checks of a tagged field (strict)."""
@@ -888,7 +911,8 @@ cdef int put_array(_Writer w, _Op op, object v) except -1:
             raise RuntimeError("a list changed while it was being encoded")
         item = <object>PyList_GET_ITEM(items, i)
         if op.fixed:
-            put_fixed(w, kind, item, False)
+            if not put_small_int(w, kind, item):
+                put_fixed(w, kind, item, False)
         elif kind == K_STRUCT:
             encode_struct(w, op.struct_index, item)
         elif kind == K_STRING:
@@ -962,7 +986,9 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
             raise _Invalid()
     for i in range(PyTuple_GET_SIZE(fields)):
         op = <_Op>PyTuple_GET_ITEM(fields, i)
-        put_field(w, op, get(obj, slots, op), False)
+        v = get(obj, slots, op)
+        if op.array or not put_small_int(w, op.kind, v):
+            put_field(w, op, v, False)
     if plan.flexible:
         if not plan.tagged:
             if slots:
