@@ -561,32 +561,31 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     else:
         obj = plan.cls.__new__(plan.cls)
     r.depth = d + 1
-    if True:  # (the fields' block, as it was inside a try; the trail replaces the try)
-        for i in range(PyTuple_GET_SIZE(fields)):
-            op = <_Op>PyTuple_GET_ITEM(fields, i)
-            r.trail_op[d] = <PyObject*>op
-            kind = op.kind
-            if op.array:
-                v = read_array(r, op, pos, end)
-            elif op.fixed:
-                p = pos[0]
-                if op.fixed > end - p:
-                    raise _Fail(f"expected {KIND_TEXT[kind]} of {op.fixed} bytes, {max(end - p, 0)} left", p)
-                if slots and (kind == K_INT32 or kind == K_INT16):  # (each field's slot is empty until here)
-                    kc_store_int(obj, op.offset, op.fixed, r.buf + p)
-                    pos[0] = p + op.fixed
-                    continue
-                v = fixed_value(kind, r.buf + p)
+    for i in range(PyTuple_GET_SIZE(fields)):
+        op = <_Op>PyTuple_GET_ITEM(fields, i)
+        r.trail_op[d] = <PyObject*>op
+        kind = op.kind
+        if op.array:
+            v = read_array(r, op, pos, end)
+        elif op.fixed:
+            p = pos[0]
+            if op.fixed > end - p:
+                raise _Fail(f"expected {KIND_TEXT[kind]} of {op.fixed} bytes, {max(end - p, 0)} left", p)
+            if slots and (kind == K_INT32 or kind == K_INT16):  # (each field's slot is empty until here)
+                kc_store_int(obj, op.offset, op.fixed, r.buf + p)
                 pos[0] = p + op.fixed
-            elif kind == K_STRING:
-                v = read_string(r, op.compact, op.nullable, pos, end)
-            elif kind == K_STRUCT:
-                v = read_struct(r, op, pos, end)
-            elif kind == K_UUID:
-                v = read_uuid(r, pos, end)
-            else:
-                v = read_bytes(r, op.compact, op.nullable, pos, end)
-            store(obj, plan, op, v)
+                continue
+            v = fixed_value(kind, r.buf + p)
+            pos[0] = p + op.fixed
+        elif kind == K_STRING:
+            v = read_string(r, op.compact, op.nullable, pos, end)
+        elif kind == K_STRUCT:
+            v = read_struct(r, op, pos, end)
+        elif kind == K_UUID:
+            v = read_uuid(r, pos, end)
+        else:
+            v = read_bytes(r, op.compact, op.nullable, pos, end)
+        store(obj, plan, op, v)
     r.depth = d
     for op in plan.absent:
         store(obj, plan, op, default_of(op))
