@@ -69,6 +69,54 @@ cdef extern from *:
         return _PyLong_FromByteArray(b, 16, 0, 0);
     #endif
     }
+    /* CPython's cached small ints, filled in at import; an int32 array's ints come from here or are made. */
+    static PyObject* kc_small[262];
+    /* A list of n big-endian int32s read from b (the n*4 bytes are known to be there): its items array
+       made uninitialised (PyList_New would zero it first) and filled in one loop, with no call per small int. */
+    static PyObject* kc_int32_list(const unsigned char* b, Py_ssize_t n) {
+        PyListObject* l = (PyListObject*)PyList_New(0);
+        PyObject** items;
+        Py_ssize_t i;
+        if (l == NULL || n == 0) return (PyObject*)l;
+        items = PyMem_New(PyObject*, n);
+        if (items == NULL) { Py_DECREF(l); return PyErr_NoMemory(); }
+        for (i = 0; i < n; i++, b += 4) {
+            int32_t x = (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+            PyObject* v;
+            if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+            else if ((v = PyLong_FromLong(x)) == NULL) break;
+            items[i] = v;
+        }
+        l->ob_item = items;  /* the items made so far: a failed list frees them with itself */
+        l->allocated = n;
+        Py_SET_SIZE(l, i);
+        if (i < n) { Py_DECREF(l); return NULL; }
+        return (PyObject*)l;
+    }
+    /* An int32 or int16 (size 4 or 2) at b, put in a new object's empty slot: no reference to drop. */
+    static inline int kc_store_int(PyObject* o, Py_ssize_t off, int size, const unsigned char* b) {
+        long x = size == 4 ? (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3])
+                           : (long)(int16_t)(((uint16_t)b[0] << 8) | b[1]);
+        PyObject* v;
+        if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+        else if ((v = PyLong_FromLong(x)) == NULL) return -1;
+        *(PyObject**)((char*)o + off) = v;
+        return 0;
+    }
+    /* An exact int's value without a call when it fits one digit (node ids, indexes, counts); 0 otherwise. */
+    static inline int kc_compact_long(PyObject* v, long long* out) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (!PyUnstable_Long_IsCompact((PyLongObject*)v)) return 0;
+        *out = PyUnstable_Long_CompactValue((PyLongObject*)v);
+        return 1;
+    #else
+        Py_ssize_t size = Py_SIZE(v);
+        if (size < -1 || size > 1) return 0;
+        *out = size * (long long)((PyLongObject*)v)->ob_digit[0];
+        return 1;
+    #endif
+    }
+    #define KC_U32_MAX 0xFFFFFFFFULL
     static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
     static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
     """
@@ -78,6 +126,11 @@ cdef extern from *:
     PyObject* kc_get_slot(object o, Py_ssize_t off)
     uint64_t kc_be64(const unsigned char* p)
     object kc_uint128(const unsigned char* b)
+    PyObject* kc_small[262]
+    list kc_int32_list(const unsigned char* b, Py_ssize_t n)
+    bint kc_compact_long(object v, long long* out)
+    int kc_store_int(object o, Py_ssize_t off, int size, const unsigned char* b) except -1
+    uint64_t KC_U32_MAX
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
     uint64_t kc_bits(double d)
@@ -125,12 +178,11 @@ cdef object as_bytes_view = _pure.as_bytes_view
 
 
 class _Fail(Exception):
-    """A decode failure deep inside a message; the field path is collected on the way out."""
+    """A decode failure deep inside a message; its field path is the reader's trail where it was raised."""
 
     def __init__(self, reason, offset=-1):
         self.reason = reason
         self.offset = offset
-        self.path = []
 
 
 class _Invalid(Exception):
@@ -139,9 +191,23 @@ class _Invalid(Exception):
 
 cdef str path_text(list path):
     out = ""
-    for p in reversed(path):
+    for p in path:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
     return out
+
+
+cdef int trail_depth(list structs, Py_ssize_t index, tuple seen) except -1:
+    """How many trail entries reading struct index can need: a field's name, an array's element index."""
+    cdef int best = 0, n
+    if index in seen:  # (no Kafka struct contains itself; such a program is read by the reference)
+        return MAX_TRAIL + 1
+    sp = structs[index]
+    for op in tuple(sp.fields) + tuple(sp.tagged):
+        n = 2 if op.array else 1
+        if op.kind == K_STRUCT:
+            n += trail_depth(structs, op.struct, seen + (index,))
+        best = max(best, n)
+    return best
 
 
 cdef Py_ssize_t slot_offset(type cls, str attr):
@@ -174,6 +240,7 @@ cdef class _Plan:
 cdef class _Prog:
     cdef list plans
     cdef object message, version
+    cdef bint deep  # nests deeper than a reader's trail: the reference reads it
 
 
 cdef _Op make_op(op, prog):
@@ -222,17 +289,35 @@ cdef _Prog prepared(prog):
                 if o.offset < 0:
                     plan.slots = False
         fp.plans.append(plan)
+    fp.deep = trail_depth(list(prog.structs), 0, ()) > MAX_TRAIL
     prog.backend_cache["cython"] = fp
     return fp
 
 
 # ---------------------------------------------------------------------------------------- reading
 
+cdef enum:
+    MAX_TRAIL = 64
+
+
 cdef class _Reader:
     cdef const unsigned char* buf
     cdef list plans
     cdef bint zero_copy
     cdef object base  # the flat memoryview that zero-copy slices come from
+    # Where reading is, for a failure's field path, kept as it goes (cheaper than catching on the way out):
+    # entry k is the field being read at that level (trail_op) or, when NULL, an array's element (trail_i).
+    cdef int depth
+    cdef PyObject* trail_op[MAX_TRAIL]
+    cdef Py_ssize_t trail_i[MAX_TRAIL]
+
+
+cdef list trail_path(_Reader r):
+    cdef int k
+    out = []
+    for k in range(r.depth):
+        out.append((<_Op>r.trail_op[k]).attr if r.trail_op[k] != NULL else r.trail_i[k])
+    return out
 
 
 cdef inline int need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
@@ -252,7 +337,7 @@ cdef uint64_t uvarint(_Reader r, Py_ssize_t* pos, Py_ssize_t end) except? 0xFFFF
         p += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            if result > 0xFFFFFFFF:
+            if result > KC_U32_MAX:
                 raise _Fail("unsigned varint exceeds 32 bits", start)
             pos[0] = p
             return result
@@ -335,14 +420,13 @@ cdef object read_uuid(_Reader r, Py_ssize_t* pos, Py_ssize_t end):
 
 
 cdef list _SMALL_KEEP = list(range(-5, 257))
-cdef PyObject* SMALL[262]  # CPython's cached small ints, without a call each
-for _i in range(262):
-    SMALL[_i] = <PyObject*>_SMALL_KEEP[_i]
+for _i in range(262):  # CPython's cached small ints, without a call each
+    kc_small[_i] = <PyObject*>_SMALL_KEEP[_i]
 
 
 cdef inline object small_or_long(long x):
     if -5 <= x <= 256:
-        return <object>SMALL[x + 5]
+        return <object>kc_small[x + 5]
     return PyLong_FromLong(x)
 
 
@@ -378,7 +462,7 @@ cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
 cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     cdef int64_t n
     cdef Py_ssize_t i = 0, p = pos[0], size
-    cdef int kind = op.kind
+    cdef int kind = op.kind, d
     cdef const unsigned char* b
     cdef list out
     if op.compact and p < end and 0 < r.buf[p] < 0x80:  # a one-byte length: most arrays
@@ -397,6 +481,9 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
         return None
     if n * op.elem_min > end - p:
         raise _Fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, {max(end - p, 0)} left", p)
+    if kind == K_INT32:  # broker ids, most arrays of numbers
+        pos[0] = p + n * 4
+        return kc_int32_list(r.buf + p, n)
     out = PyList_New(n)
     if op.fixed:  # fixed-size numbers: their bytes are all there
         size = op.fixed
@@ -408,21 +495,22 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
             b += size
         pos[0] = p + n * size
         return out
-    try:
-        for i in range(n):
-            if kind == K_STRUCT:
-                v = decode_struct(r, op.struct_index, pos, end)
-            elif kind == K_STRING:
-                v = read_string(r, op.compact, False, pos, end)
-            elif kind == K_UUID:
-                v = read_uuid(r, pos, end)
-            else:
-                v = read_bytes(r, op.compact, False, pos, end)
-            Py_INCREF(v)
-            PyList_SET_ITEM(out, i, v)
-    except _Fail as e:  # (the list's unfilled items are NULL, which freeing it allows)
-        e.path.append(i)
-        raise
+    d = r.depth  # (a failure leaves the list's unfilled items NULL, which freeing it allows)
+    r.trail_op[d] = NULL
+    r.depth = d + 1
+    for i in range(n):
+        r.trail_i[d] = i
+        if kind == K_STRUCT:
+            v = decode_struct(r, op.struct_index, pos, end)
+        elif kind == K_STRING:
+            v = read_string(r, op.compact, False, pos, end)
+        elif kind == K_UUID:
+            v = read_uuid(r, pos, end)
+        else:
+            v = read_bytes(r, op.compact, False, pos, end)
+        Py_INCREF(v)
+        PyList_SET_ITEM(out, i, v)
+    r.depth = d
     return out
 
 
@@ -466,35 +554,39 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     cdef tuple fields = plan.fields
     cdef _Op op = None
     cdef Py_ssize_t i, p
-    cdef int kind
-    if plan.slots:
+    cdef int kind, d = r.depth
+    cdef bint slots = plan.slots
+    if slots:
         obj = kc_alloc(plan.cls)
     else:
         obj = plan.cls.__new__(plan.cls)
-    try:
-        for i in range(PyTuple_GET_SIZE(fields)):
-            op = <_Op>PyTuple_GET_ITEM(fields, i)
-            kind = op.kind
-            if op.array:
-                v = read_array(r, op, pos, end)
-            elif op.fixed:
-                p = pos[0]
-                if op.fixed > end - p:
-                    raise _Fail(f"expected {KIND_TEXT[kind]} of {op.fixed} bytes, {max(end - p, 0)} left", p)
-                v = fixed_value(kind, r.buf + p)
+    r.depth = d + 1
+    for i in range(PyTuple_GET_SIZE(fields)):
+        op = <_Op>PyTuple_GET_ITEM(fields, i)
+        r.trail_op[d] = <PyObject*>op
+        kind = op.kind
+        if op.array:
+            v = read_array(r, op, pos, end)
+        elif op.fixed:
+            p = pos[0]
+            if op.fixed > end - p:
+                raise _Fail(f"expected {KIND_TEXT[kind]} of {op.fixed} bytes, {max(end - p, 0)} left", p)
+            if slots and (kind == K_INT32 or kind == K_INT16):  # (each field's slot is empty until here)
+                kc_store_int(obj, op.offset, op.fixed, r.buf + p)
                 pos[0] = p + op.fixed
-            elif kind == K_STRING:
-                v = read_string(r, op.compact, op.nullable, pos, end)
-            elif kind == K_STRUCT:
-                v = read_struct(r, op, pos, end)
-            elif kind == K_UUID:
-                v = read_uuid(r, pos, end)
-            else:
-                v = read_bytes(r, op.compact, op.nullable, pos, end)
-            store(obj, plan, op, v)
-    except _Fail as e:
-        e.path.append(op.attr)
-        raise
+                continue
+            v = fixed_value(kind, r.buf + p)
+            pos[0] = p + op.fixed
+        elif kind == K_STRING:
+            v = read_string(r, op.compact, op.nullable, pos, end)
+        elif kind == K_STRUCT:
+            v = read_struct(r, op, pos, end)
+        elif kind == K_UUID:
+            v = read_uuid(r, pos, end)
+        else:
+            v = read_bytes(r, op.compact, op.nullable, pos, end)
+        store(obj, plan, op, v)
+    r.depth = d
     for op in plan.absent:
         store(obj, plan, op, default_of(op))
     if plan.flexible:
@@ -518,6 +610,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
     cdef _Op op
     cdef uint64_t count, tag, size, k
     cdef Py_ssize_t p, stop
+    cdef int d = r.depth
     for op in plan.tagged:
         store(obj, plan, op, default_of(op))
     count = uvarint(r, pos, end)
@@ -530,12 +623,10 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
         size = uvarint(r, pos, end)
         p = pos[0]
         known = plan.tags.get(tag)
-        try:
-            need(p, size, end, f"tagged field {tag}")
-        except _Fail as e:
-            if known is not None:
-                e.path.append((<_Op>known).attr)
-            raise
+        if known is not None:
+            r.trail_op[d] = <PyObject*>known
+            r.depth = d + 1
+        need(p, size, end, f"tagged field {tag}")
         stop = p + <Py_ssize_t>size
         if known is None:
             if unknown is None:
@@ -543,14 +634,11 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
             unknown[tag] = PyBytes_FromStringAndSize(<const char*>r.buf + p, size)
         else:
             op = <_Op>known
-            try:
-                v = read_field(r, op, pos, stop)
-                if pos[0] != stop:
-                    raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
-            except _Fail as e:
-                e.path.append(op.attr)
-                raise
+            v = read_field(r, op, pos, stop)
+            if pos[0] != stop:
+                raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
             store(obj, plan, op, v)
+            r.depth = d
         pos[0] = stop
     return unknown
 
@@ -561,6 +649,8 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
     cdef Py_buffer view
     cdef Py_ssize_t stop, p = pos
     cdef _Reader r = _Reader()
+    if fp.deep:
+        return _pure.decode(prog, data, pos, end, zero_copy)
     base = as_bytes_view(data)
     PyObject_GetBuffer(base, &view, PyBUF_SIMPLE)
     try:
@@ -581,7 +671,7 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
                 PyGC_Enable()
         return obj, p
     except _Fail as e:
-        raise DecodeError(e.reason, e.offset, path_text(e.path), fp.message, fp.version) from None
+        raise DecodeError(e.reason, e.offset, path_text(trail_path(r)), fp.message, fp.version) from None
     finally:
         PyBuffer_Release(&view)
 
@@ -621,7 +711,7 @@ cdef inline int uvarint_size(uint64_t n) noexcept:
 cdef int put_uvarint(_Writer w, uint64_t n) except -1:
     cdef int size, i
     cdef unsigned char* p
-    if n > 0xFFFFFFFF:
+    if n > KC_U32_MAX:
         raise _Invalid()
     if w.out == NULL:
         w.pos += uvarint_size(n)
@@ -651,6 +741,29 @@ cdef int put_length(_Writer w, bint compact, int64_t n, bint wide) except -1:
     return 0
 
 
+cdef inline bint put_small_int(_Writer w, int kind, object v) noexcept:
+    """The common case of put_fixed, done in line: an exact one-digit int in an int32 or int16 field.
+    False: not that case (nothing written); put_fixed does it, or names what is wrong."""
+    cdef long long x
+    cdef Py_ssize_t size = 4 if kind == K_INT32 else 2
+    cdef unsigned char* p
+    if (kind != K_INT32 and kind != K_INT16) or not PyLong_CheckExact(v) or not kc_compact_long(v, &x):
+        return False
+    if x < -0x8000 or x > 0x7FFF:
+        if kind == K_INT16 or x < -0x80000000 or x > 0x7FFFFFFF:
+            return False
+    if w.out != NULL:
+        if size > w.cap - w.pos:
+            return False
+        p = w.out + w.pos
+        if size == 4:
+            p[0] = <uint32_t>x >> 24; p[1] = <uint32_t>x >> 16; p[2] = <uint32_t>x >> 8; p[3] = <uint32_t>x
+        else:
+            p[0] = <uint16_t>x >> 8; p[1] = <uint16_t>x
+    w.pos += size
+    return True
+
+
 cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
     """A fixed-size number, accepting what the reference accepts: struct.pack's rules, or the stricter
     isinstance checks of a tagged field (strict)."""
@@ -677,9 +790,10 @@ cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
         x = PyLong_AsLongLong(v)
         kc_put64(room(w, 8), <uint64_t>x)
         return 0
-    x = PyLong_AsLongLongAndOverflow(v, &overflow)
-    if overflow:
-        raise _Invalid()
+    if not kc_compact_long(v, &x):
+        x = PyLong_AsLongLongAndOverflow(v, &overflow)
+        if overflow:
+            raise _Invalid()
     if kind == K_INT32:
         if x < -0x80000000 or x > 0x7FFFFFFF:
             raise _Invalid()
@@ -700,7 +814,7 @@ cdef int put_fixed(_Writer w, int kind, object v, bint strict) except -1:
         p = room(w, 2)
         p[0] = <uint16_t>x >> 8; p[1] = <uint16_t>x
     else:  # K_UINT32
-        if x < 0 or x > 0xFFFFFFFF:
+        if x < 0 or x > <long long>KC_U32_MAX:
             raise _Invalid()
         p = room(w, 4)
         p[0] = <uint32_t>x >> 24; p[1] = <uint32_t>x >> 16; p[2] = <uint32_t>x >> 8; p[3] = <uint32_t>x
@@ -796,7 +910,8 @@ cdef int put_array(_Writer w, _Op op, object v) except -1:
             raise RuntimeError("a list changed while it was being encoded")
         item = <object>PyList_GET_ITEM(items, i)
         if op.fixed:
-            put_fixed(w, kind, item, False)
+            if not put_small_int(w, kind, item):
+                put_fixed(w, kind, item, False)
         elif kind == K_STRUCT:
             encode_struct(w, op.struct_index, item)
         elif kind == K_STRING:
@@ -862,6 +977,7 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
     cdef _Op op
     cdef Py_ssize_t i
     cdef bint slots = plan.slots and type(obj) is plan.cls
+    cdef PyObject* utf
     if not slots and (obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__")):
         raise _Invalid()
     for op in plan.absent_checks:
@@ -869,10 +985,16 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
             raise _Invalid()
     for i in range(PyTuple_GET_SIZE(fields)):
         op = <_Op>PyTuple_GET_ITEM(fields, i)
-        put_field(w, op, get(obj, slots, op), False)
+        v = get(obj, slots, op)
+        if op.array or not put_small_int(w, op.kind, v):
+            put_field(w, op, v, False)
     if plan.flexible:
         if not plan.tagged:
-            unknown = getattr(obj, "unknown_tagged_fields", None)
+            if slots:
+                utf = kc_get_slot(obj, plan.utf_offset)
+                unknown = <object>utf if utf != NULL else None
+            else:
+                unknown = getattr(obj, "unknown_tagged_fields", None)
             if not unknown:
                 room(w, 1)[0] = 0
                 return 0
