@@ -2,6 +2,8 @@
 
 - Generated instances of every message at every version encode to the same bytes and sizes, and decode
   (copying and zero-copy) to identical objects: same types, same values, float bits included.
+- Every decode also runs through the reference's interpreter alone (``_pure.decode_interpreted``), which
+  must agree with the reference's compiled fast path (``_pure.decode``) exactly.
 - Instances with one field set to a wrong value (wrong type, out of range, None) are accepted by both
   with the same bytes, or refused by both with the same error.
 - Mutations of encoded instances, of the real frames in ../shared/vectors/real-frames and of the
@@ -114,8 +116,11 @@ def same(a: tuple, b: tuple, what: str) -> None:
 
 
 def decode_both(prog: Any, data: Any, pos: int = 0, end: Any = None, zero_copy: bool = False) -> None:
-    same(outcome(_pure.decode, prog, data, pos, end, zero_copy),
-         outcome(FAST.decode, prog, data, pos, end, zero_copy), f"{prog.message} v{prog.version}")
+    ref = outcome(_pure.decode, prog, data, pos, end, zero_copy)
+    same(ref, outcome(FAST.decode, prog, data, pos, end, zero_copy), f"{prog.message} v{prog.version}")
+    # and the reference's compiled fast path against its interpreter alone
+    same(ref, outcome(_pure.decode_interpreted, prog, data, pos, end, zero_copy),
+         f"{prog.message} v{prog.version} compiled/interpreted")
 
 
 # ------------------------------------------------------------------------------------ mutations
