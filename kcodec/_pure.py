@@ -869,20 +869,29 @@ def encode_struct(plans: list[_Plan], index: int, obj: Any, out: bytearray) -> N
                 step[1](plans, op, _get(obj, op), out)
         op = None
         if plan.sp.flexible:
-            items = _tagged_items(plans, plan, obj)
-            out += _uvarint_bytes(len(items))
-            for tag, v, ws, op in items:
-                out += _uvarint_bytes(tag)
-                if ws is None:
-                    raw = _bytes_of(v)
-                    out += _uvarint_bytes(len(raw))
-                    out += raw
-                else:
-                    body = bytearray()
-                    ws[0](plans, op, v, body)
-                    out += _uvarint_bytes(len(body))
-                    out += body
-            op = None
+            _write_tagged(plans, plan, obj, out)
+    except _Fail as e:
+        if op is not None:
+            e.path.append(op.attr)
+        raise
+
+
+def _write_tagged(plans: list[_Plan], plan: _Plan, obj: Any, out: bytearray) -> None:
+    items = _tagged_items(plans, plan, obj)
+    out += _uvarint_bytes(len(items))
+    op = None
+    try:
+        for tag, v, ws, op in items:
+            out += _uvarint_bytes(tag)
+            if ws is None:
+                raw = _bytes_of(v)
+                out += _uvarint_bytes(len(raw))
+                out += raw
+            else:
+                body = bytearray()
+                ws[0](plans, op, v, body)
+                out += _uvarint_bytes(len(body))
+                out += body
     except _Fail as e:
         if op is not None:
             e.path.append(op.attr)
@@ -948,6 +957,16 @@ def _pack_group(st: struct.Struct, ops: tuple, obj: Any) -> bytes:
 def encode(prog: Program, obj: Any) -> bytes:
     out = bytearray()
     try:
+        _fast_writer(prog)(obj, out)
+    except _Fail as e:
+        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
+    return bytes(out)
+
+
+def encode_interpreted(prog: Program, obj: Any) -> bytes:
+    """encode by the interpreter alone (without the compiled fast path): for tests that compare the two."""
+    out = bytearray()
+    try:
         encode_struct(_plans(prog), 0, obj, out)
     except _Fail as e:
         raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
@@ -955,6 +974,12 @@ def encode(prog: Program, obj: Any) -> bytes:
 
 
 def encoded_size(prog: Program, obj: Any) -> int:
+    out = bytearray()
+    try:
+        _fast_writer(prog)(obj, out)  # what is written is what is counted
+        return len(out)
+    except _Fail:
+        pass  # the sizing pass states the error
     try:
         return size_struct(_plans(prog), 0, obj)
     except _Fail as e:
@@ -987,3 +1012,112 @@ def encode_into(prog: Program, obj: Any, buffer: Any, offset: int = 0) -> int:
         raise no_room(prog, len(mv) - offset, offset, len(data))
     mv[offset:offset + len(data)] = data
     return len(data)
+
+
+# ------------------------------------------------------------- the compiled fast path of encoding
+#
+# As for decoding: per struct, generated source writes objects of exactly the message's classes whose
+# values have exactly the expected types (int, str, list, ...) and are in range; anything else (every
+# error, subclasses, duck-typed objects, tagged fields) is written again from the struct's start by the
+# interpreter (encode_struct), the reference for bytes and errors alike.
+
+def _writer_source(plan: _Plan, names: dict) -> str:
+    index = plan.sp.index
+    lines = [f"def write_{index}(obj, out):",
+             f'    """{plan.sp.name}: the plain common case; anything else goes to encode_struct."""',
+             "    start = len(out)",
+             "    try:",
+             f"        if type(obj) is not cls_{index}: raise _Slow"]
+    names[f"cls_{index}"] = plan.cls
+    names[f"plan_{index}"] = plan
+
+    def const(value: Any, hint: str) -> str:
+        name = f"{hint}_{len(names)}"
+        names[name] = value
+        return name
+
+    def emit(line: str, depth: int = 2) -> None:
+        lines.append("    " * depth + line)
+
+    def null(op: FieldOp, what: str, depth: int) -> None:
+        """v is None: the null length or marker, when the field may be null."""
+        emit("if v is None:", depth)
+        if not op.nullable:
+            emit("raise _Slow", depth + 1)
+        elif what == "struct":
+            emit("out += b'\\xff'", depth + 1)
+        else:
+            marker = b"\x00" if op.compact else (b"\xff\xff" if what == "string" else b"\xff\xff\xff\xff")
+            emit(f"out += {marker!r}", depth + 1)
+
+    def length(op: FieldOp, n: str, wide: bool, depth: int) -> None:
+        emit(f"out += _uvarint_bytes({n} + 1)" if op.compact else f"out += {'_I32' if wide else '_I16'}.pack({n})",
+             depth)
+
+    if plan.absent_checks:
+        emit(f"_check_absent(plan_{index}, obj)")
+    for step in plan.steps:
+        if step[0] == 0:
+            st, ops = step[1], step[3]
+            values = ", ".join(f"obj.{op.attr}" for op in ops)
+            emit(f"values = ({values},)")
+            for i, op in enumerate(ops):  # the types the interpreter accepts without a second look
+                ok = "bool" if op.kind == BOOL else "float" if op.kind == FLOAT64 else "int"
+                emit(f"if type(values[{i}]) is not {ok}: raise _Slow")
+            emit(f"out += {const(st, 'run')}.pack(*values)")
+            continue
+        writer, op = step[1], step[3]
+        emit(f"v = obj.{op.attr}")
+        if op.array and op.kind == STRUCT:
+            null(op, "array", 2)
+            emit("elif type(v) is list:")
+            length(op, "len(v)", True, 3)
+            emit("for item in v:", 3)
+            emit(f"write_{op.struct}(item, out)", 4)
+            emit("else: raise _Slow")
+        elif op.kind == STRUCT:
+            null(op, "struct", 2)
+            emit("else:")
+            if op.nullable:
+                emit("out += b'\\x01'", 3)
+            emit(f"write_{op.struct}(v, out)", 3)
+        elif op.kind == STRING and not op.array:
+            null(op, "string", 2)
+            emit("elif type(v) is str:")
+            emit("b = v.encode('utf-8')", 3)
+            emit(f"if len(b) > {MAX_STRING}: raise _Slow", 3)
+            length(op, "len(b)", False, 3)
+            emit("out += b", 3)
+            emit("else: raise _Slow")
+        else:  # numbers arrays, bytes, uuids, arrays of strings: the interpreter's own writer of the field
+            emit(f"{const(writer, 'w')}(plans, {const(op, 'op')}, v, out)")
+    if plan.flexible:
+        if plan.tag_writers:
+            emit(f"_write_tagged(plans, plan_{index}, obj, out)")
+        else:
+            emit("if obj.unknown_tagged_fields:")
+            emit(f"_write_tagged(plans, plan_{index}, obj, out)", 3)
+            emit("else:")
+            emit("out += b'\\x00'", 3)
+    lines += ["    except Exception:",
+              "        del out[start:]",
+              f"        encode_struct(plans, {index}, obj, out)"]
+    return "\n".join(lines)
+
+
+def writer_source(prog: Program) -> tuple[str, dict]:
+    """The generated source of a program's fast writers (write_0 is the root) and the names it uses."""
+    plans = _plans(prog)
+    names: dict[str, Any] = {"plans": plans, "_Slow": _Slow, "_I16": _I16, "_I32": _I32,
+                             "_uvarint_bytes": _uvarint_bytes, "_check_absent": _check_absent,
+                             "_write_tagged": _write_tagged, "encode_struct": encode_struct}
+    return "\n\n\n".join(_writer_source(plan, names) for plan in plans) + "\n", names
+
+
+def _fast_writer(prog: Program) -> Callable:
+    write = prog.backend_cache.get("pure-writer")
+    if write is None:
+        source, names = writer_source(prog)
+        exec(compile(source, f"<kcodec writer {prog.message} v{prog.version}>", "exec"), names)
+        write = prog.backend_cache["pure-writer"] = names["write_0"]
+    return write
