@@ -14,8 +14,8 @@ import uuid
 from typing import Any, Callable
 
 from .exceptions import DecodeError, EncodeError
-from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT,
-                 UINT16, UINT32, UUID, FieldOp, Program, StructProgram, default_of, is_default,
+from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, KIND_NAMES, RECORDS, STRING,
+                 STRUCT, UINT16, UINT32, UUID, FieldOp, Program, StructProgram, default_of, is_default,
                  min_field_size)
 
 _FMT = {BOOL: "?", INT8: "b", INT16: "h", UINT16: "H", INT32: "i", UINT32: "I", INT64: "q", FLOAT64: "d"}
@@ -418,26 +418,28 @@ class _Gen:
     def emit(self, line: str, depth: int = 2) -> None:
         self.lines.append("    " * depth + line)
 
-    def length(self, op: FieldOp, wide: bool, var: str, depth: int) -> None:
+    def length(self, op: FieldOp, wide: bool, what: str, var: str, depth: int) -> None:
         """var = the length (-1: null); classic or compact, the common encodings inline."""
         emit = self.emit
         if op.compact:
             emit(f"{var} = buf[pos] - 1 if pos < end and buf[pos] < 0x80 else -2", depth)
-            emit(f"if {var} >= 0 or {var} == -1 and {op.nullable}:", depth)
+            emit(f"if {var} >= {-1 if op.nullable else 0}:  # a one-byte varint", depth)
             emit("pos += 1", depth + 1)
             emit("else:", depth)
-            emit(f"{var}, pos = _length({self.const(op, 'op')}, buf, pos, end, {wide}, 'x')", depth + 1)
+            emit(f"{var}, pos = _length({self.const(op, 'op')}, buf, pos, end, {wide}, {what!r})", depth + 1)
         else:
             st = "_I32" if wide else "_I16"
             emit(f"if {4 if wide else 2} > end - pos: raise _Slow", depth)
             emit(f"{var} = {st}.unpack_from(buf, pos)[0]", depth)
-            emit(f"if {var} < 0 and not ({var} == -1 and {op.nullable}): raise _Slow", depth)
+            emit(f"if {var} < {-1 if op.nullable else 0}: raise _Slow", depth)
             emit(f"pos += {4 if wide else 2}", depth)
 
     def field(self, op: FieldOp, target: str, depth: int) -> None:
         """Read one value of op (an element op for array items) into target."""
         emit = self.emit
         kind = op.kind
+        if target.startswith("obj."):
+            emit(f"# {op.attr}: {KIND_NAMES[kind]}", depth)
         if kind == STRING:
             # n: the one-byte compact length (n - 1 bytes follow), or the int16 length (n bytes follow)
             read_n, fits, first, after = (
@@ -478,8 +480,8 @@ class _Gen:
         emit = self.emit
         elem = _element(op)
         elem_min = max(1, min_field_size(elem, self.prog.structs))
-        emit(f"# {op.attr}: array", 2)
-        self.length(op, True, "count", 2)
+        emit(f"# {op.attr}: array of {KIND_NAMES[op.kind]}", 2)
+        self.length(op, True, "array", "count", 2)
         emit("if count < 0:", 2)
         emit(f"obj.{op.attr} = None", 3)
         emit("else:", 2)
