@@ -378,15 +378,16 @@ def decode_interpreted(prog: Program, data: Any, pos: int = 0, end: int | None =
 
 def _decode(prog: Program, data: Any, pos: int, end: int | None, zero_copy: bool,
             read: Callable) -> tuple[Any, int]:
-    buf = as_bytes_view(data)
-    end = len(buf) if end is None else end
-    if not 0 <= pos <= end <= len(buf):
-        raise ValueError(f"offset {pos} and end {end} do not lie within the buffer's {len(buf)} bytes")
     # A decode makes many containers and no cycles: collections while it runs would only scan young
     # objects that all survive (and promote them, to be scanned again), which grows faster than linearly.
+    # (Paused before the first allocation, so that a collection owed to earlier work does not fall in it.)
     enabled = gc.isenabled()
     gc.disable()
     try:
+        buf = as_bytes_view(data)
+        end = len(buf) if end is None else end
+        if not 0 <= pos <= end <= len(buf):
+            raise ValueError(f"offset {pos} and end {end} do not lie within the buffer's {len(buf)} bytes")
         return read(buf, pos, end)
     except _Fail as e:
         raise DecodeError(e.reason, e.offset, e.path_text(), prog.message, prog.version) from None
