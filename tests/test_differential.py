@@ -2,6 +2,9 @@
 
 - Generated instances of every message at every version encode to the same bytes and sizes, and decode
   (copying and zero-copy) to identical objects: same types, same values, float bits included.
+- Every decode also runs through the reference's interpreter alone (``_pure.decode_interpreted``), which
+  must agree with the reference's compiled fast path (``_pure.decode``) exactly; encodes likewise
+  (``_pure.encode_interpreted``).
 - Instances with one field set to a wrong value (wrong type, out of range, None) are accepted by both
   with the same bytes, or refused by both with the same error.
 - Mutations of encoded instances, of the real frames in ../shared/vectors/real-frames and of the
@@ -114,8 +117,11 @@ def same(a: tuple, b: tuple, what: str) -> None:
 
 
 def decode_both(prog: Any, data: Any, pos: int = 0, end: Any = None, zero_copy: bool = False) -> None:
-    same(outcome(_pure.decode, prog, data, pos, end, zero_copy),
-         outcome(FAST.decode, prog, data, pos, end, zero_copy), f"{prog.message} v{prog.version}")
+    ref = outcome(_pure.decode, prog, data, pos, end, zero_copy)
+    same(ref, outcome(FAST.decode, prog, data, pos, end, zero_copy), f"{prog.message} v{prog.version}")
+    # and the reference's compiled fast path against its interpreter alone
+    same(ref, outcome(_pure.decode_interpreted, prog, data, pos, end, zero_copy),
+         f"{prog.message} v{prog.version} compiled/interpreted")
 
 
 # ------------------------------------------------------------------------------------ mutations
@@ -164,6 +170,7 @@ def test_instances_agree(name: str, version: int) -> None:
         count("instances")
         ref = _pure.encode(prog, msg)
         assert FAST.encode(prog, msg) == ref
+        assert _pure.encode_interpreted(prog, msg) == ref
         assert FAST.encoded_size(prog, msg) == _pure.encoded_size(prog, msg) == len(ref)
         for zero_copy in (False, True):
             decode_both(prog, ref, 0, None, zero_copy)
@@ -209,6 +216,7 @@ def test_wrong_values_agree(name: str) -> None:
                                                                    {99: "text"}, {99: memoryview(b"ok")}]))
         a = outcome(_pure.encode, prog, msg)
         same(a, outcome(FAST.encode, prog, msg), f"encode {name} v{version} .{attr}")
+        same(a, outcome(_pure.encode_interpreted, prog, msg), f"encode {name} v{version} .{attr} compiled/interpreted")
         same(outcome(_pure.encoded_size, prog, msg), outcome(FAST.encoded_size, prog, msg), f"size {name}")
         if a[0] == "ok":
             buf = bytearray(len(a[1]) + 1)
