@@ -25,6 +25,8 @@ def load(folder: Path) -> tuple[dict, dict, dict]:
     sizes: dict[tuple[str, int], int] = {}
     for b in raw["benchmarks"]:
         e = b["extra_info"]
+        if "implementation" not in e:  # the other groups (sizes, broker load) report themselves
+            continue
         times[(e["operation"], e["size"], e["version"], e["implementation"])] = b["stats"]["min"]
         sizes[(e["size"], e["version"])] = e["payload_bytes"]
     extra = json.loads((folder / "extra.json").read_text()) if (folder / "extra.json").exists() else {}
