@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import kcodec
+from kcodec._pure import _uvarint_bytes as _uvarint
 from kcodec.messages import MetadataResponse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +25,6 @@ GENERATOR = "g1"  # bump when the making changes
 
 def shared_body(version: int) -> bytes:
     return (SHARED / "vectors" / "metadata" / f"metadata_v{version}_1k_body.bin").read_bytes()
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def make_v12(topics: int) -> bytes:

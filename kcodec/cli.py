@@ -62,15 +62,16 @@ def main(argv: Optional[list[str]] = None) -> int:
 
     parser = argparse.ArgumentParser(prog="kcodec", description="Kafka wire-protocol codec")
     sub = parser.add_subparsers(dest="command", required=True)
-    # Import only the application being run (all of them for --help): one may need to act before the
-    # others load kcodec's definitions (kcodec broker --list-topics-api-key).
+    # Import only the application being run (none for decode and apis, all for --help): one may need
+    # to act before the others load kcodec's definitions (kcodec broker --list-topics-api-key).
     args_list = sys.argv[1:] if argv is None else argv
     command = next((a for a in args_list if not a.startswith("-")), None)
+    builtin = command in ("decode", "apis")
     chosen = {name for name, _, _ in APPLICATIONS} & {command}
     apps = {}
     for name, module, help_text in APPLICATIONS:
         p = sub.add_parser(name, help=help_text)
-        if not chosen or name in chosen:
+        if not builtin and (not chosen or name in chosen):
             apps[name] = importlib.import_module(module)
             apps[name].add_arguments(p)
     p = sub.add_parser("decode", help="decode a request (or response) frame file to JSON")
