@@ -53,7 +53,10 @@ def run(tmp: Path, pure: bool, args: list[str]) -> int:
     subprocess.run([sys.executable, "-c", CHECK, str(REPO), expect, "0" if pure else "1"], cwd=tmp, env=env,
                    check=True)
     cmd = [sys.executable, "-m", "pytest", str(tmp / "tests"), "--rootdir", str(tmp),
-           "-p", "no:cacheprovider", "-q", *args]
+           "-p", "no:cacheprovider", *args]
+    junit = os.environ.get("KCODEC_JUNIT_DIR")
+    if junit:
+        cmd.append(f"--junitxml={junit}/wheel-{expect}.xml")
     print("+", " ".join(cmd), "(KCODEC_PURE=1)" if pure else "", flush=True)
     return subprocess.run(cmd, cwd=tmp, env=env).returncode
 
