@@ -142,22 +142,24 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
     return out
 
 
-def fill_columns(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                 append_time: Optional[int], shift: int, cols: dict, row: int, origin: int, compressed: bool,
-                 batch_index: int) -> int:
-    """Write the records' columns at rows ``row``.. of ``cols`` (numpy arrays by name; key and value
-    positions plus ``shift``); returns the next row."""
-    for attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
-                                                                                    compressed, batch_index):
-        cols["offset"][row] = base_offset + off_delta
-        cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
-        cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
-        cols["key_length"][row] = klen
-        cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
-        cols["value_length"][row] = vlen
-        cols["header_count"][row] = len(hs)
-        row += 1
-    return row
+def fill_columns(jobs: list, cols: dict) -> None:
+    """Write records' columns into ``cols`` (numpy arrays by name). Each job: (buf, pos, end, count,
+    base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index, batch_position,
+    attributes): its records go to rows ``row``.., key and value positions plus ``shift``."""
+    for (buf, pos, end, count, base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index,
+         batch_position, attributes) in jobs:
+        for _, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
+                                                                             compressed, batch_index):
+            cols["offset"][row] = base_offset + off_delta
+            cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
+            cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
+            cols["key_length"][row] = klen
+            cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
+            cols["value_length"][row] = vlen
+            cols["header_count"][row] = len(hs)
+            cols["batch"][row] = batch_position
+            cols["attributes"][row] = attributes
+            row += 1
 
 
 def iter_records(*args: Any) -> Iterator:
@@ -224,6 +226,7 @@ class RecordsWriter:
     """The v2 records of a batch being built: ``append`` writes each record as it comes.
 
     The base of :class:`kcodec.records.BatchBuilder`; the Cython twin writes into a C buffer."""
+    __slots__ = ("_out", "_count", "_base_ts", "_max_ts")
 
     def __init__(self) -> None:
         self._out = bytearray()
@@ -256,6 +259,12 @@ class RecordsWriter:
 
     def records_bytes(self) -> bytes:
         return bytes(self._out)
+
+    def finish(self, header: bytes, crc_fn: Any) -> bytes:
+        """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17."""
+        out = bytearray(header) + self._out
+        out[17:21] = crc_fn(memoryview(out)[21:]).to_bytes(4, "big")
+        return bytes(out)
 
     def records_size(self) -> int:
         return len(self._out)

@@ -62,12 +62,14 @@ def columns(module, args):
     import numpy as np
     n = max(args[3], 0)
     cols = {name: np.full(n, -7, np.int64) for name in ("offset", "timestamp", "key_offset", "value_offset")}
-    cols.update({name: np.full(n, -7, np.int32) for name in ("key_length", "value_length", "header_count")})
+    cols.update({name: np.full(n, -7, np.int32) for name in ("key_length", "value_length", "header_count",
+                                                               "batch")})
+    cols["attributes"] = np.full(n, -7, np.int16)
     try:
-        row = module.fill_columns(*args[:7], 100, cols, 0, *args[8:])
+        module.fill_columns([(*args[:7], 100, 0, *args[8:], 2, 5)], cols)
     except RecordsError as e:
         return ("error", str(e))
-    return row, {k: v.tolist() for k, v in cols.items()}
+    return {k: v.tolist() for k, v in cols.items()}
 
 
 @given(records, st.booleans(), st.one_of(st.none(), st.integers(0, 2**41)))
