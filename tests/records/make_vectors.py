@@ -32,8 +32,7 @@ def plan() -> list[tuple[str, int, bool, Callable[..., dict[str, Any]], dict[str
         out.append((f"confluent-{codec}", 2, False, pp.confluent, {"codec": codec}))
         out.append((f"kafka-python-{codec}", 2, False, pp.kafka_python, {"codec": codec}))
         out.append((f"aiokafka-{codec}", 2, False, pp.aiokafka, {"codec": codec}))
-        if codec != "zstd":  # kafkajs has no zstd codec on npm that installs without a native build
-            out.append((f"kafkajs-{codec}", 2, False, pp.kafkajs, {"codec": codec}))
+        out.append((f"kafkajs-{codec}", 2, False, pp.kafkajs, {"codec": codec}))
         if codec != "zstd":  # zstd needs magic 2
             for magic, api in LEGACY.items():
                 out.append((f"kafka-python-magic{magic}-{codec}", magic, False, pp.kafka_python,

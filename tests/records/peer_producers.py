@@ -119,7 +119,7 @@ def node_available() -> Optional[str]:
     """Why kafkajs cannot run here, or None when it can."""
     if shutil.which("node") is None:
         return "node is not installed"
-    for pkg in ("kafkajs", "kafkajs-snappy", "kafkajs-lz4"):
+    for pkg in ("kafkajs", "kafkajs-snappy", "kafkajs-lz4", "@mongodb-js/zstd"):
         if not (JS / "node_modules" / pkg).is_dir():
             return f"tests/interop/js/node_modules/{pkg} missing (make test installs it)"
     return None

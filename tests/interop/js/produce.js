@@ -2,13 +2,12 @@
 // Reads the messages as JSON on stdin ([{key, value, headers: [[name, value]], timestamp}], bytes as hex or
 // null), sends them to partition 0 in one send() (one batch) and prints one JSON line: {ok} or {error}.
 'use strict';
-const { Kafka, CompressionTypes, CompressionCodecs, logLevel } = require('kafkajs');
-CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
-CompressionCodecs[CompressionTypes.LZ4] = new (require('kafkajs-lz4'))().codec;
+const { Kafka, CompressionTypes, logLevel } = require('kafkajs');
+require('./codecs');
 
 const [bootstrap, topic, codec, idempotent] = process.argv.slice(2);
 const TYPES = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP, snappy: CompressionTypes.Snappy,
-                lz4: CompressionTypes.LZ4 };
+                lz4: CompressionTypes.LZ4, zstd: CompressionTypes.ZSTD };
 const hex = h => (h === null ? null : Buffer.from(h, 'hex'));
 
 function message(m) {
