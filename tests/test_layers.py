@@ -1,8 +1,9 @@
 """The dependency contract: layers import only the layers below them (ARCHITECTURE.md).
 
-base -> definitions -> ir -> backends -> messages -> api -> columnar -> applications. Messages never
+base -> definitions -> ir -> backends -> messages -> api -> columnar -> records -> applications. Messages never
 import a backend; columnar runs its own extension, never a codec backend; applications use only the
-public API (never ir or a backend).
+public API (never ir or a backend). kcodec.records (record batches) has its own two backends and uses
+only the public API of the messages.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import kcodec
 
 PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
 
-LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "columnar", "applications"]
+LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "columnar", "records", "applications"]
 MODULES = {
     "kcodec.exceptions": "base", "kcodec.errors": "base",
     "kcodec.definitions": "definitions",
@@ -24,9 +25,10 @@ MODULES = {
     "kcodec": "api", "kcodec._api": "api", "kcodec.framing": "api", "kcodec.convert": "api",
     "kcodec.testing": "api",
     "kcodec.columnar": "columnar", "kcodec._columnar": "columnar",
+    "kcodec.records": "records",
 }
 FORBIDDEN = {("messages", "backends"), ("applications", "ir"), ("applications", "backends"),
-             ("columnar", "backends")}
+             ("columnar", "backends"), ("records", "backends"), ("records", "ir")}
 
 
 def layer_of(module: str) -> str:

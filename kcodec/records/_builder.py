@@ -1,0 +1,145 @@
+"""Building batches: v2 RecordBatches (records written as appended, by the selected backend's writer) and
+magic 0/1 message sets. Length and CRC are written last; the size is known before writing."""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Iterable, Optional
+
+from ..exceptions import EncodeError
+from ._checksum import crc32, crc32c
+from ._compression import compress
+from ._select import backend
+from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER_SIZE,
+                     Compression, TimestampType)
+
+_V2 = struct.Struct(">qiibIhiqqqhii")
+_MSG_HEAD = struct.Struct(">qiIbb")
+
+
+class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
+    """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, then ``build()``
+    (bytes) or ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
+    message when compressed); those have no headers, producer fields or control records."""
+
+    def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
+        if cls is BatchBuilder and magic in (0, 1):
+            cls = _LegacyBuilder
+        return super().__new__(cls)  # type: ignore[no-any-return]
+
+    def __init__(self, magic: int = 2, compression: int = Compression.NONE, level: Optional[int] = None,
+                 base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                 transactional: bool = False, control: bool = False, partition_leader_epoch: int = -1,
+                 timestamp_type: int = TimestampType.CREATE_TIME) -> None:
+        super().__init__()
+        if magic not in (0, 1, 2):
+            raise EncodeError(f"magic {magic} is not 0, 1 or 2", "magic")
+        self.magic = magic
+        self.compression = Compression(compression)
+        if magic < 2 and self.compression == Compression.ZSTD:
+            raise EncodeError("zstd needs magic 2", "compression")
+        if magic < 2 and (transactional or control or producer_id != -1):
+            raise EncodeError(f"magic {magic} has no producer fields, transactions or control records", "magic")
+        self.level = level
+        self.base_offset = base_offset
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+        self.transactional, self.control = transactional, control
+        self.partition_leader_epoch = partition_leader_epoch
+        self.timestamp_type = TimestampType(timestamp_type)
+        self._built: Optional[bytes] = None
+        self._built_count = -1
+
+    @property
+    def record_count(self) -> int:
+        return self.writer_state()[0]  # type: ignore[no-any-return]
+
+    def _attributes(self) -> int:
+        return (int(self.compression) | (TIMESTAMP_TYPE_BIT if self.timestamp_type else 0)
+                | (TRANSACTIONAL_BIT if self.transactional else 0) | (CONTROL_BIT if self.control else 0))
+
+    def encoded_size(self) -> int:
+        """The bytes :meth:`build` writes (compressed batches are compressed to know it, once)."""
+        if self.compression == Compression.NONE and self.magic == 2:
+            return V2_HEADER_SIZE + self.records_size()  # type: ignore[no-any-return]
+        return len(self.build())
+
+    def build(self) -> bytes:
+        """The batch: header, records (compressed when asked), batch length and CRC32C."""
+        count, base_ts, max_ts = self.writer_state()
+        if self._built is not None and self._built_count == count:
+            return self._built
+        if count == 0:
+            raise EncodeError("a batch needs at least one record", "records")
+        records = self.records_bytes()
+        if self.compression != Compression.NONE:
+            records = compress(self.compression, records, self.level)
+        header = bytearray(_V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + len(records),
+                                    self.partition_leader_epoch, 2, 0, self._attributes(), count - 1, base_ts, max_ts,
+                                    self.producer_id, self.producer_epoch, self.base_sequence, count))
+        crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
+        struct.pack_into(">I", header, 17, crc)
+        self._built, self._built_count = bytes(header) + records, count
+        return self._built
+
+    def encode_into(self, buffer: Any, offset: int = 0) -> int:
+        """Write the batch into a writable buffer at ``offset``; returns the bytes written. Too little room
+        is an EncodeError, and nothing is written then."""
+        data = self.build()
+        view = memoryview(buffer).cast("B")
+        if offset < 0 or offset + len(data) > len(view):
+            raise EncodeError(f"the batch needs {len(data)} bytes at offset {offset}, the buffer has {len(view)}",
+                              "records")
+        view[offset:offset + len(data)] = data
+        return len(data)
+
+
+class _LegacyBuilder(BatchBuilder):
+    """Magic 0/1: each append is one message; compressed, they become the inner set of one wrapper."""
+
+    def __init__(self, magic: int = 1, *args: Any, **kwargs: Any) -> None:
+        super().__init__(magic, *args, **kwargs)
+        self._messages: list[tuple[Optional[bytes], Optional[bytes], int]] = []
+
+    def append(self, key: Any, value: Any, headers: Iterable = (), timestamp: Optional[int] = None) -> int:
+        if tuple(headers):
+            raise EncodeError(f"magic {self.magic} messages have no headers", "headers")
+        if timestamp is None:
+            timestamp = backend._now_ms() if self.magic == 1 else -1
+        key = None if key is None else bytes(key)
+        value = None if value is None else bytes(value)
+        self._messages.append((key, value, timestamp))
+        return len(self._messages) - 1
+
+    def writer_state(self) -> tuple[int, int, int]:
+        ts = [m[2] for m in self._messages]
+        return len(ts), (ts[0] if ts else -1), max(ts, default=-1)
+
+    def _message(self, offset: int, attributes: int, timestamp: int, key: Optional[bytes],
+                 value: Optional[bytes]) -> bytes:
+        body = bytearray([self.magic, attributes])
+        if self.magic == 1:
+            body += struct.pack(">q", timestamp)
+        for field in (key, value):
+            body += struct.pack(">i", -1 if field is None else len(field))
+            if field is not None:
+                body += field
+        return struct.pack(">qiI", offset, 4 + len(body), crc32(body)) + bytes(body)
+
+    def build(self) -> bytes:
+        count = len(self._messages)
+        if self._built is not None and self._built_count == count:
+            return self._built
+        if count == 0:
+            raise EncodeError("a message set needs at least one message", "records")
+        ts_bit = TIMESTAMP_TYPE_BIT if self.timestamp_type and self.magic == 1 else 0
+        if self.compression == Compression.NONE:
+            out = b"".join(self._message(self.base_offset + i, ts_bit, ts, k, v)
+                           for i, (k, v, ts) in enumerate(self._messages))
+        else:
+            inner_base = 0 if self.magic == 1 else self.base_offset  # magic 1 inner offsets are relative
+            inner = b"".join(self._message(inner_base + i, 0, ts, k, v) for i, (k, v, ts) in enumerate(self._messages))
+            wrapped = compress(self.compression, inner, self.level, self.magic)
+            max_ts = max(m[2] for m in self._messages)
+            out = self._message(self.base_offset + count - 1, int(self.compression) | ts_bit, max_ts, None, wrapped)
+        self._built, self._built_count = out, count
+        return out

@@ -1,0 +1,237 @@
+"""The reference backend of the record layer: v2 records decoded and encoded in plain Python.
+
+It is the oracle the Cython twin (``_crecords.pyx``) is fuzzed against; both expose ``Record``,
+``decode_records(...)`` and ``encode_records(...)`` with the same meanings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from ._types import RecordsError
+
+
+class Record:
+    """One record: absolute offset and timestamp (ms), key, value, headers, attributes."""
+    __slots__ = ("offset", "timestamp", "key", "value", "headers", "attributes")
+
+    def __init__(self, offset: int, timestamp: int, key, value, headers: list, attributes: int = 0) -> None:
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.attributes = attributes
+
+    def __repr__(self) -> str:
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not hasattr(other, "headers"):
+            return NotImplemented
+        return record_tuple(self) == record_tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def record_tuple(r) -> tuple:
+    """A record's content as plain values (memoryviews as bytes): what the differential tests compare."""
+    def b(v):
+        return None if v is None else bytes(v)
+    return (r.offset, r.timestamp, b(r.key), b(r.value), [(k, b(v)) for k, v in r.headers], r.attributes)
+
+
+class _Fault(Exception):
+    """A decoding failure inside the loop: reason, position, field (turned into a RecordsError)."""
+
+    def __init__(self, reason: str, pos: int, field: str) -> None:
+        self.reason, self.pos, self.field = reason, pos, field
+
+
+def _varint(buf, pos: int, end: int, field: str, max_bytes: int = 5) -> tuple[int, int]:
+    """A zigzag varint (max_bytes 5) or varlong (10) at pos: (value, next position)."""
+    result = shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _Fault(f"{field} varint runs past the end", start, field)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if pos - start >= max_bytes:
+            raise _Fault(f"{field} varint longer than {max_bytes} bytes", start, field)
+
+
+def _nullable(buf, view: memoryview, pos: int, end: int, field: str, zero_copy: bool) -> tuple[Any, int]:
+    """A varint length (-1: null) and that many bytes: (bytes, memoryview or None; next position)."""
+    n, pos = _varint(buf, pos, end, field)
+    if n < -1 or n > end - pos:
+        raise _Fault(f"{field.rpartition('.')[2]} length {n} does not fit the record", pos, field)
+    if n < 0:
+        return None, pos
+    return (view[pos:pos + n] if zero_copy else bytes(view[pos:pos + n])), pos + n
+
+
+def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                   append_time: Optional[int], zero_copy: bool, origin: int, compressed: bool,
+                   batch_index: int) -> list:
+    """The ``count`` v2 records in ``buf[pos:end]``, every byte used.
+
+    ``append_time``: the batch's max timestamp when it is LOG_APPEND_TIME (then every record has it).
+    Errors name the position in the caller's buffer: ``origin`` + pos when uncompressed, else the batch's
+    offset ``origin`` and the position in the decompressed records."""
+    view = memoryview(buf)
+    out = []
+    i = 0
+    try:
+        while i < count:
+            start = pos
+            length, pos = _varint(buf, pos, end, "length")
+            if length < 6 or length > end - pos:
+                raise _Fault(f"record length {length} does not fit the {end - pos} bytes left", start, "length")
+            rend = pos + length
+            attributes = buf[pos]
+            pos += 1
+            ts_delta, pos = _varint(buf, pos, rend, "timestamp_delta", 10)
+            off_delta, pos = _varint(buf, pos, rend, "offset_delta")
+            key, pos = _nullable(buf, view, pos, rend, "key", zero_copy)
+            value, pos = _nullable(buf, view, pos, rend, "value", zero_copy)
+            nh, pos = _varint(buf, pos, rend, "headers")
+            if nh < 0 or nh * 2 > rend - pos:
+                raise _Fault(f"header count {nh} does not fit the record", pos, "headers")
+            headers = []
+            for h in range(nh):
+                hk, pos = _varint(buf, pos, rend, f"headers[{h}].key")
+                if hk < 0 or hk > rend - pos:
+                    raise _Fault(f"header key length {hk} does not fit the record", pos, f"headers[{h}].key")
+                try:
+                    hkey = bytes(view[pos:pos + hk]).decode("utf-8")
+                except UnicodeDecodeError:
+                    raise _Fault("header key is not UTF-8", pos, f"headers[{h}].key") from None
+                pos += hk
+                hval, pos = _nullable(buf, view, pos, rend, f"headers[{h}].value", zero_copy)
+                headers.append((hkey, hval))
+            if pos != rend:
+                raise _Fault(f"record of {length} bytes has {rend - pos} bytes after its headers", start, "length")
+            ts = append_time if append_time is not None else base_timestamp + ts_delta
+            out.append(Record(base_offset + off_delta, ts, key, value, headers, attributes))
+            i += 1
+        if pos != end:
+            raise _Fault(f"{end - pos} bytes after the last of {count} records", pos, "")
+    except _Fault as f:
+        raise _records_error(f, i, origin, compressed, batch_index) from None
+    return out
+
+
+def _records_error(f: _Fault, index: int, origin: int, compressed: bool, batch_index: int) -> RecordsError:
+    path = f"batches[{batch_index}].records[{index}]" + (f".{f.field}" if f.field else "")
+    if not f.field:
+        path = f"batches[{batch_index}]"
+    if compressed:
+        return RecordsError(f"{f.reason} (byte {f.pos} of the decompressed records)", origin, path)
+    return RecordsError(f.reason, origin + f.pos, path)
+
+
+def _zigzag(out: bytearray, v: int) -> None:
+    v = (v << 1) ^ (v >> 63)
+    while v > 0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def encode_records(records: Sequence[tuple], base_timestamp: int) -> bytes:
+    """v2 records from (offset_delta, timestamp, key, value, headers) with headers as
+    ((str_key_utf8_bytes, value_or_None), ...): the bytes after a batch's record count."""
+    out = bytearray()
+    body = bytearray()
+    for delta, ts, key, value, headers in records:
+        body.clear()
+        body.append(0)
+        _zigzag(body, ts - base_timestamp)
+        _zigzag(body, delta)
+        for field in (key, value):
+            if field is None:
+                body.append(1)  # zigzag(-1)
+            else:
+                _zigzag(body, len(field))
+                body += field
+        _zigzag(body, len(headers))
+        for hk, hv in headers:
+            _zigzag(body, len(hk))
+            body += hk
+            if hv is None:
+                body.append(1)
+            else:
+                _zigzag(body, len(hv))
+                body += hv
+        _zigzag(out, len(body))
+        out += body
+    return bytes(out)
+
+
+def _as_bytes(v, what: str):
+    if v is None or isinstance(v, bytes):
+        return v
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
+
+
+class RecordsWriter:
+    """The v2 records of a batch being built: ``append`` writes each record as it comes.
+
+    The base of :class:`kcodec.records.BatchBuilder`; the Cython twin writes into a C buffer."""
+
+    def __init__(self) -> None:
+        self._out = bytearray()
+        self._count = 0
+        self._base_ts = -1
+        self._max_ts = -1
+
+    def append(self, key, value, headers=(), timestamp=None) -> int:
+        """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
+        timestamp: ms since the epoch, now when None); returns its offset delta."""
+        if timestamp is None:
+            timestamp = _now_ms()
+        elif not isinstance(timestamp, int):
+            raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        key = _as_bytes(key, "key")
+        value = _as_bytes(value, "value")
+        hs = []
+        for h in headers:
+            hk, hv = h
+            if not isinstance(hk, str):
+                raise TypeError(f"header key must be str, not {type(hk).__name__}")
+            hs.append((hk.encode("utf-8"), _as_bytes(hv, "header value")))
+        if self._count == 0:
+            self._base_ts = self._max_ts = timestamp
+        elif timestamp > self._max_ts:
+            self._max_ts = timestamp
+        self._out += encode_records([(self._count, timestamp, key, value, hs)], self._base_ts)
+        self._count += 1
+        return self._count - 1
+
+    def records_bytes(self) -> bytes:
+        return bytes(self._out)
+
+    def records_size(self) -> int:
+        return len(self._out)
+
+    def writer_state(self) -> tuple[int, int, int]:
+        """(record count, base timestamp, max timestamp)."""
+        return self._count, self._base_ts, self._max_ts
+
+    def clear_records(self) -> None:
+        self._out.clear()
+        self._count = 0
+        self._base_ts = self._max_ts = -1
+
+
+def _now_ms() -> int:
+    import time
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,180 @@
+"""Batches built by kcodec.records read back to what was appended: every magic, codec and option."""
+
+from __future__ import annotations
+
+import pytest
+
+import kcodec
+from kcodec.messages import FetchResponse, ProduceRequest
+from kcodec.records import (BACKEND, BatchBuilder, Compression, RecordBatch, TimestampType, fetched, iter_batches,
+                            produced, read_batches, read_records, records_field)
+
+CODECS = list(Compression)
+LEGACY_CODECS = [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]
+
+
+def sample(n: int = 30) -> list[tuple]:
+    out = []
+    for i in range(n):
+        key = None if i % 7 == 3 else b"key-%d" % i
+        value = None if i % 11 == 5 else bytes([i % 256]) * (i * 13)
+        headers = [("h%d" % j, None if j == 1 else b"v" * j) for j in range(i % 3)] + ([("ünï", b"\x00")] if i == 4 else [])
+        out.append((key, value, headers, 1_700_000_000_000 + (i * 37) % 500))
+    return out
+
+
+def plain(r) -> tuple:
+    b = lambda v: None if v is None else bytes(v)  # noqa: E731
+    return (r.offset, r.timestamp, b(r.key), b(r.value), [(k, b(v)) for k, v in r.headers])
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("zero_copy", [False, True])
+def test_v2_round_trip(codec, zero_copy):
+    rows = sample()
+    b = BatchBuilder(compression=codec, base_offset=1000, producer_id=42, producer_epoch=3, base_sequence=17,
+                     partition_leader_epoch=9)
+    for i, (k, v, h, ts) in enumerate(rows):
+        assert b.append(k, v, headers=h, timestamp=ts) == i
+    data = b.build()
+    assert b.encoded_size() == len(data)
+    (batch,) = list(iter_batches(data, zero_copy=zero_copy))
+    assert isinstance(batch, RecordBatch)
+    assert (batch.magic, batch.base_offset, batch.last_offset, batch.record_count, batch.size) == (2, 1000, 1029, 30, len(data))
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.partition_leader_epoch) == (42, 3, 17, 9)
+    assert batch.compression == codec and batch.timestamp_type == TimestampType.CREATE_TIME
+    assert not batch.is_transactional and not batch.is_control
+    assert batch.base_timestamp == rows[0][3] and batch.max_timestamp == max(r[3] for r in rows)
+    got = [plain(r) for r in batch]
+    assert got == [(1000 + i, ts, k, v, h) for i, (k, v, h, ts) in enumerate(rows)]
+    if zero_copy:
+        assert any(isinstance(r.value, memoryview) for r in batch)
+    else:
+        assert all(r.value is None or type(r.value) is bytes for r in batch)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", LEGACY_CODECS)
+def test_legacy_round_trip(magic, codec):
+    rows = sample(12)
+    b = BatchBuilder(magic=magic, compression=codec, base_offset=500)
+    for k, v, _, ts in rows:
+        b.append(k, v, timestamp=ts)
+    data = b.build()
+    assert b.encoded_size() == len(data)
+    batches = list(iter_batches(data))
+    assert len(batches) == (1 if codec else 12)
+    assert all(x.magic == magic and x.compression == codec for x in batches)
+    got = [plain(r) for x in batches for r in x]
+    want = [(500 + i, ts if magic else -1, k, v, []) for i, (k, v, _, ts) in enumerate(rows)]
+    assert got == want
+    assert batches[0].base_offset == 500 and batches[-1].last_offset == 511
+
+
+def test_log_append_time_gives_every_record_the_batch_time():
+    b = BatchBuilder(timestamp_type=TimestampType.LOG_APPEND_TIME)
+    b.append(b"a", b"1", timestamp=5)
+    b.append(b"b", b"2", timestamp=9)
+    (batch,) = iter_batches(b.build())
+    assert batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+    assert [r.timestamp for r in batch] == [9, 9]
+    lb = BatchBuilder(magic=1, compression=Compression.GZIP, timestamp_type=TimestampType.LOG_APPEND_TIME)
+    lb.append(b"a", b"1", timestamp=5)
+    lb.append(b"b", b"2", timestamp=9)
+    assert [r.timestamp for r in read_records(lb.build())] == [9, 9]
+
+
+def test_many_batches_and_a_partial_tail():
+    parts = []
+    for n in range(5):
+        b = BatchBuilder(base_offset=n * 10, compression=Compression(n % 5))
+        for i in range(n + 1):
+            b.append(b"k", b"v%d" % i, timestamp=i)
+        parts.append(b.build())
+    legacy = BatchBuilder(magic=1, base_offset=50)
+    legacy.append(b"old", b"msg", timestamp=1)
+    parts.append(legacy.build())
+    data = b"".join(parts)
+    whole = read_batches(data)
+    assert len(whole.batches) == 6 and whole.partial_bytes == 0 and whole.partial_offset == -1
+    assert [b.index for b in whole.batches] == list(range(6))
+    assert [b.offset for b in whole.batches] == [sum(map(len, parts[:i])) for i in range(6)]
+    for cut in (1, 11, 12, 30, len(parts[-1]) - 1):
+        got = read_batches(data[:-cut])
+        assert len(got.batches) == 5
+        assert got.partial_bytes == len(parts[-1]) - cut and got.partial_offset == len(data) - len(parts[-1])
+        assert len(list(iter_batches(data[:-cut]))) == 5
+    assert read_batches(b"") == ([], 0, -1)
+    assert read_batches(data[:5]) == ([], 5, 0)
+
+
+def test_any_buffer_and_encode_into():
+    b = BatchBuilder(compression=Compression.LZ4)
+    b.append(b"k", b"v" * 100, timestamp=1)
+    data = b.build()
+    for buf in (bytearray(data), memoryview(data), memoryview(bytearray(b"xx" + data))[2:]):
+        assert [bytes(r.value) for r in read_records(buf)] == [b"v" * 100]
+    out = bytearray(len(data) + 10)
+    assert b.encode_into(out, 10) == len(data) and out[10:] == data
+    with pytest.raises(kcodec.EncodeError):
+        b.encode_into(bytearray(len(data) - 1))
+
+
+def test_builder_rejects_what_the_format_cannot_hold():
+    with pytest.raises(kcodec.EncodeError):
+        BatchBuilder(magic=1, compression=Compression.ZSTD)
+    with pytest.raises(kcodec.EncodeError):
+        BatchBuilder(magic=0, transactional=True)
+    with pytest.raises(kcodec.EncodeError):
+        BatchBuilder(magic=1).append(b"k", b"v", headers=[("h", b"1")])
+    with pytest.raises(kcodec.EncodeError):
+        BatchBuilder().build()
+    with pytest.raises(TypeError):
+        BatchBuilder().append("text", b"v")
+    with pytest.raises(TypeError):
+        BatchBuilder().append(b"k", b"v", headers=[(b"bytes key", b"v")])
+
+
+def test_build_after_more_appends_includes_them():
+    b = BatchBuilder()
+    b.append(b"1", b"1", timestamp=1)
+    first = b.build()
+    b.append(b"2", b"2", timestamp=2)
+    assert len(b.build()) > len(first) and [r.key for r in read_records(b.build())] == [b"1", b"2"]
+
+
+def test_a_timestamp_defaults_to_now():
+    import time
+    b = BatchBuilder()
+    before = time.time_ns() // 1_000_000
+    b.append(b"k", b"v")
+    (r,) = read_records(b.build())
+    assert before <= r.timestamp <= time.time_ns() // 1_000_000
+
+
+def test_fetch_and_produce_messages_carry_batches():
+    b1 = BatchBuilder(base_offset=0)
+    b1.append(b"a", b"1", timestamp=1)
+    b2 = BatchBuilder(base_offset=1, compression=Compression.ZSTD)
+    b2.append(b"b", b"2", timestamp=2)
+    records = records_field(b1, b2.build())
+    req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=3, records=records)])])
+    back = kcodec.decode(ProduceRequest, kcodec.encode(req, version=9), version=9)
+    (p,) = produced(back)
+    assert (p.topic, p.partition, [len(b) for b in p.batches]) == ("t", 3, [1, 1])
+    resp = FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", partitions=[
+        FetchResponse.PartitionData(partition_index=3, high_watermark=2, records=records[:-5])])])
+    back = kcodec.decode(FetchResponse, kcodec.encode(resp, version=12), version=12, zero_copy=True)
+    (p,) = fetched(back)
+    assert p.partial_bytes == len(b2.build()) - 5
+    assert [bytes(r.value) for b in p.batches for r in b] == [b"1"]
+
+
+def test_backend_is_the_expected_one():
+    import os
+    want = os.environ.get("KCODEC_EXPECT_BACKEND")
+    if os.environ.get("KCODEC_PURE", "") not in ("", "0"):
+        assert BACKEND == "python"
+    elif want:
+        assert BACKEND == want
