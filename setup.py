@@ -1,4 +1,5 @@
-"""Builds the optional Cython extensions, every kcodec/*.pyx (kcodec._fast, kcodec._columnar); without
+"""Builds the optional Cython extensions, every kcodec/*.pyx and kcodec/records/*.pyx (kcodec._fast,
+kcodec._columnar, kcodec.records._crecords); without
 a compiler kcodec installs pure Python.
 
 KCODEC_REQUIRE_EXTENSION=1 turns a failed build into an error (CI sets it). KCODEC_PURE_BUILD=1 builds
@@ -37,7 +38,7 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions():
-    sources = sorted((HERE / "kcodec").glob("*.pyx"))
+    sources = sorted((HERE / "kcodec").glob("*.pyx")) + sorted((HERE / "kcodec" / "records").glob("*.pyx"))
     if not sources or os.environ.get("KCODEC_PURE_BUILD"):
         return []
     try:
@@ -54,8 +55,11 @@ def extensions():
         args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
         # The runtime is not linked in but preloaded (LD_PRELOAD): atheris' asan_with_fuzzer.so, so that
         # one runtime serves both the sanitizer and libFuzzer's coverage (make fuzz).
-    exts = [Extension(f"kcodec.{p.stem}", [f"kcodec/{p.name}"], extra_compile_args=args, extra_link_args=link)
-            for p in sources]
+    exts = []
+    for p in sources:
+        rel = p.relative_to(HERE).with_suffix("")
+        exts.append(Extension(".".join(rel.parts), [rel.with_suffix(".pyx").as_posix()], extra_compile_args=args,
+                              extra_link_args=link))
     return cythonize(exts, language_level=3, compiler_directives={
         "boundscheck": False, "wraparound": False, "cdivision": True, "initializedcheck": False})
 

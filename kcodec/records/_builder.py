@@ -11,7 +11,7 @@ from ._checksum import crc32, crc32c
 from ._compression import compress
 from ._select import backend
 from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER_SIZE,
-                     Compression, TimestampType)
+                     Compression, TimestampType, now_ms)
 
 _V2 = struct.Struct(">qiibIhiqqqhii")
 _MSG_HEAD = struct.Struct(">qiIbb")
@@ -104,7 +104,7 @@ class _LegacyBuilder(BatchBuilder):
         if tuple(headers):
             raise EncodeError(f"magic {self.magic} messages have no headers", "headers")
         if timestamp is None:
-            timestamp = backend._now_ms() if self.magic == 1 else -1
+            timestamp = now_ms() if self.magic == 1 else -1
         key = None if key is None else bytes(key)
         value = None if value is None else bytes(value)
         self._messages.append((key, value, timestamp))

@@ -6,9 +6,9 @@ It is the oracle the Cython twin (``_crecords.pyx``) is fuzzed against; both exp
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
-from ._types import RecordsError
+from ._types import RecordsError, now_ms as _now_ms
 
 
 class Record:
@@ -59,7 +59,8 @@ def _varint(buf, pos: int, end: int, field: str, max_bytes: int = 5) -> tuple[in
         b = buf[pos]
         pos += 1
         result |= (b & 0x7F) << shift
-        if not b & 0x80:
+        if not b & 0x80:  # bits past 32 (varint) or 64 (varlong) are dropped, as Kafka's readers do
+            result &= 0xFFFFFFFF if max_bytes == 5 else 0xFFFFFFFFFFFFFFFF
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
         if pos - start >= max_bytes:
@@ -125,6 +126,11 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
     except _Fault as f:
         raise _records_error(f, i, origin, compressed, batch_index) from None
     return out
+
+
+def iter_records(*args: Any) -> Iterator:
+    """An iterator over a batch's records (the reference decodes them all first: errors come at once)."""
+    return iter(decode_records(*args))
 
 
 def _records_error(f: _Fault, index: int, origin: int, compressed: bool, batch_index: int) -> RecordsError:
@@ -230,8 +236,3 @@ class RecordsWriter:
         self._out.clear()
         self._count = 0
         self._base_ts = self._max_ts = -1
-
-
-def _now_ms() -> int:
-    import time
-    return time.time_ns() // 1_000_000

@@ -99,7 +99,16 @@ class RecordBatch:
     def records(self) -> list:
         """Every record of the batch, decoded (a new list each call; decompression happens once)."""
         if self._legacy is not None:
-            return self._legacy
+            return list(self._legacy)
+        return backend.decode_records(*self._decode_args())  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator:
+        """The records, decoded one at a time as they are asked for."""
+        if self._legacy is not None:
+            return iter(self._legacy)
+        return backend.iter_records(*self._decode_args())  # type: ignore[no-any-return]
+
+    def _decode_args(self) -> tuple:
         payload = self.payload()
         compressed = bool(self.attributes & COMPRESSION_MASK)
         if compressed:
@@ -110,12 +119,8 @@ class RecordBatch:
         else:
             buf, pos, end = self._buf, self._start, self._end
         append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
-        return backend.decode_records(buf, pos, end, self.record_count, self.base_offset, self.base_timestamp,
-                                      append_time, self._zero_copy, self.offset if compressed else 0, compressed,
-                                      self.index)
-
-    def __iter__(self) -> Iterator:
-        return iter(self.records())
+        return (buf, pos, end, self.record_count, self.base_offset, self.base_timestamp, append_time,
+                self._zero_copy, self.offset if compressed else 0, compressed, self.index)
 
     def __len__(self) -> int:
         return self.record_count

@@ -22,5 +22,6 @@ def available() -> dict[str, ModuleType]:
     return out
 
 
-BACKEND = "python" if os.environ.get("KCODEC_PURE", "") not in ("", "0") else max(available())
+_PURE = os.environ.get("KCODEC_PURE", "") not in ("", "0")
+BACKEND = "cython" if not _PURE and "cython" in available() else "python"
 backend: ModuleType = available()[BACKEND]

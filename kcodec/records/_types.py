@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 from typing import NamedTuple, Optional
 
 from ..exceptions import DecodeError
@@ -62,3 +63,8 @@ class RecordsRead(NamedTuple):
     batches: list
     partial_bytes: int
     partial_offset: int
+
+
+def now_ms() -> int:
+    """The time now in ms since the epoch (the default timestamp of an appended record)."""
+    return time.time_ns() // 1_000_000

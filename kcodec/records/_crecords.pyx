@@ -1,0 +1,437 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The Cython twin of kcodec/records/_pure.py: the v2 record loops in C over ``const unsigned char*``.
+
+Same names and meanings as the reference: ``Record``, ``decode_records``, ``RecordsWriter``,
+``encode_records``, ``fill_columns``. The fast loop only decides whether the bytes are well formed; when they
+are not, the reference decodes them again to raise its exact error (offset, batch, record, field), so both
+backends fail alike and the error text lives in one place.
+"""
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from . import _pure
+from ._types import now_ms
+
+record_tuple = _pure.record_tuple
+
+
+@cython.final
+@cython.no_gc
+@cython.freelist(256)
+cdef class Record:
+    """One record: absolute offset and timestamp (ms), key, value, headers, attributes."""
+    cdef readonly int64_t offset
+    cdef readonly int64_t timestamp
+    cdef readonly object key
+    cdef readonly object value
+    cdef object _headers
+    cdef readonly int attributes
+
+    def __init__(self, int64_t offset, int64_t timestamp, key, value, headers, int attributes=0):
+        self.offset = offset
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self._headers = headers
+        self.attributes = attributes
+
+    @property
+    def headers(self):
+        """(str, bytes or None) pairs; made on first access for a record that has none."""
+        if self._headers is None:
+            self._headers = []
+        return self._headers
+
+    def __repr__(self):
+        return (f"Record(offset={self.offset}, timestamp={self.timestamp}, key={self.key!r}, "
+                f"value={self.value!r}, headers={self.headers!r})")
+
+    def __eq__(self, other):
+        if not hasattr(other, "headers"):
+            return NotImplemented
+        return record_tuple(self) == record_tuple(other)
+
+    __hash__ = None
+
+
+cdef inline Py_ssize_t read_varint(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
+                                   int max_bytes) noexcept nogil:
+    """A zigzag varint (5 bytes, 32 bits) or varlong (10, 64) at pos: the next position, or -1."""
+    cdef uint64_t result = 0
+    cdef int shift = 0
+    cdef Py_ssize_t start = pos
+    cdef unsigned char b
+    while True:
+        if pos >= end:
+            return -1
+        b = p[pos]
+        pos += 1
+        if shift < 64:
+            result |= (<uint64_t>(b & 0x7F)) << shift
+        if not (b & 0x80):
+            break
+        shift += 7
+        if pos - start >= max_bytes:
+            return -1
+    if max_bytes == 5:
+        result &= <uint64_t>4294967295U
+        out[0] = <int64_t>(<int32_t>((<uint32_t>result >> 1) ^ (-(<int32_t>(result & 1)))))
+    else:
+        out[0] = <int64_t>((result >> 1) ^ (-(<int64_t>(result & 1))))
+    return pos
+
+
+cdef inline object take(const unsigned char* p, Py_ssize_t pos, Py_ssize_t n, object view, bint zero_copy):
+    if zero_copy:
+        return view[pos:pos + n]
+    return PyBytes_FromStringAndSize(<const char*>p + pos, n)
+
+
+cdef object BAD = object()  # what nullable() returns for malformed bytes
+
+
+cdef inline object nullable(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, object view, bint zero_copy):
+    """A varint length (-1: null) and that many bytes at ``at[0]`` (which moves past them); BAD if malformed."""
+    cdef int64_t n
+    cdef Py_ssize_t pos = read_varint(p, at[0], end, &n, 5)
+    if pos < 0 or n < -1 or n > end - pos:
+        return BAD
+    at[0] = pos + (n if n > 0 else 0)
+    if n < 0:
+        return None
+    return take(p, pos, n, view, zero_copy)
+
+
+cdef Record next_record(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, int64_t base_offset,
+                        int64_t base_timestamp, bint has_append, int64_t append_time, bint zero_copy, object view):
+    """The record at ``at[0]`` (which moves past it), or None when its bytes are malformed in any way."""
+    cdef Py_ssize_t pos = at[0]
+    cdef Py_ssize_t h, rend
+    cdef int64_t length, ts_delta, off_delta, nh, hk
+    cdef Record r
+    cdef object headers, hkey, hval
+    pos = read_varint(p, pos, end, &length, 5)
+    if pos < 0 or length < 6 or length > end - pos:
+        return None
+    rend = pos + length
+    r = Record.__new__(Record)
+    r.attributes = p[pos]
+    pos += 1
+    pos = read_varint(p, pos, rend, &ts_delta, 10)
+    if pos < 0:
+        return None
+    pos = read_varint(p, pos, rend, &off_delta, 5)
+    if pos < 0:
+        return None
+    r.key = nullable(p, &pos, rend, view, zero_copy)
+    if r.key is BAD:
+        return None
+    r.value = nullable(p, &pos, rend, view, zero_copy)
+    if r.value is BAD:
+        return None
+    pos = read_varint(p, pos, rend, &nh, 5)
+    if pos < 0 or nh < 0 or nh * 2 > rend - pos:
+        return None
+    if nh:
+        headers = PyList_New(nh)
+        for h in range(nh):
+            pos = read_varint(p, pos, rend, &hk, 5)
+            if pos < 0 or hk < 0 or hk > rend - pos:
+                return None
+            try:
+                hkey = PyUnicode_DecodeUTF8(<const char*>p + pos, hk, NULL)
+            except UnicodeDecodeError:
+                return None
+            pos += hk
+            hval = nullable(p, &pos, rend, view, zero_copy)
+            if hval is BAD:
+                return None
+            item = (hkey, hval)
+            Py_INCREF(item)
+            PyList_SET_ITEM(headers, h, item)
+        r._headers = headers
+    if pos != rend:
+        return None
+    r.offset = base_offset + off_delta
+    r.timestamp = append_time if has_append else base_timestamp + ts_delta
+    at[0] = pos
+    return r
+
+
+@cython.final
+cdef class RecordIterator:
+    """The records of one batch, decoded one at a time as they are asked for (what ``iter(batch)`` returns:
+    a record is made while its bytes are in cache, and freed ones are reused)."""
+    cdef Py_buffer pb
+    cdef bint held
+    cdef Py_ssize_t pos, end, count, i
+    cdef int64_t base_offset, base_timestamp, append_time
+    cdef bint has_append, zero_copy
+    cdef object view, args
+
+    def __cinit__(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                  int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
+                  Py_ssize_t batch_index):
+        self.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
+                     batch_index)
+        PyObject_GetBuffer(buf, &self.pb, PyBUF_SIMPLE)
+        self.held = True
+        self.pos, self.end, self.count, self.i = pos, end, count, 0
+        self.base_offset, self.base_timestamp = base_offset, base_timestamp
+        self.has_append = append_time is not None
+        self.append_time = append_time if append_time is not None else 0
+        self.zero_copy = zero_copy
+        self.view = memoryview(buf) if zero_copy else None
+        if count < 0 or count * 7 > end - pos or not 0 <= pos <= end <= self.pb.len:
+            self.fail()
+
+    def __dealloc__(self):
+        if self.held:
+            PyBuffer_Release(&self.pb)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef Record r
+        if self.i >= self.count:
+            if self.pos != self.end:
+                self.fail()
+            raise StopIteration
+        r = next_record(<const unsigned char*>self.pb.buf, &self.pos, self.end, self.base_offset,
+                        self.base_timestamp, self.has_append, self.append_time, self.zero_copy, self.view)
+        if r is None:
+            self.fail()
+        self.i += 1
+        return r
+
+    cdef fail(self):
+        self.i = self.count
+        self.pos = self.end
+        _pure.decode_records(*self.args)  # raises the reference's precise error
+        raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
+
+
+def iter_records(*args):
+    """As _pure.iter_records: an iterator over a batch's records, decoded as it goes."""
+    return RecordIterator(*args)
+
+
+def decode_fast(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                int64_t base_timestamp, append_time, bint zero_copy):
+    """The fast loop alone: the records, or None for malformed bytes (the differential tests call it)."""
+    cdef Py_buffer pb
+    cdef list out
+    cdef Py_ssize_t i
+    cdef Record r
+    cdef bint has_append = append_time is not None
+    cdef int64_t at = append_time if has_append else 0
+    if count < 0 or count * 7 > end - pos:
+        return None
+    PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
+    try:
+        if not 0 <= pos <= end <= pb.len:
+            return None
+        view = memoryview(buf) if zero_copy else None
+        out = PyList_New(count)
+        for i in range(count):
+            r = next_record(<const unsigned char*>pb.buf, &pos, end, base_offset, base_timestamp, has_append, at,
+                            zero_copy, view)
+            if r is None:
+                for j in range(i, count):  # the list must be whole before it is dropped
+                    Py_INCREF(None)
+                    PyList_SET_ITEM(out, j, None)
+                return None
+            Py_INCREF(r)
+            PyList_SET_ITEM(out, i, r)
+        return out if pos == end else None
+    finally:
+        PyBuffer_Release(&pb)
+
+
+def decode_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                   int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
+                   Py_ssize_t batch_index):
+    """As _pure.decode_records: the ``count`` v2 records in ``buf[pos:end]``."""
+    out = decode_fast(buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy)
+    if out is None:  # malformed: the reference raises the precise error
+        return _pure.decode_records(buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy,
+                                    origin, compressed, batch_index)
+    return out
+
+
+cdef inline int varint_size(int64_t v) noexcept nogil:
+    cdef uint64_t z = <uint64_t>((v << 1) ^ (v >> 63))
+    cdef int n = 1
+    while z > 0x7F:
+        z >>= 7
+        n += 1
+    return n
+
+
+cdef inline Py_ssize_t put_varint(unsigned char* p, Py_ssize_t pos, int64_t v) noexcept nogil:
+    cdef uint64_t z = <uint64_t>((v << 1) ^ (v >> 63))
+    while z > 0x7F:
+        p[pos] = <unsigned char>((z & 0x7F) | 0x80)
+        z >>= 7
+        pos += 1
+    p[pos] = <unsigned char>z
+    return pos + 1
+
+
+cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t* n, str what) except -1:
+    """0: bytes (no buffer taken); 1: a buffer to release; 2: None."""
+    if v is None:
+        n[0] = -1
+        return 2
+    if type(v) is bytes:
+        data[0] = PyBytes_AS_STRING(v)
+        n[0] = PyBytes_GET_SIZE(v)
+        return 0
+    if isinstance(v, (bytearray, memoryview)):
+        PyObject_GetBuffer(v, pb, PyBUF_SIMPLE)
+        data[0] = <const char*>pb.buf
+        n[0] = pb.len
+        return 1
+    raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
+
+
+cdef class RecordsWriter:
+    """The v2 records of a batch being built, written into a C buffer as each is appended (the base of
+    BatchBuilder; the reference's twin)."""
+    cdef unsigned char* _out
+    cdef Py_ssize_t _len, _cap
+    cdef int64_t _count, _base_ts, _max_ts
+
+    def __cinit__(self, *args, **kwargs):
+        self._cap = 4096
+        self._out = <unsigned char*>malloc(self._cap)
+        if self._out == NULL:
+            raise MemoryError()
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __dealloc__(self):
+        free(self._out)
+
+    cdef int _reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t cap = self._cap
+        cdef unsigned char* grown
+        if self._len + extra <= cap:
+            return 0
+        while cap < self._len + extra:
+            cap *= 2
+        grown = <unsigned char*>realloc(self._out, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self._out, self._cap = grown, cap
+        return 0
+
+    def append(self, key, value, headers=(), timestamp=None):
+        """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
+        timestamp: ms since the epoch, now when None); returns its offset delta."""
+        cdef int64_t ts
+        cdef Py_buffer kb, vb
+        cdef const char* kd = NULL
+        cdef const char* vd = NULL
+        cdef Py_ssize_t kn, vn, body, pos
+        cdef int kk = 2, vk = 2
+        cdef list hs = None
+        if timestamp is None:
+            ts = now_ms()
+        elif isinstance(timestamp, int):
+            ts = timestamp
+        else:
+            raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        try:
+            kk = get_data(key, &kb, &kd, &kn, "key")
+            vk = get_data(value, &vb, &vd, &vn, "value")
+            if headers:
+                hs = []
+                for h in headers:
+                    hk, hv = h
+                    if not isinstance(hk, str):
+                        raise TypeError(f"header key must be str, not {type(hk).__name__}")
+                    if hv is not None and type(hv) is not bytes:
+                        if not isinstance(hv, (bytearray, memoryview)):
+                            raise TypeError("header value must be bytes, bytearray, memoryview or None, not "
+                                            f"{type(hv).__name__}")
+                        hv = bytes(hv)
+                    hs.append(((<str>hk).encode("utf-8"), hv))
+            if self._count == 0:
+                self._base_ts = self._max_ts = ts
+            elif ts > self._max_ts:
+                self._max_ts = ts
+            body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
+            body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
+            body += varint_size(len(hs) if hs is not None else 0)
+            if hs is not None:
+                for hk, hv in hs:
+                    body += varint_size(len(hk)) + len(hk)
+                    body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+            self._reserve(body + 5)
+            pos = put_varint(self._out, self._len, body)
+            self._out[pos] = 0
+            pos = put_varint(self._out, pos + 1, ts - self._base_ts)
+            pos = put_varint(self._out, pos, self._count)
+            pos = put_varint(self._out, pos, kn)
+            if kn > 0:
+                memcpy(self._out + pos, kd, kn)
+                pos += kn
+            pos = put_varint(self._out, pos, vn)
+            if vn > 0:
+                memcpy(self._out + pos, vd, vn)
+                pos += vn
+            if hs is None:
+                self._out[pos] = 0
+                pos += 1
+            else:
+                pos = put_varint(self._out, pos, len(hs))
+                for hk, hv in hs:
+                    pos = put_varint(self._out, pos, len(hk))
+                    memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
+                    pos += len(hk)
+                    if hv is None:
+                        pos = put_varint(self._out, pos, -1)
+                    else:
+                        pos = put_varint(self._out, pos, len(hv))
+                        memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
+                        pos += len(hv)
+            self._len = pos
+            self._count += 1
+            return self._count - 1
+        finally:
+            if kk == 1:
+                PyBuffer_Release(&kb)
+            if vk == 1:
+                PyBuffer_Release(&vb)
+
+    def records_bytes(self):
+        return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
+
+    def records_size(self):
+        return self._len
+
+    def writer_state(self):
+        """(record count, base timestamp, max timestamp)."""
+        return self._count, self._base_ts, self._max_ts
+
+    def clear_records(self):
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+
+
+def encode_records(records, int64_t base_timestamp):
+    """As _pure.encode_records (kept for the differential tests; builders use RecordsWriter)."""
+    return _pure.encode_records(records, base_timestamp)
