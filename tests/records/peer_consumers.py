@@ -15,6 +15,11 @@ from peer_producers import JS, _unhex, node_available
 Message = tuple[int, Optional[bytes], Optional[bytes], list[tuple[str, Optional[bytes]]], int]
 
 
+def _rows(fetched: dict[Any, list[Any]]) -> list[Message]:
+    """kafka-python's and aiokafka's ConsumerRecords (the same shape) as Messages."""
+    return [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for records in fetched.values() for r in records]
+
+
 def confluent(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> list[Message]:
     import confluent_kafka as ck
 
@@ -48,8 +53,7 @@ def kafka_python(bootstrap: str, topic: str, count: int, timeout: float = 20.0) 
         c.seek(tp, 0)
         deadline = time.monotonic() + timeout
         while len(got) < count and time.monotonic() < deadline:
-            for records in c.poll(timeout_ms=200).values():
-                got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
+            got += _rows(c.poll(timeout_ms=200))
     finally:
         c.close()
     return got
@@ -69,8 +73,7 @@ def aiokafka(bootstrap: str, topic: str, count: int, timeout: float = 20.0) -> l
             c.seek(tp, 0)
             deadline = time.monotonic() + timeout
             while len(got) < count and time.monotonic() < deadline:
-                for records in (await c.getmany(timeout_ms=200)).values():
-                    got += [(r.offset, r.key, r.value, list(r.headers), r.timestamp) for r in records]
+                got += _rows(await c.getmany(timeout_ms=200))
         finally:
             await c.stop()
         return got

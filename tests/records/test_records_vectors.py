@@ -13,7 +13,7 @@ import make_vectors
 import peer_producers
 from records_expect import check_decodes, records_backend  # noqa: F401 (a fixture)
 
-from kcodec.records import RecordsError, iter_batches
+from kcodec.records import BatchBuilder, Compression, RecordsError, iter_batches
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 NAMES = [name for name, *_ in make_vectors.plan()]
@@ -53,3 +53,21 @@ def test_a_flipped_bit_in_a_vector_is_a_crc_error(name: str, records_backend: st
     with pytest.raises(RecordsError, match="(?i)crc"):
         for batch in iter_batches(bytes(bad)):
             list(batch)
+
+
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_kcodec_lz4_frames_have_independent_blocks_like_every_client(magic: int) -> None:
+    """Every client sets the lz4 frame's block-independence flag, and Kafka's Java reader refuses a frame
+    without it ("Dependent block stream is unsupported"): kcodec's frames set it too."""
+    flag = 0x20  # FLG bit 5
+    for name in NAMES:
+        buf, about = load(name)
+        if about["compression"] == "lz4":
+            frame = buf.index(b"\x04\x22\x4d\x18")
+            assert buf[frame + 4] & flag, name
+    b = BatchBuilder(magic=magic, compression=Compression.LZ4)
+    for i in range(100):
+        b.append(b"k%d" % i, b"kcodec " * 100, timestamp=1_700_000_000_000 if magic else None)
+    ours = b.build()
+    assert ours[ours.index(b"\x04\x22\x4d\x18") + 4] & flag
+    assert [r.value for batch in iter_batches(ours) for r in batch] == [b"kcodec " * 100] * 100
