@@ -15,6 +15,8 @@ NO_TIMESTAMP = -1
 # (producer epoch, base sequence) that a client writes beside producer id -1 when not idempotent: Kafka's
 # Java client, librdkafka and kafka-python write -1, -1 (NO_PRODUCER_EPOCH, NO_SEQUENCE); these do not.
 WITHOUT_PRODUCER_ID = {"aiokafka": (-1, 0), "kafkajs": (0, 0)}
+# The partition leader epoch a client writes in a v2 batch (the broker sets it): 0, but -1 for these.
+LEADER_EPOCH = {"aiokafka": -1}
 
 
 def _backends() -> list[str]:
@@ -96,10 +98,11 @@ def check_decodes(buf: Any, about: dict[str, Any], **options: Any) -> list[Any]:
         assert b.base_timestamp in (records[0].timestamp, min(r.timestamp for r in records))
         assert b.max_timestamp == max(r.timestamp for r in records)
         assert b.producer_id == about["producer_id"]
+        client = about["client"].split()[0]
+        assert b.partition_leader_epoch == LEADER_EPOCH.get(client, 0), client
         if about["idempotent"]:  # sequences run on across the batches of one producer and partition
             assert (b.producer_epoch, b.base_sequence) == (0, sequence), f"batch {b.index}"
             sequence += b.record_count
         else:
-            client = about["client"].split()[0]
             assert (b.producer_epoch, b.base_sequence) == WITHOUT_PRODUCER_ID.get(client, (-1, -1)), client
     return batches
