@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ._aborted import filter_aborted
 from ._builder import BatchBuilder
+from ._columns import RecordColumns, record_columns
 from ._checksum import CRC32C_HARDWARE, crc32, crc32c
 from ._control import ControlRecord, ControlType, control_batch, control_type, marker_record, read_control
 from ._messages import PartitionRecords, fetched, produced, records_field
@@ -28,7 +29,8 @@ Record = backend.Record
 
 __all__ = [
     "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "Compression", "ControlRecord", "ControlType",
-    "DEFAULT_MAX_UNCOMPRESSED", "PartitionRecords", "Record", "RecordBatch", "RecordsError", "RecordsRead",
+    "DEFAULT_MAX_UNCOMPRESSED", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
+    "RecordsRead", "record_columns",
     "TimestampType", "control_batch", "control_type", "crc32", "crc32c", "fetched", "filter_aborted",
     "iter_batches", "marker_record", "produced", "read_batches", "read_control", "read_records", "records_field",
 ]

@@ -435,3 +435,91 @@ cdef class RecordsWriter:
 def encode_records(records, int64_t base_timestamp):
     """As _pure.encode_records (kept for the differential tests; builders use RecordsWriter)."""
     return _pure.encode_records(records, base_timestamp)
+
+
+cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* ts_delta,
+                            int64_t* off_delta, int64_t* kpos, int64_t* klen, int64_t* vpos, int64_t* vlen,
+                            int64_t* nh):
+    """Walk one record without making objects (header keys are checked to be UTF-8, as the reference does);
+    the next position, or -1 when malformed."""
+    cdef int64_t length, hk, hv, h
+    cdef Py_ssize_t rend
+    pos = read_varint(p, pos, end, &length, 5)
+    if pos < 0 or length < 6 or length > end - pos:
+        return -1
+    rend = pos + length
+    pos = read_varint(p, pos + 1, rend, ts_delta, 10)
+    if pos < 0:
+        return -1
+    pos = read_varint(p, pos, rend, off_delta, 5)
+    if pos < 0:
+        return -1
+    pos = read_varint(p, pos, rend, klen, 5)
+    if pos < 0 or klen[0] < -1 or klen[0] > rend - pos:
+        return -1
+    kpos[0] = pos
+    pos += klen[0] if klen[0] > 0 else 0
+    pos = read_varint(p, pos, rend, vlen, 5)
+    if pos < 0 or vlen[0] < -1 or vlen[0] > rend - pos:
+        return -1
+    vpos[0] = pos
+    pos += vlen[0] if vlen[0] > 0 else 0
+    pos = read_varint(p, pos, rend, nh, 5)
+    if pos < 0 or nh[0] < 0 or nh[0] * 2 > rend - pos:
+        return -1
+    for h in range(nh[0]):
+        pos = read_varint(p, pos, rend, &hk, 5)
+        if pos < 0 or hk < 0 or hk > rend - pos:
+            return -1
+        try:
+            PyUnicode_DecodeUTF8(<const char*>p + pos, hk, NULL)
+        except UnicodeDecodeError:
+            return -1
+        pos = read_varint(p, pos + hk, rend, &hv, 5)
+        if pos < 0 or hv < -1 or hv > rend - pos:
+            return -1
+        pos += hv if hv > 0 else 0
+    return pos if pos == rend else -1
+
+
+def fill_columns(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                 int64_t base_timestamp, append_time, int64_t shift, dict cols, Py_ssize_t row, Py_ssize_t origin,
+                 bint compressed, Py_ssize_t batch_index):
+    """As _pure.fill_columns: the records' columns at rows ``row``..; returns the next row."""
+    cdef int64_t[::1] offset = cols["offset"], timestamp = cols["timestamp"]
+    cdef int64_t[::1] key_offset = cols["key_offset"], value_offset = cols["value_offset"]
+    cdef int32_t[::1] key_length = cols["key_length"], value_length = cols["value_length"]
+    cdef int32_t[::1] header_count = cols["header_count"]
+    cdef bint has_append = append_time is not None
+    cdef int64_t at = append_time if has_append else 0
+    cdef int64_t ts_delta, off_delta, kpos, klen, vpos, vlen, nh
+    cdef Py_ssize_t i, start = pos, first = row
+    cdef Py_buffer pb
+    cdef const unsigned char* p
+    cdef bint ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
+    if ok:
+        PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
+        p = <const unsigned char*>pb.buf
+        ok = 0 <= pos <= end <= pb.len
+        i = 0
+        while ok and i < count:
+            pos = skip_record(p, pos, end, &ts_delta, &off_delta, &kpos, &klen, &vpos, &vlen, &nh)
+            if pos < 0:
+                ok = False
+                break
+            offset[row] = base_offset + off_delta
+            timestamp[row] = at if has_append else base_timestamp + ts_delta
+            key_offset[row] = kpos + shift if klen >= 0 else -1
+            key_length[row] = <int32_t>klen
+            value_offset[row] = vpos + shift if vlen >= 0 else -1
+            value_length[row] = <int32_t>vlen
+            header_count[row] = <int32_t>nh
+            row += 1
+            i += 1
+        PyBuffer_Release(&pb)
+        ok = ok and pos == end
+    if not ok:  # the reference raises the precise error
+        _pure.fill_columns(buf, start, end, count, base_offset, base_timestamp, append_time, shift, cols, first,
+                           origin, compressed, batch_index)
+        raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
+    return row

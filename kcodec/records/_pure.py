@@ -67,26 +67,23 @@ def _varint(buf, pos: int, end: int, field: str, max_bytes: int = 5) -> tuple[in
             raise _Fault(f"{field} varint longer than {max_bytes} bytes", start, field)
 
 
-def _nullable(buf, view: memoryview, pos: int, end: int, field: str, zero_copy: bool) -> tuple[Any, int]:
-    """A varint length (-1: null) and that many bytes: (bytes, memoryview or None; next position)."""
+def _nullable(buf, pos: int, end: int, field: str) -> tuple[int, int]:
+    """A varint length (-1: null) and that many bytes: (their position, their length or -1)."""
     n, pos = _varint(buf, pos, end, field)
     if n < -1 or n > end - pos:
         raise _Fault(f"{field.rpartition('.')[2]} length {n} does not fit the record", pos, field)
-    if n < 0:
-        return None, pos
-    return (view[pos:pos + n] if zero_copy else bytes(view[pos:pos + n])), pos + n
+    return pos, n
 
 
-def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                   append_time: Optional[int], zero_copy: bool, origin: int, compressed: bool,
-                   batch_index: int) -> list:
-    """The ``count`` v2 records in ``buf[pos:end]``, every byte used.
+def walk_records(buf, pos: int, end: int, count: int, origin: int, compressed: bool,
+                 batch_index: int) -> Iterator[tuple]:
+    """The one parser of v2 records in the reference: for each of the ``count`` records in ``buf[pos:end]``
+    (every byte used), (attributes, timestamp delta, offset delta, key position, key length, value position,
+    value length, [(header key, value position, value length)]); lengths are -1 for null.
 
-    ``append_time``: the batch's max timestamp when it is LOG_APPEND_TIME (then every record has it).
     Errors name the position in the caller's buffer: ``origin`` + pos when uncompressed, else the batch's
     offset ``origin`` and the position in the decompressed records."""
     view = memoryview(buf)
-    out = []
     i = 0
     try:
         while i < count:
@@ -96,12 +93,11 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
                 raise _Fault(f"record length {length} does not fit the {end - pos} bytes left", start, "length")
             rend = pos + length
             attributes = buf[pos]
-            pos += 1
-            ts_delta, pos = _varint(buf, pos, rend, "timestamp_delta", 10)
+            ts_delta, pos = _varint(buf, pos + 1, rend, "timestamp_delta", 10)
             off_delta, pos = _varint(buf, pos, rend, "offset_delta")
-            key, pos = _nullable(buf, view, pos, rend, "key", zero_copy)
-            value, pos = _nullable(buf, view, pos, rend, "value", zero_copy)
-            nh, pos = _varint(buf, pos, rend, "headers")
+            kpos, klen = _nullable(buf, pos, rend, "key")
+            vpos, vlen = _nullable(buf, kpos + max(klen, 0), rend, "value")
+            nh, pos = _varint(buf, vpos + max(vlen, 0), rend, "headers")
             if nh < 0 or nh * 2 > rend - pos:
                 raise _Fault(f"header count {nh} does not fit the record", pos, "headers")
             headers = []
@@ -113,19 +109,55 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
                     hkey = bytes(view[pos:pos + hk]).decode("utf-8")
                 except UnicodeDecodeError:
                     raise _Fault("header key is not UTF-8", pos, f"headers[{h}].key") from None
-                pos += hk
-                hval, pos = _nullable(buf, view, pos, rend, f"headers[{h}].value", zero_copy)
-                headers.append((hkey, hval))
+                hvpos, hvlen = _nullable(buf, pos + hk, rend, f"headers[{h}].value")
+                pos = hvpos + max(hvlen, 0)
+                headers.append((hkey, hvpos, hvlen))
             if pos != rend:
                 raise _Fault(f"record of {length} bytes has {rend - pos} bytes after its headers", start, "length")
-            ts = append_time if append_time is not None else base_timestamp + ts_delta
-            out.append(Record(base_offset + off_delta, ts, key, value, headers, attributes))
+            yield attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, headers
             i += 1
         if pos != end:
             raise _Fault(f"{end - pos} bytes after the last of {count} records", pos, "")
     except _Fault as f:
         raise _records_error(f, i, origin, compressed, batch_index) from None
+
+
+def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                   append_time: Optional[int], zero_copy: bool, origin: int, compressed: bool,
+                   batch_index: int) -> list:
+    """The ``count`` v2 records in ``buf[pos:end]`` (see walk_records). ``append_time``: the batch's max
+    timestamp when it is LOG_APPEND_TIME (then every record has it)."""
+    view = memoryview(buf)
+
+    def take(p: int, n: int) -> Any:
+        if n < 0:
+            return None
+        return view[p:p + n] if zero_copy else bytes(view[p:p + n])
+    out = []
+    for attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
+                                                                                    compressed, batch_index):
+        ts = append_time if append_time is not None else base_timestamp + ts_delta
+        out.append(Record(base_offset + off_delta, ts, take(kpos, klen), take(vpos, vlen),
+                          [(k, take(p, n)) for k, p, n in hs], attributes))
     return out
+
+
+def fill_columns(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                 append_time: Optional[int], shift: int, cols: dict, row: int, origin: int, compressed: bool,
+                 batch_index: int) -> int:
+    """Write the records' columns at rows ``row``.. of ``cols`` (numpy arrays by name; key and value
+    positions plus ``shift``); returns the next row."""
+    for attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
+                                                                                    compressed, batch_index):
+        cols["offset"][row] = base_offset + off_delta
+        cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
+        cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
+        cols["key_length"][row] = klen
+        cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
+        cols["value_length"][row] = vlen
+        cols["header_count"][row] = len(hs)
+        row += 1
+    return row
 
 
 def iter_records(*args: Any) -> Iterator:

@@ -1,0 +1,110 @@
+"""Columnar records: every record of a records field (or of some batches) as numpy columns, no Python object
+per record. Key and value positions point into one buffer, ``data``: the caller's buffer when every batch
+is uncompressed v2, else that buffer followed by the decompressed records (and magic 0/1 keys and values)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Optional
+
+from ._reader import RecordBatch, read_batches
+from ._select import backend
+from ._types import DEFAULT_MAX_UNCOMPRESSED, TIMESTAMP_TYPE_BIT
+
+INT64 = ("offset", "timestamp", "key_offset", "value_offset")
+INT32 = ("key_length", "value_length", "header_count", "batch")
+
+
+class RecordColumns:
+    """Columns of records: ``offset``, ``timestamp`` (int64), ``key_offset``/``value_offset`` (int64 into
+    ``data``, -1 for null), ``key_length``/``value_length`` (int32, -1 for null), ``header_count`` and
+    ``batch`` (int32: index into ``batches``), ``attributes`` (int16, the batch's). ``partial_bytes``: the
+    size of a cut-off batch at the end of the buffer."""
+
+    def __init__(self, data: Any, cols: dict, batches: list, partial_bytes: int) -> None:
+        self.data = data
+        self.batches = batches
+        self.partial_bytes = partial_bytes
+        self.offset = cols["offset"]
+        self.timestamp = cols["timestamp"]
+        self.key_offset = cols["key_offset"]
+        self.key_length = cols["key_length"]
+        self.value_offset = cols["value_offset"]
+        self.value_length = cols["value_length"]
+        self.header_count = cols["header_count"]
+        self.batch = cols["batch"]
+        self.attributes = cols["attributes"]
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def _slice(self, start: int, n: int) -> Optional[bytes]:
+        return None if n < 0 else bytes(memoryview(self.data)[start:start + n])
+
+    def key(self, i: int) -> Optional[bytes]:
+        """The key of row ``i`` as bytes (None when null)."""
+        return self._slice(int(self.key_offset[i]), int(self.key_length[i]))
+
+    def value(self, i: int) -> Optional[bytes]:
+        """The value of row ``i`` as bytes (None when null)."""
+        return self._slice(int(self.value_offset[i]), int(self.value_length[i]))
+
+
+def record_columns(source: Any, *, verify_crc: bool = True,
+                   max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED) -> RecordColumns:
+    """The records of ``source`` as columns: a records field (any buffer; a cut-off tail is left out and
+    reported), one RecordBatch, or RecordBatches read from one buffer."""
+    import numpy as np
+
+    partial = 0
+    if isinstance(source, RecordBatch):
+        batches = [source]
+    elif isinstance(source, (list, tuple)) or (not _is_buffer(source) and isinstance(source, Iterable)):
+        batches = list(source)
+    else:
+        got = read_batches(source, verify_crc=verify_crc, max_uncompressed=max_uncompressed)
+        batches, partial = got.batches, got.partial_bytes
+    total = sum(b.record_count for b in batches)
+    cols = {name: np.empty(total, np.int64) for name in INT64}
+    cols.update({name: np.empty(total, np.int32) for name in INT32})
+    cols["attributes"] = np.empty(total, np.int16)
+    base = batches[0]._buf if batches else b""
+    base_len = memoryview(base).nbytes
+    extras: list[Any] = []
+    extra_len = 0
+    row = 0
+    for i, b in enumerate(batches):
+        first = row
+        if b._legacy is not None:
+            for r in b._legacy:
+                for name, v in (("key", r.key), ("value", r.value)):
+                    cols[f"{name}_offset"][row] = -1 if v is None else base_len + extra_len
+                    cols[f"{name}_length"][row] = -1 if v is None else len(v)
+                    if v is not None:
+                        extras.append(v)
+                        extra_len += len(v)
+                cols["offset"][row], cols["timestamp"][row], cols["header_count"][row] = r.offset, r.timestamp, 0
+                row += 1
+        else:
+            args = b._decode_args()
+            buf, pos, end = args[0], args[1], args[2]
+            shift = 0
+            if buf is not base:  # decompressed records, or a batch of another buffer: appended to data
+                section = memoryview(buf)[pos:end]
+                extras.append(section)
+                shift = base_len + extra_len - pos
+                extra_len += len(section)
+            row = backend.fill_columns(buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
+                                       b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, cols,
+                                       row, *args[8:])
+        cols["batch"][first:row] = i
+        cols["attributes"][first:row] = b.attributes
+    data = base if not extras else b"".join([bytes(base), *map(bytes, extras)])
+    return RecordColumns(data, cols, batches, partial)
+
+
+def _is_buffer(x: Any) -> bool:
+    try:
+        memoryview(x)
+    except TypeError:
+        return False
+    return True

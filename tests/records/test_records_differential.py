@@ -1,0 +1,113 @@
+"""Differential fuzzing of the record backends: the Cython twin against the reference (the oracle).
+
+Well-formed batches from hypothesis, mutations of them and random bytes: both backends must write the same
+bytes, decode the same records, and refuse the same inputs with the same RecordsError.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kcodec.records import RecordsError, _pure
+from kcodec.records._pure import record_tuple
+from kcodec.records._select import available
+
+pytestmark = pytest.mark.fuzz
+
+FAST = available().get("cython")
+if FAST is None:
+    if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
+        raise RuntimeError("the Cython record backend is required (KCODEC_REQUIRE_EXTENSION) but not built")
+    pytest.skip("the Cython record backend is not built", allow_module_level=True)
+
+blob = st.one_of(st.none(), st.binary(max_size=40))
+header = st.tuples(st.text(max_size=8), blob)
+record = st.tuples(blob, blob, st.lists(header, max_size=3), st.integers(-2**40, 2**45))
+records = st.lists(record, min_size=1, max_size=12)
+
+
+def written(module, rows) -> bytes:
+    w = module.RecordsWriter()
+    for k, v, h, ts in rows:
+        w.append(k, v, h, ts)
+    assert w.writer_state()[0] == len(rows)
+    return w.records_bytes()
+
+
+def outcome(fn, *args):
+    try:
+        return [record_tuple(r) for r in fn(*args)]
+    except RecordsError as e:
+        return ("error", str(e), e.offset, e.path)
+
+
+def both(buf, count, base_offset=1000, base_ts=5, append=None, zero_copy=False):
+    args = (buf, 0, len(buf), count, base_offset, base_ts, append, zero_copy, 0, False, 3)
+    ref = outcome(_pure.decode_records, *args)
+    assert outcome(FAST.decode_records, *args) == ref
+    assert outcome(lambda *a: list(FAST.iter_records(*a)), *args) == ref
+    fast = FAST.decode_fast(*args[:8])
+    assert (fast is None) == (isinstance(ref, tuple)), (fast, ref)
+    if fast is not None:
+        assert [record_tuple(r) for r in fast] == ref
+    assert columns(FAST, args) == columns(_pure, args)
+    return ref
+
+
+def columns(module, args):
+    import numpy as np
+    n = max(args[3], 0)
+    cols = {name: np.full(n, -7, np.int64) for name in ("offset", "timestamp", "key_offset", "value_offset")}
+    cols.update({name: np.full(n, -7, np.int32) for name in ("key_length", "value_length", "header_count")})
+    try:
+        row = module.fill_columns(*args[:7], 100, cols, 0, *args[8:])
+    except RecordsError as e:
+        return ("error", str(e))
+    return row, {k: v.tolist() for k, v in cols.items()}
+
+
+@given(records, st.booleans(), st.one_of(st.none(), st.integers(0, 2**41)))
+def test_writers_agree_and_both_readers_read_it_back(rows, zero_copy, append):
+    data = written(_pure, rows)
+    assert written(FAST, rows) == data
+    got = both(data, len(rows), base_ts=rows[0][3], append=append, zero_copy=zero_copy)
+    want = [(1000 + i, append if append is not None else ts, k, v, list(h), 0)
+            for i, (k, v, h, ts) in enumerate(rows)]
+    assert got == [(o, t, k, v, h, a) for o, t, k, v, h, a in want]
+
+
+@given(records, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4),
+       st.integers(-2, 2))
+def test_mutated_records_fail_alike(rows, flips, count_delta):
+    data = bytearray(written(_pure, rows))
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    both(bytes(data), max(len(rows) + count_delta, 0))
+
+
+@given(st.binary(max_size=200), st.integers(0, 30))
+def test_random_bytes_fail_alike(data, count):
+    both(data, count)
+
+
+@given(st.lists(st.integers(0, 255), min_size=1, max_size=12))
+def test_varints_at_their_limits(raw):
+    # a record whose length and timestamp varints are arbitrary byte runs, long and overflowing ones included
+    data = bytes([0x80 | b for b in raw[:-1]] + [raw[-1] & 0x7F]) + bytes(raw) * 2
+    both(data, 1)
+
+
+@pytest.mark.parametrize("bad", ["text", 1.5, object()])
+def test_writers_refuse_the_same_values(bad):
+    for module in (_pure, FAST):
+        with pytest.raises(TypeError):
+            module.RecordsWriter().append(bad, b"v", (), 1)
+        with pytest.raises(TypeError):
+            module.RecordsWriter().append(b"k", b"v", [(bad, b"x")] if bad != "text" else [(b"k", b"x")], 1)
+    for module in (_pure, FAST):
+        with pytest.raises(TypeError):
+            module.RecordsWriter().append(b"k", b"v", (), 1.5)
