@@ -81,6 +81,11 @@ class Connection:
             raise KafkaConnectionError(f"{conn.address}: no connection within {connect_timeout}s") from None
         except ssl.SSLError as e:  # before OSError: SSLError is one
             raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: {describe_tls_error(e)}") from None
+        except ConnectionError as e:
+            if tls is not None:  # a plaintext listener hangs up on a TLS hello
+                raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: the broker closed the "
+                                           "connection (is the listener plaintext, not TLS?)") from None
+            raise KafkaConnectionError(f"{conn.address}: {e.strerror or type(e).__name__}") from None
         except OSError as e:
             raise KafkaConnectionError(f"{conn.address}: {e.strerror or e}") from None
         conn.tls = tls is not None
