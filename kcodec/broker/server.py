@@ -35,6 +35,7 @@ API_VERSIONS = ApiVersionsRequest.API_KEY
 REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
 SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 READ_CHUNK = 65536
+FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
 _SIZE = struct.Struct(">i")
 
 
@@ -118,6 +119,9 @@ class BrokerServer:
                         # requests and never reads cannot make responses pile up here
                         await writer.drain()
                     if session.close_after_response:
+                        # Kafka's connection.failed.authentication.delay.ms: the client reads the error
+                        # before the close, and cannot retry in a tight loop
+                        await asyncio.sleep(FAILED_AUTHENTICATION_DELAY)
                         raise Close("closing after a SASL error response")
         except kcodec.DecodeError as e:
             log.warning("broker %d: closing %s: bad frame: %s", self.node_id, peer, e)
@@ -158,7 +162,8 @@ class BrokerServer:
         if not session.client:
             session.client = header.client_id or ""
         if self.runtime.sasl and not session.authenticated and key not in SASL_KEYS:
-            raise Close(f"{_api_name(key)} request before SASL authentication")
+            during = f" ended (SASL {session.mechanism} exchange unfinished)" if session.exchange else ""
+            raise Close(f"{_api_name(key)} request before SASL authentication{during}")
         if session.expires_at is not None and key not in REAUTH_KEYS and session_expired(session):
             raise Close(f"{_api_name(key)} request after the SASL session expired without re-authentication "
                         "(KIP-368)")

@@ -184,3 +184,16 @@ def test_kcodec_broker_and_kcodec_topics_commands(test_certs, tmp_path):
     assert PASSWORD not in saved and json.loads(saved)["scram_credentials"][USER].keys() == {
         "SCRAM-SHA-256", "SCRAM-SHA-512"}
     assert os.stat(state).st_size > 0
+
+
+def test_the_cli_offers_the_clients_mechanisms():
+    from kcodec.client import cli as topics_cli
+    from kcodec.client.sasl import MECHANISMS as CLIENT_MECHANISMS
+
+    assert topics_cli.MECHANISMS == CLIENT_MECHANISMS == tuple(MECHANISMS)
+    with pytest.raises(ValueError, match="unknown SASL mechanism 'GSSAPI'"):
+        Sasl("GSSAPI", "u", "p")
+    with pytest.raises(ValueError, match="needs both a user and a password"):
+        Sasl("SCRAM-SHA-256", "u")
+    with pytest.raises(ValueError, match="needs a token or a user"):
+        Sasl("OAUTHBEARER")
