@@ -19,7 +19,7 @@ from kcodec.messages import ApiVersionsRequest
 
 from . import wire
 from .errors import BrokerError, ClientError, KafkaConnectionError, ProtocolError, RequestTimeoutError
-from .sasl import Sasl, authenticate
+from .sasl import Reauthentication, Sasl, authenticate
 from .versions import Versions
 
 log = logging.getLogger("kcodec.client")
@@ -56,6 +56,7 @@ class Connection:
         self._raw: Optional[asyncio.Future[bytes]] = None  # the bare SASL answer awaited (handshake v0)
         self.tls = False
         self.session_lifetime_ms: Optional[int] = None  # KIP-368: what SaslAuthenticate v1+ granted
+        self.reauth: Optional[Reauthentication] = None  # re-authenticates before the session ends
 
     @property
     def address(self) -> str:
@@ -93,8 +94,10 @@ class Connection:
         try:
             await conn._negotiate(max_versions or {})
             if sasl is not None:
-                conn.session_lifetime_ms = await authenticate(
-                    conn, Sasl("PLAIN", *sasl) if isinstance(sasl, tuple) else sasl)
+                sasl = Sasl("PLAIN", *sasl) if isinstance(sasl, tuple) else sasl
+                conn.session_lifetime_ms = await authenticate(conn, sasl)
+                if conn.session_lifetime_ms:
+                    conn.reauth = Reauthentication(conn, sasl, conn.session_lifetime_ms)
         except BaseException:
             await conn.close()
             raise
@@ -149,6 +152,8 @@ class Connection:
         key = cls.API_KEY if api_key is None else api_key
         if version is None:
             version = self.versions.require(cls, key)
+        if self.reauth is not None:
+            await self.reauth.before_request()
         if self._closed is not None:
             raise self._closed
         assert self._writer is not None

@@ -7,6 +7,9 @@ broker answers the same way. The mechanisms' own computations live in kcodec.sec
 
 from __future__ import annotations
 
+import asyncio
+import random
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional, Protocol, Union
 
@@ -150,3 +153,37 @@ async def authenticate(conn: Connection, sasl: Sasl) -> Optional[int]:
         raise AuthenticationError(f"{where}: {e}", e.reason) from None
     except KafkaConnectionError as e:  # brokers often just hang up on bad credentials (always with v0)
         raise AuthenticationError(f"{sasl.who}: {e}", "credentials") from None
+
+
+class Reauthentication:
+    """KIP-368 on the client: before the first request past 85-95 % of the session lifetime the broker
+    granted (a random point, as Kafka's Java client picks), authenticate again on the same connection.
+    Requests wait while that runs; the exchange's own requests pass."""
+
+    def __init__(self, conn: Connection, sasl: Sasl, lifetime_ms: int) -> None:
+        self.conn, self.sasl = conn, sasl
+        self.count = 0
+        self._lock = asyncio.Lock()
+        self._owner: Optional[asyncio.Task[object]] = None
+        self._due = self._schedule(lifetime_ms)
+
+    @staticmethod
+    def _schedule(lifetime_ms: Optional[int]) -> float:
+        if not lifetime_ms:
+            return float("inf")
+        return time.monotonic() + lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+
+    async def before_request(self) -> None:
+        if asyncio.current_task() is self._owner or (not self._lock.locked() and time.monotonic() < self._due):
+            return
+        async with self._lock:
+            if time.monotonic() < self._due:
+                return  # another request re-authenticated meanwhile
+            self._owner = asyncio.current_task()
+            try:
+                lifetime = await authenticate(self.conn, self.sasl)
+            finally:
+                self._owner = None
+            self.count += 1
+            self.conn.session_lifetime_ms = lifetime
+            self._due = self._schedule(lifetime)

@@ -197,3 +197,24 @@ def test_the_cli_offers_the_clients_mechanisms():
         Sasl("SCRAM-SHA-256", "u")
     with pytest.raises(ValueError, match="needs a token or a user"):
         Sasl("OAUTHBEARER")
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "OAUTHBEARER"])
+def test_kip368_the_client_reauthenticates_before_its_session_ends(mechanism):
+    import asyncio
+
+    from kcodec.client import Client
+
+    async def main(c: Cluster) -> tuple[int, int]:
+        async with Client(c.bootstrap, sasl=_sasl(mechanism), request_timeout=5) as client:
+            conn = client._bootstrap_conn
+            assert conn.session_lifetime_ms == 300 and conn.reauth is not None
+            for _ in range(3):  # each pause outlives a session; concurrent requests wait for one re-authentication
+                await asyncio.sleep(0.35)
+                listed = await asyncio.gather(*(client.list_topics() for _ in range(4)))
+                assert all(names == [] for names in listed)
+            return conn.reauth.count, client.requests_sent[("SaslHandshake", 1)]
+
+    with Cluster(users={USER: PASSWORD}, sasl_mechanisms=MECHANISMS, reauth_ms=300, system_topic_partitions=1) as c:
+        count, handshakes = asyncio.run(main(c))
+    assert count == 3 and handshakes == 4  # the login and three re-authentications, on one connection

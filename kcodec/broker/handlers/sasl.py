@@ -96,7 +96,7 @@ def _finish(runtime: ClusterRuntime, s: Session, *, reauth: bool) -> int:
     s.expires_at = min(ends) if ends else None
     s.principal, s.authenticated, s.reauth = principal, True, reauth
     s.exchange, s.raw_tokens = None, False
-    return max(1, int((s.expires_at - now) * 1000)) if s.expires_at is not None else 0
+    return max(1, round((s.expires_at - now) * 1000)) if s.expires_at is not None else 0
 
 
 def failure_message(mechanism: Optional[str], e: SaslError) -> str:
