@@ -98,7 +98,7 @@ def validate_unsecured_token(token: str, *, now: Optional[float] = None, require
     try:
         header = json.loads(_unb64url(parts[0], "header"))
         claims = json.loads(_unb64url(parts[1], "payload"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError; nesting can be too deep
         raise SaslError("OAUTHBEARER token: header or payload is not JSON", "token") from None
     if not isinstance(header, dict) or header.get("alg") != "none" or parts[2]:
         raise SaslError("OAUTHBEARER token is not an unsecured JWS (alg none, empty signature)", "token")

@@ -31,6 +31,7 @@ MECHANISM_NAMES = {v: k for k, v in MECHANISM_IDS.items()}
 HASHES = {"SCRAM-SHA-1": "sha1", "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS = 4096   # Kafka's ScramMechanism.minIterations, for both sides
 MAX_ITERATIONS = 16384  # Kafka refuses more in AlterUserScramCredentials
+MAX_CLIENT_ITERATIONS = 100_000  # a client computes at most this many: a broker cannot make it spin
 DEFAULT_ITERATIONS = 4096
 
 
@@ -163,6 +164,9 @@ class ScramClient:
         if iterations < self.min_iterations:
             raise SaslError(f"the server asks for {iterations} SCRAM iterations, fewer than the minimum "
                             f"{self.min_iterations}", "credentials")
+        if iterations > MAX_CLIENT_ITERATIONS:
+            raise SaslError(f"the server asks for {iterations} SCRAM iterations, more than this client computes "
+                            f"({MAX_CLIENT_ITERATIONS})", "credentials")
         salted = salted_password(self.mechanism, self.password, _b64decode(attrs["s"], "salt"), iterations)
         without_proof = f"c=biws,r={nonce}"  # biws: base64 of the GS2 header "n,,"
         auth_message = f"{self._bare},{text},{without_proof}".encode("utf-8")

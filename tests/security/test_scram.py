@@ -93,6 +93,8 @@ def test_the_client_refuses_a_bad_server_first_message():
     client = ScramClient("SCRAM-SHA-512", "alice", "pw", nonce="abc")
     with pytest.raises(SaslError, match="fewer than the minimum 4096"):
         client.final(b"r=abcdef,s=c2FsdA==,i=1")
+    with pytest.raises(SaslError, match="more than this client computes"):
+        client.final(b"r=abcdef,s=c2FsdA==,i=999999999")
     with pytest.raises(SaslError, match="not base64"):
         client.final(b"r=abcdef,s=!!,i=4096")
     with pytest.raises(SaslError, match="unknown SCRAM mechanism"):
