@@ -30,6 +30,20 @@ def shared() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="session")
+def test_certs(tmp_path_factory):
+    """A throw-away CA and a server certificate for 127.0.0.1, ::1 and localhost (kcodec.security.certs)."""
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the 'cryptography' package is missing (a test dependency: pip install -e .[test])")
+        pytest.skip("the 'cryptography' package is missing")
+    from kcodec.security.certs import make_test_certificates
+
+    return make_test_certificates(tmp_path_factory.mktemp("certs"))
+
+
 # Kafka traffic (issue 7): a real broker upstream of `kcodec tap`, and a local Spark session.
 @pytest.fixture(scope="session")
 def kafka_upstream():

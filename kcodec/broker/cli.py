@@ -23,7 +23,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
     p.add_argument("--state", type=Path, metavar="FILE", help="keep topics and configs here across restarts")
     p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
-                   help="a SASL PLAIN user (repeat); any user turns SASL on")
+                   help="a SASL user (repeat); any user turns SASL on with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 "
+                        "(the broker keeps SCRAM credentials, not the password)")
+    p.add_argument("--sasl-mechanism", action="append", metavar="NAME",
+                   help="enable only these SASL mechanisms (repeat): PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+                        "OAUTHBEARER (unsecured JWS tokens; needs no --user)")
+    p.add_argument("--reauth-ms", type=int, metavar="MS",
+                   help="connections.max.reauth.ms (KIP-368): sessions end after this unless re-authenticated")
+    p.add_argument("--oauth-scope", action="append", default=[], metavar="SCOPE",
+                   help="a scope every OAUTHBEARER token must carry (repeat)")
+    p.add_argument("--tls-cert", type=Path, metavar="FILE", help="PEM certificate (chain): SSL / SASL_SSL listeners")
+    p.add_argument("--tls-key", type=Path, metavar="FILE", help="PEM private key of --tls-cert")
     p.add_argument("--acl", action="append", metavar="USER:OP:topic:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
@@ -51,11 +61,17 @@ def run(args: argparse.Namespace) -> int:
             print("--list-topics-api-key: the definitions were loaded before it took effect", file=sys.stderr)
             return 2
         host, _, port = args.listen.rpartition(":")
+        if any(":" not in u for u in args.user):
+            raise ValueError("--user takes NAME:PASSWORD")
         users = dict(u.split(":", 1) for u in args.user) if args.user else None
+        if (args.tls_cert is None) != (args.tls_key is None):
+            raise ValueError("--tls-cert and --tls-key go together")
         cluster = Cluster(args.brokers, host=host or "127.0.0.1", port=int(port), advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
                           auto_create_topics=not args.no_auto_create, users=users, acls=args.acl,
-                          super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size)
+                          super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
+                          sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
+                          tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None)
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2
@@ -65,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         await cluster.start_async()
+        mechanisms = cluster.runtime.sasl_settings.mechanisms
         print(f"kcodec broker: {len(cluster.servers)} broker(s), bootstrap {cluster.bootstrap}, "
-              f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}",
-              flush=True)
+              f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}, "
+              f"{cluster.security_protocol}" + (f" ({', '.join(mechanisms)})" if mechanisms else ""), flush=True)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):  # both end it cleanly (and write --versions-file)
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)

@@ -16,8 +16,11 @@ import threading
 from collections import Counter
 from typing import Any, Iterable, Optional
 
+from kcodec.security.tls import ServerTls, server_context
+
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
+from .mechanisms import DEFAULT_MECHANISMS, SaslSettings
 from .server import BrokerServer
 from .state import ClusterState, Topic
 
@@ -31,8 +34,13 @@ class Cluster:
     port: the first broker's port; the others follow it. 0 (the default) gives every broker an
         ephemeral port.
     num_partitions, default_replication_factor: the broker defaults KIP-464 uses for -1.
-    users: {user: password} turns on SASL PLAIN on every broker (then nothing but ApiVersions and
-        the SASL exchange is served before authentication).
+    users: {user: password} turns on SASL on every broker (then nothing but ApiVersions and the SASL
+        exchange is served before authentication) with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the
+        broker keeps SCRAM credentials made from the passwords, not the passwords.
+    sasl_mechanisms: the mechanisms to enable instead (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
+        OAUTHBEARER); OAUTHBEARER accepts Kafka's unsecured JWS tokens and needs no users.
+    reauth_ms: connections.max.reauth.ms (KIP-368); oauth_scope: the scope tokens must carry.
+    tls: (certificate file, key file) or an ``ssl.SSLContext``: SSL (or SASL_SSL) listeners.
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change).
@@ -43,6 +51,8 @@ class Cluster:
                  default_replication_factor: int = 1, auto_create_topics: bool = True,
                  users: Optional[dict[str, str]] = None, acls: Optional[Iterable[AclLike]] = None,
                  super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
+                 sasl_mechanisms: Optional[Iterable[str]] = None, reauth_ms: Optional[int] = None,
+                 oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0) -> None:
@@ -54,8 +64,15 @@ class Cluster:
                              auto_create_topics=auto_create_topics, state_file=state_file,
                              system_topic_partitions=system_topic_partitions,
                              max_partitions_per_topic=max_partitions_per_topic)
-        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), dict(users) if users is not None else None,
-                                      max_frame_size=max_frame_size, idle_timeout=idle_timeout)
+        if users:
+            with state.lock:
+                state.credentials.add_passwords(users)
+                state.save()
+        if sasl_mechanisms is None:
+            sasl_mechanisms = DEFAULT_MECHANISMS if users is not None else ()
+        settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
+        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
+                                      idle_timeout=idle_timeout, tls=server_context(tls) if tls is not None else None)
         self.servers = [BrokerServer(node_id, self.runtime) for node_id in state.broker_ids]
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -69,6 +86,11 @@ class Cluster:
     @property
     def addresses(self) -> list[tuple[str, int]]:
         return [(s.host, s.port) for s in self.servers]
+
+    @property
+    def security_protocol(self) -> str:
+        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL: what clients must set."""
+        return self.servers[0].security_protocol
 
     @property
     def bootstrap(self) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .acl import ANONYMOUS, Authorizer
+from .mechanisms import MechanismServer, SaslSettings
 from .state import ClusterState
 
 
@@ -19,7 +21,10 @@ class Session:
     authenticated: bool = False
     mechanism: Optional[str] = None
     handshake_version: Optional[int] = None
-    raw_token_next: bool = False      # SaslHandshake v0: the next frame is a bare SASL token
+    exchange: Optional[MechanismServer] = None  # the SASL exchange in progress
+    raw_tokens: bool = False          # SaslHandshake v0: bare SASL tokens until the exchange ends
+    reauth: bool = False              # authenticated with SaslAuthenticate v1+: may re-authenticate (KIP-368)
+    expires_at: Optional[float] = None  # time.time() after which only re-authentication is served
     client: str = ""                  # client software name (ApiVersions v3+) or client id
     close_after_response: bool = False
 
@@ -59,14 +64,15 @@ class ClusterRuntime:
 
     state: ClusterState
     authorizer: Authorizer
-    users: Optional[dict[str, str]] = None      # SASL PLAIN users; None: no SASL
+    sasl_settings: SaslSettings = field(default_factory=SaslSettings)  # no mechanism: no SASL
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
     idle_timeout: float = 600.0
+    tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
 
     @property
     def sasl(self) -> bool:
-        return self.users is not None
+        return bool(self.sasl_settings.mechanisms)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 import sys
 from functools import lru_cache
@@ -19,20 +20,23 @@ import kcodec
 from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kcodec.security.tls import looks_like_tls
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
 from .handlers.api_versions import unsupported_version_response
-from .handlers.sasl import authenticate
+from .handlers.sasl import raw_token, session_expired
 from .state import BrokerInfo
 from .unsupported import error_response
 
 log = logging.getLogger("kcodec.broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
-SASL_KEYS = {API_VERSIONS, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
+REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
+SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 READ_CHUNK = 65536
-_CORRELATION = struct.Struct(">i")
+FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
+_SIZE = struct.Struct(">i")
 
 
 async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
@@ -63,11 +67,19 @@ class BrokerServer:
         self.port = 0
 
     async def start(self, host: str, port: int, advertised_host: Optional[str] = None) -> None:
-        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        tls = self.runtime.tls
+        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True, ssl=tls,
+                                                 ssl_handshake_timeout=10.0 if tls is not None else None)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.brokers[self.node_id] = BrokerInfo(self.node_id, advertised_host or host, self.port)
-        log.info("broker %d listening on %s:%d", self.node_id, host, self.port)
+        log.info("broker %d listening on %s:%d (%s)", self.node_id, host, self.port, self.security_protocol)
+
+    @property
+    def security_protocol(self) -> str:
+        """Kafka's name for this listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        tls = "SSL" if self.runtime.tls is not None else "PLAINTEXT"
+        return f"SASL_{tls}" if self.runtime.sasl else tls
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
@@ -90,11 +102,15 @@ class BrokerServer:
         peer = writer.get_extra_info("peername")
         session = Session()
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
+        first = True
         try:
             while True:
                 data = await _read(reader, self.runtime.idle_timeout)
                 if not data:
                     break
+                if first and self.runtime.tls is None and looks_like_tls(data):
+                    raise Close("a TLS handshake on a plaintext listener (start the broker with --tls-cert)")
+                first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
                     if out:
@@ -103,6 +119,9 @@ class BrokerServer:
                         # requests and never reads cannot make responses pile up here
                         await writer.drain()
                     if session.close_after_response:
+                        # Kafka's connection.failed.authentication.delay.ms: the client reads the error
+                        # before the close, and cannot retry in a tight loop
+                        await asyncio.sleep(FAILED_AUTHENTICATION_DELAY)
                         raise Close("closing after a SASL error response")
         except kcodec.DecodeError as e:
             log.warning("broker %d: closing %s: bad frame: %s", self.node_id, peer, e)
@@ -112,6 +131,8 @@ class BrokerServer:
             log.info("broker %d: closing idle connection %s", self.node_id, peer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except ssl.SSLError as e:  # a peer that fails the TLS handshake or breaks the TLS stream
+            log.info("broker %d: closing %s: TLS: %s", self.node_id, peer, getattr(e, "reason", None) or e)
         except asyncio.CancelledError:
             pass
         except Exception:  # a bug of ours: log it, drop this connection, keep serving everyone else
@@ -128,11 +149,11 @@ class BrokerServer:
     # -- one frame -------------------------------------------------------------------------------------
     def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
         """The response bytes for one whole frame (size prefix included), or Close."""
-        if session.raw_token_next:  # SaslHandshake v0: a bare PLAIN token, a bare (empty) answer
-            session.raw_token_next = False
-            if not authenticate(self.runtime, session, frame[4:]):
-                raise Close("SASL PLAIN authentication failed")
-            return _CORRELATION.pack(0)
+        if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
+            reply = raw_token(self.runtime, session, frame[4:])
+            if reply is None:
+                raise Close(f"SASL {session.mechanism} authentication failed (handshake v0)")
+            return _SIZE.pack(len(reply)) + reply
         try:
             header, body_start, end = kcodec.decode_request_header(frame)
         except kcodec.DecodeError as e:
@@ -141,7 +162,11 @@ class BrokerServer:
         if not session.client:
             session.client = header.client_id or ""
         if self.runtime.sasl and not session.authenticated and key not in SASL_KEYS:
-            raise Close(f"{_api_name(key)} request before SASL authentication")
+            during = f" ended (SASL {session.mechanism} exchange unfinished)" if session.exchange else ""
+            raise Close(f"{_api_name(key)} request before SASL authentication{during}")
+        if session.expires_at is not None and key not in REAUTH_KEYS and session_expired(session):
+            raise Close(f"{_api_name(key)} request after the SASL session expired without re-authentication "
+                        "(KIP-368)")
         handler = handlers.HANDLERS.get(key)
         if key == API_VERSIONS and handler is not None and not handler.versions[0] <= version <= handler.versions[1]:
             self.runtime.usage.record(session.client, "ApiVersions", version, header.client_id)

@@ -22,6 +22,7 @@ from typing import Any, Optional
 from kcodec.errors import ErrorCode
 
 from . import configs as cfg
+from .credentials import Credentials
 
 log = logging.getLogger("kcodec.broker")
 
@@ -109,6 +110,7 @@ class ClusterState:
         self.auto_create_topics = auto_create_topics
         self.state_file = Path(state_file) if state_file is not None else None
         self.topics: dict[str, Topic] = {}
+        self.credentials = Credentials()  # SCRAM credentials (SASL); kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
         if self.state_file is not None and self.state_file.exists():
@@ -286,7 +288,8 @@ class ClusterState:
     def to_json(self) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
                 "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs}
-                           for t in self.topics.values()]}
+                           for t in self.topics.values()],
+                **({"scram_credentials": self.credentials.to_json()} if self.credentials else {})}
 
     def _load(self, path: Path) -> None:
         try:
@@ -298,6 +301,7 @@ class ClusterState:
                 self.topics[t["name"]] = Topic(str(t["name"]), uuid.UUID(t["id"]),
                                                [[int(b) for b in p] for p in t["replicas"]],
                                                {str(k): str(v) for k, v in t["configs"].items()})
+            self.credentials.load_json(data.get("scram_credentials", {}))
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)

@@ -17,11 +17,12 @@ from .errors import (AuthenticationError, BrokerError, ClientError, KafkaConnect
                      RequestTimeoutError, UnsupportedApiError)
 from .results import (ConfigEntry, CreateTopicResult, NewTopic, PartitionInfo, TopicConfigs, TopicDescription,
                       TopicListing, TopicResult, as_json)
+from .sasl import Sasl
 from .sync import SyncClient
 
 __all__ = [
     "AuthenticationError", "BrokerError", "Client", "ClientError", "ConfigEntry", "Connection",
     "CreateTopicResult", "KafkaConnectionError", "NewTopic", "PartitionInfo", "ProtocolError",
-    "RequestTimeoutError", "SyncClient", "TopicConfigs", "TopicDescription", "TopicListing", "TopicResult",
+    "RequestTimeoutError", "Sasl", "SyncClient", "TopicConfigs", "TopicDescription", "TopicListing", "TopicResult",
     "UnsupportedApiError", "as_json", "parse_address",
 ]

@@ -18,10 +18,13 @@ from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, Delet
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest, ListTopicsRequest,
                              MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
 
+from kcodec.security.tls import ClientTls, client_context
+
 from .connection import Connection
 from .errors import BrokerError, KafkaConnectionError, ProtocolError, error_of
 from .results import (ConfigEntry, CreateTopicResult, NewTopic, PartitionInfo, TopicConfigs, TopicDescription,
                       TopicListing, TopicResult)
+from .sasl import Sasl
 
 TOPIC_RESOURCE = 2  # DescribeConfigs resource type
 KIP_464_VERSION = 4  # CreateTopics: -1 partitions / replication factor mean the broker's defaults
@@ -49,7 +52,11 @@ class Client:
     """An admin client for a Kafka cluster.
 
     bootstrap: ``"h1:9092,h2:9092"`` or a list; tried in order until one answers.
-    sasl_user / sasl_password: SASL PLAIN on every connection.
+    sasl_user / sasl_password: SASL on every connection, with ``sasl_mechanism`` (PLAIN by default,
+        SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER); ``sasl``: a ready ``Sasl`` instead (OAUTHBEARER
+        tokens); see kcodec.client.sasl.
+    tls: TLS on every connection: True (the system's CAs), a CA file path, or an ``ssl.SSLContext``;
+        the broker's certificate must name the address connected to unless ``tls_check_hostname=False``.
     list_topics_api_key: where the broker serves ListTopics (KIP-142); kcodec's default otherwise.
     max_versions: api key -> highest version to use (to pin a broker to older behaviour).
     partition_limit: DescribeTopicPartitions' page size (partitions per response).
@@ -57,6 +64,8 @@ class Client:
 
     def __init__(self, bootstrap: Union[str, Sequence[str]], *, client_id: str = "kcodec",
                  sasl_user: Optional[str] = None, sasl_password: Optional[str] = None,
+                 sasl_mechanism: Optional[str] = None, sasl: Optional[Sasl] = None,
+                 tls: Optional[ClientTls] = None, tls_check_hostname: bool = True,
                  request_timeout: float = 30.0, connect_timeout: float = 10.0,
                  list_topics_api_key: Optional[int] = None, max_versions: Optional[Mapping[int, int]] = None,
                  partition_limit: int = 2000) -> None:
@@ -64,9 +73,10 @@ class Client:
         self.bootstrap = [parse_address(a) for a in items if a.strip()]
         if not self.bootstrap:
             raise ValueError("no bootstrap address given")
-        if (sasl_user is None) != (sasl_password is None):
-            raise ValueError("SASL needs both a user and a password")
-        self.sasl = (sasl_user, sasl_password) if sasl_user is not None and sasl_password is not None else None
+        if sasl is None and (sasl_user is not None or sasl_password is not None or sasl_mechanism is not None):
+            sasl = Sasl(sasl_mechanism or "PLAIN", sasl_user, sasl_password)
+        self.sasl = sasl
+        self.tls = client_context(tls, check_hostname=tls_check_hostname) if tls is not None else None
         self.list_topics_api_key = (definitions.list_topics_api_key() if list_topics_api_key is None
                                     else list_topics_api_key)
         self.partition_limit = partition_limit
@@ -89,7 +99,7 @@ class Client:
 
     async def _open(self, host: str, port: int) -> Connection:
         return await Connection.open(host, port, connect_timeout=self._connect_timeout, sasl=self.sasl,
-                                     max_versions=self._caps, **self._opts)
+                                     max_versions=self._caps, tls=self.tls, **self._opts)
 
     async def connect(self) -> None:
         """Connect to the first bootstrap broker that answers and learn the advertised brokers."""

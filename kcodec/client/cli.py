@@ -11,12 +11,23 @@ import json
 import sys
 from typing import Any, Optional, Sequence
 
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")  # kcodec.client.sasl's, not imported:
+# `kcodec --help` must not load the client
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--bootstrap", required=True, metavar="HOST:PORT[,HOST:PORT]")
     common.add_argument("--sasl-user", metavar="U")
     common.add_argument("--sasl-password", metavar="P")
+    common.add_argument("--sasl-mechanism", metavar="M", choices=MECHANISMS,
+                        help="PLAIN (default with --sasl-user), SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER "
+                             "(--sasl-token-file, else an unsecured token for --sasl-user)")
+    common.add_argument("--sasl-token-file", metavar="FILE", help="OAUTHBEARER: a file holding the token")
+    common.add_argument("--tls", action="store_true", help="connect over TLS, trusting the system's CAs")
+    common.add_argument("--tls-ca", metavar="FILE", help="connect over TLS, trusting the CA certificates in FILE")
+    common.add_argument("--tls-no-hostname-check", action="store_true",
+                        help="accept a certificate that does not name the broker's host (still verified)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
     common.add_argument("--list-topics-api-key", type=int, metavar="KEY",
@@ -45,8 +56,10 @@ def run(args: argparse.Namespace, out: Any = None) -> int:
     from .sync import SyncClient
 
     out = out or sys.stdout
-    if (args.sasl_user is None) != (args.sasl_password is None):
-        print("error: --sasl-user and --sasl-password go together", file=sys.stderr)
+    try:
+        sasl = _sasl(args)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
     configs = {}
     for item in getattr(args, "config", []):
@@ -56,7 +69,8 @@ def run(args: argparse.Namespace, out: Any = None) -> int:
             return 2
         configs[key] = value
     try:
-        client = SyncClient(args.bootstrap, sasl_user=args.sasl_user, sasl_password=args.sasl_password,
+        tls = args.tls_ca if args.tls_ca is not None else (True if args.tls else None)
+        client = SyncClient(args.bootstrap, sasl=sasl, tls=tls, tls_check_hostname=not args.tls_no_hostname_check,
                             request_timeout=args.timeout, connect_timeout=min(args.timeout, 10.0),
                             list_topics_api_key=args.list_topics_api_key)
         with client:
@@ -64,6 +78,24 @@ def run(args: argparse.Namespace, out: Any = None) -> int:
     except (ClientError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def _sasl(args: argparse.Namespace) -> Any:
+    from .sasl import Sasl
+
+    mechanism = args.sasl_mechanism
+    if mechanism is None and args.sasl_user is None and args.sasl_password is None:
+        return None
+    if mechanism == "OAUTHBEARER":
+        if args.sasl_token_file is not None:
+            with open(args.sasl_token_file, encoding="utf-8") as f:
+                return Sasl("OAUTHBEARER", args.sasl_user, token=f.read().strip())
+        return Sasl("OAUTHBEARER", args.sasl_user)
+    if args.sasl_token_file is not None:
+        raise ValueError("--sasl-token-file is for --sasl-mechanism OAUTHBEARER")
+    if args.sasl_user is None or args.sasl_password is None:
+        raise ValueError("--sasl-user and --sasl-password go together")
+    return Sasl(mechanism or "PLAIN", args.sasl_user, args.sasl_password)
 
 
 def _act(client: Any, args: argparse.Namespace, configs: dict[str, str], out: Any) -> int:

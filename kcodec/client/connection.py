@@ -1,4 +1,4 @@
-"""One connection to one broker: ApiVersions negotiation, SASL PLAIN, correlated and pipelined requests.
+"""One connection to one broker: TLS, ApiVersions negotiation, SASL, correlated and pipelined requests.
 
 Any number of requests may be in flight at once: each is written as soon as it is made and waits on
 its own future; a single reader task hands each response to the request with its correlation id.
@@ -8,22 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+import struct
 from collections import Counter
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import kcodec
 from kcodec.errors import ErrorCode
-from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kcodec.messages import ApiVersionsRequest
 
 from . import wire
-from .errors import (AuthenticationError, BrokerError, ClientError, KafkaConnectionError, ProtocolError,
-                     RequestTimeoutError, error_of)
+from .errors import BrokerError, ClientError, KafkaConnectionError, ProtocolError, RequestTimeoutError
+from .sasl import Reauthentication, Sasl, authenticate
 from .versions import Versions
 
 log = logging.getLogger("kcodec.client")
 
 API_VERSIONS_KEY = 18
 MAX_FRAME = 100 * 1024 * 1024
+_SIZE = struct.Struct(">i")
 _ABANDONED_KEEP = 1024  # correlation ids of timed-out requests remembered, to drop their late answers
 
 
@@ -50,6 +53,10 @@ class Connection:
         self._abandoned: dict[int, None] = {}
         self._next_id = 1
         self._closed: Optional[ClientError] = None
+        self._raw: Optional[asyncio.Future[bytes]] = None  # the bare SASL answer awaited (handshake v0)
+        self.tls = False
+        self.session_lifetime_ms: Optional[int] = None  # KIP-368: what SaslAuthenticate v1+ granted
+        self.reauth: Optional[Reauthentication] = None  # re-authenticates before the session ends
 
     @property
     def address(self) -> str:
@@ -61,22 +68,36 @@ class Connection:
 
     @classmethod
     async def open(cls, host: str, port: int, *, connect_timeout: float = 10.0,
-                   sasl: Optional[tuple[str, str]] = None, max_versions: Optional[dict[int, int]] = None,
-                   **kwargs: Any) -> Connection:
-        """Connect, negotiate versions, authenticate. Raises KafkaConnectionError, AuthenticationError."""
+                   sasl: Union[Sasl, tuple[str, str], None] = None, max_versions: Optional[dict[int, int]] = None,
+                   tls: Optional[ssl.SSLContext] = None, **kwargs: Any) -> Connection:
+        """Connect (over TLS when ``tls`` is given: the context checks the certificate and, by
+        default, that it names ``host``), negotiate versions, authenticate.
+        Raises KafkaConnectionError, AuthenticationError."""
         conn = cls(host, port, **kwargs)
         try:
-            conn._reader, conn._writer = await asyncio.wait_for(asyncio.open_connection(host, port),
-                                                                connect_timeout)
+            conn._reader, conn._writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None),
+                connect_timeout)
         except asyncio.TimeoutError:
             raise KafkaConnectionError(f"{conn.address}: no connection within {connect_timeout}s") from None
+        except ssl.SSLError as e:  # before OSError: SSLError is one
+            raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: {describe_tls_error(e)}") from None
+        except ConnectionError as e:
+            if tls is not None:  # a plaintext listener hangs up on a TLS hello
+                raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: the broker closed the "
+                                           "connection (is the listener plaintext, not TLS?)") from None
+            raise KafkaConnectionError(f"{conn.address}: {e.strerror or type(e).__name__}") from None
         except OSError as e:
             raise KafkaConnectionError(f"{conn.address}: {e.strerror or e}") from None
+        conn.tls = tls is not None
         conn._task = asyncio.get_running_loop().create_task(conn._read_loop())
         try:
             await conn._negotiate(max_versions or {})
             if sasl is not None:
-                await conn._authenticate(*sasl)
+                sasl = Sasl("PLAIN", *sasl) if isinstance(sasl, tuple) else sasl
+                conn.session_lifetime_ms = await authenticate(conn, sasl)
+                if conn.session_lifetime_ms:
+                    conn.reauth = Reauthentication(conn, sasl, conn.session_lifetime_ms)
         except BaseException:
             await conn.close()
             raise
@@ -107,26 +128,21 @@ class Connection:
             return
         raise ProtocolError(f"{self.address}: ApiVersions v{version} refused as UNSUPPORTED_VERSION")
 
-    async def _authenticate(self, user: str, password: str) -> None:
+    async def raw_exchange(self, token: bytes, timeout: Optional[float] = None) -> bytes:
+        """After a SaslHandshake v0: send a bare size-prefixed SASL token, return the broker's bare answer."""
+        if self._closed is not None:
+            raise self._closed
+        assert self._writer is not None
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._raw = fut
+        wait = self.request_timeout if timeout is None else timeout
         try:
-            hs_version = self.versions.pick(SaslHandshakeRequest)
-            auth_version = self.versions.pick(SaslAuthenticateRequest)
-            if hs_version is None:
-                raise AuthenticationError(f"{self.address} does not offer SASL (no SaslHandshake)")
-            if hs_version < 1 or auth_version is None:
-                raise AuthenticationError(f"{self.address} only speaks SASL handshake v0 (raw tokens, "
-                                          "Kafka before 1.0), which this client does not")
-            hs = await self.request(SaslHandshakeRequest(mechanism="PLAIN"), hs_version)
-            if hs.error_code:
-                raise AuthenticationError(f"{self.address}: SASL PLAIN refused "
-                                          f"({_name(hs.error_code)}); enabled: {', '.join(hs.mechanisms) or 'none'}")
-            token = b"\0" + user.encode() + b"\0" + password.encode()
-            auth = await self.request(SaslAuthenticateRequest(auth_bytes=token), auth_version)
-            if auth.error_code:
-                raise AuthenticationError(f"{self.address}: {_name(auth.error_code)}"
-                                          + (f": {auth.error_message}" if auth.error_message else ""))
-        except KafkaConnectionError as e:  # brokers often just hang up on bad credentials
-            raise AuthenticationError(f"SASL PLAIN as {user!r}: {e}") from None
+            self._writer.write(_SIZE.pack(len(token)) + token)
+            return await asyncio.wait_for(asyncio.shield(fut), wait)
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(f"SASL token to {self.address}: no answer within {wait}s") from None
+        finally:
+            self._raw = None
 
     async def request(self, req: Any, version: Optional[int] = None, *, api_key: Optional[int] = None,
                       timeout: Optional[float] = None) -> Any:
@@ -136,6 +152,8 @@ class Connection:
         key = cls.API_KEY if api_key is None else api_key
         if version is None:
             version = self.versions.require(cls, key)
+        if self.reauth is not None:
+            await self.reauth.before_request()
         if self._closed is not None:
             raise self._closed
         assert self._writer is not None
@@ -175,12 +193,18 @@ class Connection:
             self._fail(ProtocolError(f"{self.address} sent a bad frame: {e}"))
         except ProtocolError as e:
             self._fail(e)
+        except ssl.SSLError as e:  # before OSError: SSLError is one
+            self._fail(KafkaConnectionError(f"{self.address}: TLS: {describe_tls_error(e)}"))
         except OSError as e:
             self._fail(KafkaConnectionError(f"{self.address}: {e.strerror or e}"))
         except asyncio.CancelledError:
             pass
 
     def _dispatch(self, frame: bytes) -> None:
+        if self._raw is not None:  # a bare SASL token (handshake v0) has no header to correlate
+            if not self._raw.done():
+                self._raw.set_result(bytes(frame[4:]))
+            return
         corr = wire.correlation_id_of(frame)
         entry = self._pending.pop(corr, None)
         if entry is None:
@@ -209,6 +233,8 @@ class Connection:
             if not fut.done():
                 fut.set_exception(exc)
         self._pending.clear()
+        if self._raw is not None and not self._raw.done():
+            self._raw.set_exception(exc)
         if self._writer is not None:
             self._writer.close()
 
@@ -227,5 +253,11 @@ class Connection:
                 pass
 
 
-def _name(code: int) -> str:
-    return error_of(code).name
+def describe_tls_error(e: ssl.SSLError) -> str:
+    """The reason OpenSSL gave (certificate checks name what failed), with a hint for the usual cause."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"the broker's certificate does not verify: {e.verify_message}"
+    reason = getattr(e, "reason", None) or str(e)
+    if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE") or "EOF" in str(e):
+        return f"{reason} (is the listener plaintext, not TLS?)"
+    return str(reason)

@@ -26,7 +26,15 @@ class ProtocolError(ClientError):
 
 
 class AuthenticationError(ClientError):
-    """SASL failed: mechanism not enabled, credentials refused, or the broker lacks SASL support."""
+    """SASL failed: mechanism not enabled, credentials refused, or the broker lacks SASL support.
+
+    ``reason``: "mechanism" (not enabled), "credentials" (refused by the broker: its message says why),
+    "server-signature" (the broker could not prove it knows the SCRAM credential), "token", "nonce",
+    "malformed" (the broker's SASL message), or "" when unknown."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class UnsupportedApiError(ClientError):

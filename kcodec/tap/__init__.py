@@ -22,7 +22,8 @@ def _host_port(text: str) -> tuple[str, int]:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--listen", type=_host_port, default=("127.0.0.1", 19092),
                    help="HOST:PORT of the bootstrap listener (port 0: any free port)")
-    p.add_argument("--upstream", type=_host_port, required=True, help="HOST:PORT of the bootstrap broker")
+    p.add_argument("--upstream", type=_host_port, required=True,
+                   help="HOST:PORT of the bootstrap broker: a PLAINTEXT or SASL_PLAINTEXT listener (no TLS)")
     p.add_argument("--out", required=True, help="directory for the capture files")
     p.add_argument("--advertise", help="host given to clients in rewritten responses (default: the listen host)")
     p.add_argument("--max-file-mb", type=float, default=64.0, help="start a new capture file past this size")

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from kcodec.security.tls import looks_like_tls
+
 from . import capture
 from .rewrite import REWRITTEN, rewrite_response
 
@@ -152,13 +154,16 @@ class Tap:
         if self.recorder is not None:
             await self.recorder.close()
 
-    async def _read_frame(self, reader: asyncio.StreamReader) -> Optional[bytes]:
+    async def _read_frame(self, reader: asyncio.StreamReader, who: str) -> Optional[bytes]:
         try:
             head = await reader.readexactly(4)
         except asyncio.IncompleteReadError as e:
             if e.partial:
                 raise ConnectionError(f"stream ended inside a size prefix ({len(e.partial)} bytes)") from None
             return None
+        if looks_like_tls(head):  # a TLS record, not a Kafka size: the tap records TLS-free traffic only
+            raise ConnectionError(f"the {who} speaks TLS; kcodec tap forwards TLS-free traffic only (use a "
+                                  "PLAINTEXT or SASL_PLAINTEXT listener)")
         size = _SIZE.unpack(head)[0]
         if size < 0 or size > self.max_frame:
             raise ConnectionError(f"frame size {size} outside 0..{self.max_frame}")
@@ -208,7 +213,7 @@ class Tap:
         assert self.recorder is not None
         raw_token_next = False
         while True:
-            frame = await self._read_frame(cr)
+            frame = await self._read_frame(cr, "client")
             if frame is None:
                 return "client closed"
             ts = time.time_ns()
@@ -227,10 +232,14 @@ class Tap:
     async def _responses(self, conn: int, ur: asyncio.StreamReader, cw: asyncio.StreamWriter,
                          pending: dict[int, tuple[int, int]]) -> str:
         assert self.recorder is not None
+        answered = False
         while True:
-            frame = await self._read_frame(ur)
+            frame = await self._read_frame(ur, "upstream")
             if frame is None:
-                return "upstream closed"
+                # a TLS listener hangs up on the plaintext it gets from the tap without a word
+                return "upstream closed" if answered else ("upstream closed before answering (a TLS listener? "
+                                                           "kcodec tap forwards TLS-free traffic only)")
+            answered = True
             ts = time.time_ns()
             await self.recorder.record(capture.RESPONSE, conn, ts, frame)
             self.frames += 1

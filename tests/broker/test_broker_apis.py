@@ -20,7 +20,8 @@ from kcodec.messages import (AlterConfigsRequest, ApiVersionsRequest, ApiVersion
 
 ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeConfigs",
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
-              "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics"}
+              "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics", "DescribeUserScramCredentials",
+              "AlterUserScramCredentials"}
 
 
 @pytest.mark.parametrize("version", range(0, 5))

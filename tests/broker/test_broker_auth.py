@@ -1,4 +1,5 @@
-"""SASL PLAIN (handshake v0 with a bare token, v1 with SaslAuthenticate) and ACLs per principal."""
+"""SASL PLAIN (handshake v0 with a bare token, v1 with SaslAuthenticate) and ACLs per principal.
+SCRAM, OAUTHBEARER and KIP-368: test_broker_sasl.py."""
 
 from __future__ import annotations
 
@@ -52,8 +53,9 @@ def test_wrong_password_unknown_mechanism_and_requests_before_auth_close(secured
         r = w.call(SaslAuthenticateRequest(auth_bytes=b"\0alice\0wrong"), 1)
         assert r.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED and w.closed_by_peer()
     with Wire(secured.addresses[0]) as w:
-        r = w.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1)
-        assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM and r.mechanisms == ["PLAIN"]
+        r = w.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
+        assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+        assert r.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
         assert w.closed_by_peer()
     with Wire(secured.addresses[0]) as w:
         w.send(kcodec.encode_request(MetadataRequest(topics=None), 9, correlation_id=1))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from interop_support import ACLS, USERS, write_report
+from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC,
+                              USERS, AuthBroker, write_report)
 
 from kcodec.broker import Cluster
 
@@ -28,3 +29,15 @@ def secured() -> Iterator[Cluster]:
     with Cluster(brokers=2, users=USERS, acls=ACLS, super_users=["admin"], system_topic_partitions=2) as c:
         c.create_topic("secret", 1, 1)
         yield c
+
+
+@pytest.fixture(scope="session", params=["SASL_PLAINTEXT", "SASL_SSL"])
+def auth_broker(request, test_certs) -> Iterator[AuthBroker]:
+    """Shared by every client's authentication tests: two clusters in all (one per transport)."""
+    tls = request.param == "SASL_SSL"
+    with Cluster(brokers=2, users={AUTH_USER: AUTH_PASSWORD}, sasl_mechanisms=AUTH_MECHANISMS, acls=AUTH_ACLS,
+                 system_topic_partitions=1, tls=(test_certs.cert, test_certs.key) if tls else None) as c:
+        assert c.security_protocol == request.param
+        c.create_topic(AUTH_TOPIC, 1, 1)
+        c.create_topic(HIDDEN_TOPIC, 1, 1)
+        yield AuthBroker(c, request.param, str(test_certs.ca) if tls else None)

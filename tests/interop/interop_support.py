@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dataclasses import dataclass
+from typing import Optional
+
 from kcodec.broker import Cluster
 
 REPORT = Path(__file__).resolve().parents[2] / "report" / "broker-interop-versions.json"
@@ -13,6 +16,38 @@ USERS = {"admin": "admin-pw", "alice": "alice-pw"}
 ACLS = ["alice:Describe:topic:*", "alice:DescribeConfigs:topic:*"]
 
 _USED: dict[str, dict[str, set[int]]] = {}
+
+# The authentication matrix: every client logs in as carol with each mechanism over each transport.
+AUTH_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+AUTH_USER, AUTH_PASSWORD = "carol", "carol-pw"
+AUTH_TOPIC, HIDDEN_TOPIC = "auth-topic", "hidden-topic"  # carol may describe only the first: proof of who she is
+AUTH_ACLS = [f"{AUTH_USER}:Describe:topic:auth-*"]
+
+
+@dataclass
+class AuthBroker:
+    """A shared cluster with SCRAM users and OAUTHBEARER on, SASL_PLAINTEXT or SASL_SSL."""
+
+    cluster: Cluster
+    protocol: str            # SASL_PLAINTEXT or SASL_SSL: what the clients set
+    ca: Optional[str]        # the CA file the clients trust (SASL_SSL)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    @property
+    def tls(self) -> bool:
+        return self.ca is not None
+
+    def kafka_python_style(self, mechanism: str, password: str, token_provider: object) -> dict:
+        """The SASL settings kafka-python and aiokafka share (their TLS settings differ)."""
+        config: dict = {"security_protocol": self.protocol, "sasl_mechanism": mechanism}
+        if mechanism == "OAUTHBEARER":
+            config["sasl_oauth_token_provider"] = token_provider
+        else:
+            config.update(sasl_plain_username=AUTH_USER, sasl_plain_password=password)
+        return config
 
 
 def record(client: str, cluster: Cluster) -> dict[str, list[int]]:

@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from interop_support import ACLS, USERS, record
+from interop_support import (ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, USERS,
+                              record)
 
 from kcodec.broker import Cluster
+from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 aiokafka = pytest.importorskip("aiokafka")
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
+from aiokafka.abc import AbstractTokenProvider  # noqa: E402
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402
+from aiokafka.errors import KafkaError  # noqa: E402
+from aiokafka.helpers import create_ssl_context  # noqa: E402
 
 CLIENT = "aiokafka " + aiokafka.__version__
 TIMEOUT = 30
@@ -81,3 +86,37 @@ def test_administer():
 
 def test_unauthorized_under_sasl_plain():
     asyncio.run(asyncio.wait_for(_unauthorized(), TIMEOUT))
+
+
+class _UnsecuredToken(AbstractTokenProvider):
+    async def token(self) -> str:
+        return unsecured_token(AUTH_USER)
+
+
+def _auth_config(broker, mechanism: str, password: str = AUTH_PASSWORD) -> dict:
+    config = broker.kafka_python_style(mechanism, password, _UnsecuredToken())
+    if broker.tls:
+        config["ssl_context"] = create_ssl_context(cafile=broker.ca)  # checks host names
+    return config
+
+
+async def _list_as_carol(broker, mechanism: str, password: str = AUTH_PASSWORD) -> set:
+    admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=5000,
+                                **_auth_config(broker, mechanism, password))
+    await admin.start()
+    try:
+        return set(await admin.list_topics())
+    finally:
+        await admin.close()
+
+
+@pytest.mark.parametrize("mechanism", AUTH_MECHANISMS)
+def test_authenticates(auth_broker, mechanism):
+    listed = asyncio.run(asyncio.wait_for(_list_as_carol(auth_broker, mechanism), TIMEOUT))
+    assert AUTH_TOPIC in listed and HIDDEN_TOPIC not in listed  # logged in as carol, who sees one topic
+
+
+def test_wrong_password_is_refused(auth_broker, caplog):
+    with pytest.raises(KafkaError, match="Unable to bootstrap"):
+        asyncio.run(asyncio.wait_for(_list_as_carol(auth_broker, "SCRAM-SHA-512", "wrong"), TIMEOUT))
+    assert "SaslAuthenticationFailed" in caplog.text and "wrong password for user 'carol'" in caplog.text

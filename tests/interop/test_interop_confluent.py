@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from interop_support import record
+from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
 pytestmark = pytest.mark.interop
 ck = pytest.importorskip("confluent_kafka")
@@ -69,3 +71,32 @@ def test_unauthorized_under_sasl_plain(secured):
         assert "forbidden" not in secured.topics() and "secret" in secured.topics()
     finally:
         record(CLIENT + " (SASL PLAIN)", secured)
+
+
+def _auth_config(broker, mechanism: str, password: str = AUTH_PASSWORD) -> dict:
+    config = {"security.protocol": broker.protocol, "sasl.mechanism": mechanism}
+    if mechanism == "OAUTHBEARER":  # librdkafka's built-in unsecured JWT, subject carol
+        config.update({"enable.sasl.oauthbearer.unsecure.jwt": True, "sasl.oauthbearer.config": f"principal={AUTH_USER}"})
+    else:
+        config.update({"sasl.username": AUTH_USER, "sasl.password": password})
+    if broker.tls:
+        config["ssl.ca.location"] = broker.ca  # host names checked (librdkafka's default since 2.0)
+    return config
+
+
+@pytest.mark.parametrize("mechanism", AUTH_MECHANISMS)
+def test_authenticates(auth_broker, mechanism):
+    admin = _admin(auth_broker.bootstrap, **_auth_config(auth_broker, mechanism))
+    listed = set(admin.list_topics(timeout=TIMEOUT).topics)
+    assert AUTH_TOPIC in listed and HIDDEN_TOPIC not in listed  # logged in as carol, who sees one topic
+
+
+def test_wrong_password_is_refused(auth_broker):
+    errors: list = []
+    admin = _admin(auth_broker.bootstrap, error_cb=errors.append,
+                   **_auth_config(auth_broker, "SCRAM-SHA-512", "wrong"))
+    deadline = time.monotonic() + TIMEOUT
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.1)  # serves error_cb
+    assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+    assert "wrong password for user 'carol'" in errors[0].str()  # the broker's reason reaches the client

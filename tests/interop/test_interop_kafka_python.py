@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from interop_support import record
+from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
+
+from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 kafka = pytest.importorskip("kafka")
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
-from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, TopicAlreadyExistsError,  # noqa: E402
-                          TopicAuthorizationFailedError)
+from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, KafkaTimeoutError,  # noqa: E402
+                          TopicAlreadyExistsError, TopicAuthorizationFailedError)
+from kafka.net.sasl.oauth import AbstractTokenProvider  # noqa: E402
 
 CLIENT = "kafka-python " + kafka.__version__
 
@@ -58,3 +61,31 @@ def test_unauthorized_under_sasl_plain(secured):
     finally:
         admin.close()
         record(CLIENT + " (SASL PLAIN)", secured)
+
+
+class _UnsecuredToken(AbstractTokenProvider):
+    def token(self) -> str:
+        return unsecured_token(AUTH_USER)
+
+
+def _auth_config(broker, mechanism: str, password: str = AUTH_PASSWORD) -> dict:
+    config = broker.kafka_python_style(mechanism, password, _UnsecuredToken())
+    if broker.tls:
+        config.update(ssl_cafile=broker.ca, ssl_check_hostname=True)
+    return config
+
+
+@pytest.mark.parametrize("mechanism", AUTH_MECHANISMS)
+def test_authenticates(auth_broker, mechanism):
+    admin = _admin(auth_broker.bootstrap, **_auth_config(auth_broker, mechanism))
+    try:
+        listed = set(admin.list_topics())
+    finally:
+        admin.close()
+    assert AUTH_TOPIC in listed and HIDDEN_TOPIC not in listed  # logged in as carol, who sees one topic
+
+
+def test_wrong_password_is_refused(auth_broker, caplog):
+    with pytest.raises(KafkaTimeoutError, match="Unable to bootstrap"):  # kafka-python retries until its deadline
+        _admin(auth_broker.bootstrap, bootstrap_timeout_ms=1500, **_auth_config(auth_broker, "SCRAM-SHA-256", "wrong"))
+    assert "wrong password for user 'carol'" in caplog.text  # each attempt logged the broker's reason

@@ -9,22 +9,24 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from interop_support import record
+from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
+
+from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 JS = Path(__file__).resolve().parent / "js"
 CLIENT = "kafkajs 2.2.4"
 
 
-def _run(bootstrap: str, *credentials: str) -> dict:
+def _run(bootstrap: str, *credentials: str, script: str = "admin.js") -> dict:
     node = shutil.which("node")
     if node is None or not (JS / "node_modules" / "kafkajs").is_dir():
         msg = "node or tests/interop/js/node_modules missing (make test installs them)"
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    out = subprocess.run([node, str(JS / "admin.js"), bootstrap, *credentials], capture_output=True, text=True,
-                         timeout=90)
+    args = [bootstrap, *credentials] if script == "admin.js" else [bootstrap]  # auth.js: one JSON argument
+    out = subprocess.run([node, str(JS / script), *args], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -58,3 +60,21 @@ def test_unauthorized_under_sasl_plain(secured):
     assert r["delete"]["error"] == "TOPIC_AUTHORIZATION_FAILED"
     assert wrong["connect"]["error"] == "KafkaJSSASLAuthenticationError"
     assert "forbidden" not in secured.topics() and "secret" in secured.topics()
+
+
+def test_authenticates_with_each_mechanism(auth_broker, caplog):
+    """One node process per transport: every mechanism, then a wrong password and an expired token."""
+    base = {"brokers": auth_broker.bootstrap, "ca": auth_broker.ca, "username": AUTH_USER, "password": AUTH_PASSWORD,
+            "token": unsecured_token(AUTH_USER)}
+    cases = [{**base, "name": m, "mechanism": m} for m in AUTH_MECHANISMS]
+    cases += [{**base, "name": "wrong-password", "mechanism": "SCRAM-SHA-256", "password": "wrong"},
+              {**base, "name": "expired-token", "mechanism": "OAUTHBEARER", "token": unsecured_token(AUTH_USER, lifetime=-600)}]
+    r = _run(json.dumps(cases), script="auth.js")
+    for m in AUTH_MECHANISMS:  # logged in as carol, who sees one topic
+        assert AUTH_TOPIC in r[m].get("ok", []) and HIDDEN_TOPIC not in r[m]["ok"], (m, r[m])
+    assert r["wrong-password"]["error"] == "KafkaJSSASLAuthenticationError"
+    assert "wrong password for user 'carol'" in r["wrong-password"]["message"]
+    # kafkajs takes the broker's RFC 7628 error challenge for success and sends Metadata instead of 0x01; the
+    # broker then closes the connection, as Kafka's does ("Unexpected Kafka request ... during SASL")
+    assert r["expired-token"]["error"] == "KafkaJSConnectionClosedError", r["expired-token"]
+    assert "Metadata request before SASL authentication ended (SASL OAUTHBEARER exchange unfinished)" in caplog.text

@@ -1,72 +1,110 @@
-"""SaslHandshake (v0: a bare token follows; v1: SaslAuthenticate follows) and SaslAuthenticate, PLAIN only."""
+"""SaslHandshake (v0: bare tokens follow; v1: SaslAuthenticate follows), SaslAuthenticate, and KIP-368.
+
+The mechanisms themselves are in ..mechanisms. A session authenticated with SaslAuthenticate v1+
+learns its lifetime (the re-authentication interval, or less when its OAUTHBEARER token ends sooner)
+and may re-authenticate on the same connection with the same mechanism and principal; past its
+lifetime the server closes the connection at its next request that is not re-authentication.
+"""
 
 from __future__ import annotations
 
-import hmac
+import logging
+import time
 from typing import Any, Optional
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import (SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest,
                              SaslHandshakeResponse)
+from kcodec.security import SaslError
 
 from ..acl import principal_of
-from ..context import ClusterRuntime, Context
+from ..context import ClusterRuntime, Context, Session
+from ..mechanisms import mechanism_server
 from . import handles
 
-MECHANISMS = ["PLAIN"]
-FAILED = "Authentication failed: Invalid username or password"
-
-
-def check_plain(runtime: ClusterRuntime, token: bytes) -> Optional[str]:
-    """The user a PLAIN token (authzid NUL authcid NUL password, RFC 4616) authenticates, or None."""
-    parts = bytes(token).split(b"\x00")
-    if len(parts) != 3 or runtime.users is None:
-        return None
-    try:
-        authzid, user, password = (p.decode("utf-8") for p in parts)
-    except UnicodeDecodeError:
-        return None
-    if authzid and authzid != user:
-        return None
-    expected = runtime.users.get(user)
-    if expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-        return None
-    return user
+log = logging.getLogger("kcodec.broker")
 
 
 @handles(SaslHandshakeRequest, SaslHandshakeResponse)
 def sasl_handshake(ctx: Context, req: Any) -> SaslHandshakeResponse:
-    s = ctx.session
-    if not ctx.runtime.sasl or s.authenticated or s.mechanism is not None:
+    s, settings = ctx.session, ctx.runtime.sasl_settings
+    mechanisms = list(settings.mechanisms)
+    reauth = s.authenticated and s.reauth and ctx.version >= 1
+    if not ctx.runtime.sasl or (s.authenticated and not reauth) or s.exchange is not None:
         s.close_after_response = ctx.runtime.sasl
-        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
-                                     mechanisms=MECHANISMS if ctx.runtime.sasl else [])
-    if req.mechanism not in MECHANISMS:
+        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
+    if req.mechanism not in mechanisms:
         s.close_after_response = True
-        return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=MECHANISMS)
+        return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)
+    if reauth and req.mechanism != s.mechanism:  # KIP-368: the same mechanism, or the connection ends
+        s.close_after_response = True
+        log.warning("re-authentication with %s after %s refused", req.mechanism, s.mechanism)
+        return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     s.mechanism = req.mechanism
     s.handshake_version = ctx.version
-    s.raw_token_next = ctx.version == 0
-    return SaslHandshakeResponse(mechanisms=MECHANISMS)
-
-
-def authenticate(ctx_runtime: ClusterRuntime, session: Any, token: bytes) -> bool:
-    user = check_plain(ctx_runtime, token)
-    if user is None:
-        return False
-    session.principal = principal_of(user)
-    session.authenticated = True
-    return True
+    s.exchange = mechanism_server(req.mechanism, settings, ctx.state.credentials)
+    s.raw_tokens = ctx.version == 0
+    return SaslHandshakeResponse(mechanisms=mechanisms)
 
 
 @handles(SaslAuthenticateRequest, SaslAuthenticateResponse)
 def sasl_authenticate(ctx: Context, req: Any) -> SaslAuthenticateResponse:
     s = ctx.session
-    if s.mechanism is None or s.handshake_version != 1 or s.authenticated:
+    if s.exchange is None or s.raw_tokens:
         s.close_after_response = True
         return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
                                         error_message="SaslAuthenticate needs a SaslHandshake v1 first")
-    if not authenticate(ctx.runtime, s, req.auth_bytes):
+    try:
+        reply, done = s.exchange.step(req.auth_bytes)
+        lifetime_ms = _finish(ctx.runtime, s, reauth=ctx.version >= 1) if done else 0
+    except SaslError as e:
         s.close_after_response = True
-        return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=FAILED)
-    return SaslAuthenticateResponse(error_message=None)
+        s.exchange = None
+        return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
+                                        error_message=failure_message(s.mechanism, e))
+    resp = SaslAuthenticateResponse(error_message=None, auth_bytes=reply)
+    if ctx.version >= 1:
+        resp.session_lifetime_ms = lifetime_ms
+    return resp
+
+
+def raw_token(runtime: ClusterRuntime, session: Session, token: bytes) -> Optional[bytes]:
+    """After SaslHandshake v0: the server's bare answer to a bare client token; None: authentication
+    failed (with v0 the only way to say so is to close the connection)."""
+    assert session.exchange is not None
+    try:
+        reply, done = session.exchange.step(token)
+        if done:
+            _finish(runtime, session, reauth=False)
+    except SaslError as e:
+        log.info("SASL %s (handshake v0) failed: %s", session.mechanism, e)
+        return None
+    return reply
+
+
+def _finish(runtime: ClusterRuntime, s: Session, *, reauth: bool) -> int:
+    """The exchange succeeded: set the principal and the session's end; its lifetime in ms (0: none)."""
+    assert s.exchange is not None and s.exchange.user is not None
+    principal = principal_of(s.exchange.user)
+    if s.authenticated and principal != s.principal:
+        raise SaslError(f"Cannot change principals during re-authentication from {s.principal} to {principal}",
+                        "principal")
+    now = time.time()
+    ends = [now + runtime.sasl_settings.reauth_ms / 1000] if runtime.sasl_settings.reauth_ms else []
+    if s.exchange.expires_at is not None:
+        ends.append(s.exchange.expires_at)
+    s.expires_at = min(ends) if ends else None
+    s.principal, s.authenticated, s.reauth = principal, True, reauth
+    s.exchange, s.raw_tokens = None, False
+    return max(1, round((s.expires_at - now) * 1000)) if s.expires_at is not None else 0
+
+
+def failure_message(mechanism: Optional[str], e: SaslError) -> str:
+    if e.reason in ("credentials", "unknown-user", "token"):
+        return (f"Authentication failed during authentication due to invalid credentials with SASL mechanism "
+                f"{mechanism}: {e}")
+    return f"Authentication failed with SASL mechanism {mechanism}: {e}"
+
+
+def session_expired(session: Session) -> bool:
+    return session.expires_at is not None and time.time() > session.expires_at

@@ -1,0 +1,26 @@
+"""What kcodec's client and broker share to secure a connection: SASL mechanisms and TLS.
+
+Modules: scram (RFC 5802 / RFC 7677 computations and messages, both sides), oauthbearer (RFC 7628
+client messages, Kafka's unsecured JWS tokens), tls (SSL contexts from files), certs (a throw-away CA
+and server certificate for tests; needs the ``cryptography`` package). Pure functions over bytes: no
+sockets, no kcodec messages.
+"""
+
+from __future__ import annotations
+
+from kcodec.exceptions import KcodecError
+
+
+class SaslError(KcodecError):
+    """A SASL message is malformed or fails a check; ``reason`` names which, for callers and tests.
+
+    reasons: "malformed", "unknown-user", "credentials", "server-signature", "nonce", "token",
+    "mechanism", "principal".
+    """
+
+    def __init__(self, message: str, reason: str = "malformed") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+__all__ = ["SaslError"]
