@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from .acl import ANONYMOUS, Authorizer
+from .faults import Interceptors
 from .state import ClusterState
 
 
@@ -63,6 +64,8 @@ class ClusterRuntime:
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
     idle_timeout: float = 600.0
+    forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
+    interceptors: Interceptors = field(default_factory=Interceptors)
 
     @property
     def sasl(self) -> bool:

@@ -22,6 +22,7 @@ from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHan
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
+from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
 from .handlers.sasl import authenticate
 from .state import BrokerInfo
@@ -31,6 +32,7 @@ log = logging.getLogger("kcodec.broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
 SASL_KEYS = {API_VERSIONS, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
+CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
 READ_CHUNK = 65536
 _CORRELATION = struct.Struct(">i")
 
@@ -66,11 +68,12 @@ class BrokerServer:
         self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
-        self.runtime.state.brokers[self.node_id] = BrokerInfo(self.node_id, advertised_host or host, self.port)
+        self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port))
         log.info("broker %d listening on %s:%d", self.node_id, host, self.port)
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
+        self.runtime.state.unregister(self.node_id)
         if self.server is not None:
             self.server.close()
         for task in list(self.connections):
@@ -125,6 +128,18 @@ class BrokerServer:
                 pass
             writer.close()
 
+    def _intercepted(self, key: int, version: int, req: Any) -> Optional[Any]:
+        """A test's interceptor answer (faults.py), or NOT_CONTROLLER from a broker that is not the
+        controller when the cluster plays a ZooKeeper-era one (``forward_admin=False``)."""
+        runtime = self.runtime
+        out = runtime.interceptors.answer(self.node_id, key, version, req) if runtime.interceptors else None
+        if out is DROP:
+            raise Close(f"a test interceptor drops this {_api_name(key)} request")
+        if out is None and not runtime.forward_admin and key in CONTROLLER_APIS \
+                and self.node_id != runtime.state.controller_id:
+            out = error_response(key, version, req, ErrorCode.NOT_CONTROLLER)
+        return out
+
     # -- one frame -------------------------------------------------------------------------------------
     def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
         """The response bytes for one whole frame (size prefix included), or Close."""
@@ -153,7 +168,10 @@ class BrokerServer:
             raise Close(f"api key {key} version {version}: {e}") from None
         except kcodec.DecodeError as e:
             raise Close(f"malformed {_api_name(key)} v{version} request: {e}") from None
-        if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
+        intercepted = self._intercepted(key, version, req)
+        if intercepted is not None:
+            resp = intercepted
+        elif handler is None or not handler.versions[0] <= version <= handler.versions[1]:
             resp = error_response(key, version, req, ErrorCode.UNSUPPORTED_VERSION)
             if resp is None:
                 raise Close(f"{_api_name(key)} is not implemented and its response has no error code")
