@@ -37,6 +37,7 @@ class Cluster:
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change).
+    racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
         CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
         brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
@@ -53,7 +54,8 @@ class Cluster:
                  super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
-                 idle_timeout: float = 600.0, forward_admin: bool = True) -> None:
+                 idle_timeout: float = 600.0, forward_admin: bool = True,
+                 racks: Optional[dict[int, str]] = None) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.host, self.port, self.advertised_host = host, port, advertised_host
@@ -65,7 +67,8 @@ class Cluster:
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), dict(users) if users is not None else None,
                                       max_frame_size=max_frame_size, idle_timeout=idle_timeout,
                                       forward_admin=forward_admin)
-        self.servers = [BrokerServer(node_id, self.runtime) for node_id in state.broker_ids]
+        racks = dict(racks or {})
+        self.servers = [BrokerServer(node_id, self.runtime, racks.get(node_id)) for node_id in state.broker_ids]
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stopped: Optional[asyncio.Event] = None

@@ -56,8 +56,9 @@ def _api_name(key: int) -> str:
 class BrokerServer:
     """One advertised broker of a cluster: a node id, a listening socket, its connections."""
 
-    def __init__(self, node_id: int, runtime: ClusterRuntime) -> None:
+    def __init__(self, node_id: int, runtime: ClusterRuntime, rack: Optional[str] = None) -> None:
         self.node_id = node_id
+        self.rack = rack
         self.runtime = runtime
         self.server: Optional[asyncio.AbstractServer] = None
         self.connections: set[asyncio.Task[Any]] = set()
@@ -68,7 +69,7 @@ class BrokerServer:
         self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
-        self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port))
+        self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
         log.info("broker %d listening on %s:%d", self.node_id, host, self.port)
 
     async def stop(self) -> None:

@@ -18,13 +18,14 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest, ListTopicsRequest,
                              MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
+from kcodec.versions import guess_release
 
 from .cluster_view import ClusterView, metadata_request
 from .connection import Connection
 from .errors import BrokerError, CallTimeoutError, ClientError, ProtocolError, RetriableTopics, error_of
 from .retry import Backoff, Deadline, retriable, retriable_failure
-from .results import (ConfigEntry, CreateTopicResult, NewTopic, PartitionInfo, TopicConfigs, TopicDescription,
-                      TopicListing, TopicResult)
+from .results import (ApiRange, BrokerNode, ClusterDescription, ConfigEntry, CreateTopicResult, NewTopic,
+                      PartitionInfo, TopicConfigs, TopicDescription, TopicListing, TopicResult)
 
 TOPIC_RESOURCE = 2  # DescribeConfigs resource type
 KIP_464_VERSION = 4  # CreateTopics: -1 partitions / replication factor mean the broker's defaults
@@ -186,6 +187,22 @@ class Client:
             out["SaslHandshake"] = conn.versions.pick(SaslHandshakeRequest)
             out["SaslAuthenticate"] = conn.versions.pick(SaslAuthenticateRequest)
         return out
+
+    async def describe_cluster(self, timeout: Optional[float] = None) -> ClusterDescription:
+        """Cluster id, controller, brokers with racks (fresh Metadata), the admin broker's API ranges
+        and the Apache Kafka release they point to (kcodec.versions.guess_release)."""
+        async def attempt(conn: Connection, deadline: Deadline) -> ClusterDescription:
+            await self.cluster.refresh(deadline)
+            view = self.cluster
+            names = definitions.api_keys()
+            ranges = conn.versions.broker
+            guess = guess_release(ranges)
+            return ClusterDescription(
+                view.cluster_id, view.controller,
+                [BrokerNode(n, h, p, view.racks.get(n)) for n, (h, p) in sorted(view.nodes.items())],
+                [ApiRange(k, names.get(k, f"api{k}"), lo, hi) for k, (lo, hi) in sorted(ranges.items())],
+                str(guess), guess.exact)
+        return await self._call("DescribeCluster", attempt, timeout)
 
     @property
     def requests_sent(self) -> Counter[tuple[str, int]]:

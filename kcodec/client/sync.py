@@ -6,7 +6,8 @@ import asyncio
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from .admin import Client
-from .results import CreateTopicResult, NewTopic, TopicConfigs, TopicDescription, TopicListing, TopicResult
+from .results import (ClusterDescription, CreateTopicResult, NewTopic, TopicConfigs, TopicDescription, TopicListing,
+                      TopicResult)
 
 T = TypeVar("T")
 
@@ -39,6 +40,9 @@ class SyncClient:
 
     def negotiated(self, **kw: Any) -> dict[str, Optional[int]]:
         return self._run(self.client.negotiated(**kw))  # type: ignore[no-any-return]
+
+    def describe_cluster(self, **kw: Any) -> ClusterDescription:
+        return self._run(self.client.describe_cluster(**kw))  # type: ignore[no-any-return]
 
     def list_topics(self, internal: bool = False, **kw: Any) -> list[TopicListing]:
         return self._run(self.client.list_topics(internal, **kw))  # type: ignore[no-any-return]
