@@ -136,14 +136,19 @@ class ClusterState:
         """Make ``node_id`` (default: the next running broker after the current one) the controller."""
         with self.lock:
             if node_id is None:
-                running = [b for b in self.broker_ids if b in self.brokers] or self.broker_ids
-                current = self.controller_id
-                later = [b for b in running if b > current]
-                node_id = later[0] if later else running[0]
+                node_id = self._next_running(self.controller_id)
+                if node_id is None:
+                    node_id = self.broker_ids[0]
             if node_id not in self.broker_ids:
                 raise ValueError(f"no broker {node_id} in this cluster (brokers {self.broker_ids})")
             self._controller = node_id
             return node_id
+
+    def _next_running(self, after: int) -> Optional[int]:
+        """The running broker after ``after`` in id order, wrapping around (None: none runs)."""
+        running = [b for b in self.broker_ids if b in self.brokers and b != after]
+        later = [b for b in running if b > after]
+        return later[0] if later else running[0] if running else None
 
     def register(self, info: BrokerInfo) -> None:
         """A broker is up: it is advertised and leads its partitions again."""
@@ -156,8 +161,7 @@ class ClusterState:
             was_controller = self.controller_id == node_id
             self.brokers.pop(node_id, None)
             if was_controller:  # the next running broker takes over, and keeps it when this one returns
-                running = [b for b in self.broker_ids if b in self.brokers]
-                self._controller = running[0] if running else None
+                self._controller = self._next_running(node_id)
 
     def topic(self, name: str) -> Topic:
         try:
