@@ -68,6 +68,8 @@ class Cluster:
                                       max_frame_size=max_frame_size, idle_timeout=idle_timeout,
                                       forward_admin=forward_admin)
         racks = dict(racks or {})
+        if set(racks) - set(state.broker_ids):
+            raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
         self.servers = [BrokerServer(node_id, self.runtime, racks.get(node_id)) for node_id in state.broker_ids]
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None

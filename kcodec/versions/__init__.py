@@ -9,9 +9,9 @@ broker of that release advertises by default. A broker matches a release when ev
 has the release's highest version and the broker advertises no API the release lacks; APIs the
 release has but the broker does not advertise are allowed (KRaft brokers leave out ZooKeeper's
 inter-broker APIs, and the reverse). KRaft-only APIs (those Kafka's 3.9 definitions give the
-"broker" listener but not "zkBroker") are left out when comparing with releases before 4.0, whose rows are
-ZooKeeper-mode brokers (the table lists them). Releases with identical rows cannot be told apart: the guess names the oldest
-and lists the others in ``same_as``.
+"broker" listener but not "zkBroker"; the table lists them) are left out when comparing with the
+rows before 4.0, which are ZooKeeper-mode brokers. Releases with identical rows cannot be told
+apart: the guess names the oldest and lists the others in ``same_as``. See docs/versions.md.
 """
 
 from __future__ import annotations

@@ -11,12 +11,14 @@ import pytest
 
 from kcodec.broker import Cluster
 from kcodec.broker.faults import DROP
-from kcodec.client import CallTimeoutError, Client, KafkaConnectionError, NewTopic, SyncClient
+from kcodec.client import (CallTimeoutError, Client, KafkaConnectionError, NewTopic, RequestTimeoutError,
+                           SyncClient)
 from kcodec.client.errors import RetriableTopics
 from kcodec.client.retry import Backoff, Deadline, retriable
 from kcodec.errors import ErrorCode
+from kcodec.messages import MetadataRequest, MetadataResponse
 
-from client_support import run
+from client_support import Call, FakeBroker, run
 
 FAST = dict(retry_backoff=0.02, retry_backoff_max=0.2)  # short pauses keep the tests quick
 
@@ -156,6 +158,27 @@ def test_a_broker_that_never_answers_fails_within_the_deadline():
                 hang.set()
                 with pytest.raises(CallTimeoutError, match="ListTopics"):
                     await c.list_topics(timeout=0.5)
+    run(main())
+
+
+def test_requests_without_an_answer_are_sent_again_until_the_deadline():
+    async def main():
+        async with FakeBroker({3: (0, 12)}) as fake:
+            def metadata(call: Call):  # brokers-only Metadata is answered, all-topics never
+                if call.body(MetadataRequest).topics is None:
+                    return None
+                return MetadataResponse(brokers=[MetadataResponse.Broker(node_id=1, host="127.0.0.1",
+                                                                         port=fake.port)])
+
+            fake.handlers[3] = metadata
+            async with Client(fake.address, request_timeout=0.2, **FAST) as c:
+                with pytest.raises(CallTimeoutError) as e:
+                    await c.list_topics(timeout=1.0)
+            assert isinstance(e.value.last, RequestTimeoutError) and e.value.attempts >= 2
+            unanswered = [call for call in fake.calls
+                          if call.api_key == 3 and call.body(MetadataRequest).topics is None]
+            assert len(unanswered) == e.value.attempts
+            assert fake.connections == 1  # a late answer is dropped; the connection stays up
     run(main())
 
 

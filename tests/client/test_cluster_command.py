@@ -3,12 +3,17 @@ Tansu and librdkafka's mock cluster: whatever each advertises, the guess must be
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import subprocess
+import sys
 
 from kcodec import cli
 from kcodec.broker import Cluster
-from kcodec.client import Client
+from kcodec.client import Client, Connection
+from kcodec.errors import ErrorCode
+from kcodec.messages import CreateTopicsRequest
 
 from client_support import RealBroker, run
 
@@ -66,3 +71,38 @@ def test_topics_cluster_command(broker: RealBroker, capsys):
 def test_topics_cluster_on_an_unreachable_cluster(capsys):
     assert cli.main(["topics", "cluster", "--bootstrap", "127.0.0.1:1", "--timeout", "2"]) == 2
     assert "no bootstrap broker answered" in capsys.readouterr().err
+
+
+def test_kcodec_broker_racks_and_controller_only_admin(capsys):
+    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0", "--brokers", "3",
+                             "--rack", "1=eu-1a", "--rack", "3=eu-1c", "--controller-only-admin"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        bootstrap = line.split("bootstrap ")[1].split(" ")[0].rstrip(",")
+        assert cli.main(["topics", "cluster", "--bootstrap", bootstrap, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert [(b["node_id"], b["rack"]) for b in data["brokers"]] == [(1, "eu-1a"), (2, None), (3, "eu-1c")]
+        assert data["controller"] == 1
+
+        async def create_on(address: str) -> int:
+            host, port = address.rsplit(":", 1)
+            conn = await Connection.open(host, int(port))
+            try:
+                resp = await conn.request(CreateTopicsRequest(topics=[
+                    CreateTopicsRequest.CreatableTopic(name="t", num_partitions=1, replication_factor=1)]))
+                return resp.topics[0].error_code
+            finally:
+                await conn.close()
+
+        second = bootstrap.split(",")[1]
+        assert asyncio.run(create_on(second)) == ErrorCode.NOT_CONTROLLER
+        # the client finds the controller by itself, whichever broker it starts from
+        assert cli.main(["topics", "create", "t", "--bootstrap", second]) == 0
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
+    bad = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--rack", "x"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "--rack 'x': expected NODE=RACK" in bad.stderr
