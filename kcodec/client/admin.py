@@ -32,7 +32,7 @@ KIP_464_VERSION = 4  # CreateTopics: -1 partitions / replication factor mean the
 KIP_525_VERSION = 5  # CreateTopics: the response carries partitions, replication factor, configs
 _ZERO_UUID = uuid.UUID(int=0)
 T = TypeVar("T")
-R = TypeVar("R")
+R = TypeVar("R", bound=TopicResult)  # a per-topic outcome: .name, .error
 log = logging.getLogger("kcodec.client")
 
 
@@ -150,10 +150,10 @@ class Client:
         async def attempt(conn: Connection, deadline: Deadline) -> dict[str, R]:
             got = await send(conn, deadline, pending)
             results.update(got)
-            again = [n for n in pending if n in got and retriable(got[n].error)]  # type: ignore[attr-defined]
+            again = [n for n in pending if n in got and retriable(got[n].error)]
             if again:
                 pending[:] = again
-                raise RetriableTopics(what, {n: got[n].error for n in again})  # type: ignore[attr-defined]
+                raise RetriableTopics(what, {n: got[n].error for n in again})
             return results
 
         try:
