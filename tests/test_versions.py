@@ -122,3 +122,16 @@ def test_guess_from_an_api_versions_response_and_its_limits():
 def test_which_releases_can_be_told_apart():
     assert all(len(group) == 1 for group in distinguishable())  # ZooKeeper-mode brokers: every one
     assert [g for g in distinguishable(kraft=True) if len(g) > 1] == [["3.3", "3.4"]]
+
+
+@pytest.mark.parametrize("bad", [None, 42, {"x": (0, 1)}, {1: 5}, {1: (0,)}, [(1, 2)]])
+def test_what_is_not_an_api_versions_answer_is_refused_clearly(bad):
+    with pytest.raises(TypeError, match=r"expected an ApiVersionsResponse or \{api_key: \(min, max\)\}"):
+        guess_release(bad)
+
+
+def test_an_answer_without_kafka_apis_names_no_release():
+    for nothing in ({}, ApiVersionsResponse(error_code=35), {5000: (0, 3)}):
+        guess = guess_release(nothing)
+        assert guess.release == "" and not guess.exact
+        assert str(guess) == "unknown: no API of an Apache Kafka release advertised"

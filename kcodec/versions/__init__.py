@@ -40,7 +40,7 @@ class Release:
 class ReleaseGuess:
     """The answer of ``guess_release``. ``str()`` says it in words."""
 
-    release: str                  # the oldest release whose ranges match, else the closest
+    release: str                  # the oldest release whose ranges match, else the closest ("": none)
     exact: bool                   # True: every comparable API matched ``release``
     same_as: list[str] = field(default_factory=list)     # later releases with the same ranges
     newer_than: bool = False      # the broker is past ``release`` (the newest known): "at least"
@@ -48,6 +48,8 @@ class ReleaseGuess:
     at_least: Optional[str] = None  # the oldest release that has every API version the broker does
 
     def __str__(self) -> str:
+        if not self.release:
+            return "unknown: no API of an Apache Kafka release advertised"
         if self.exact:
             return self.release + (f" (or {', '.join(self.same_as)}: same API ranges)" if self.same_as else "")
         if self.newer_than:
@@ -104,9 +106,13 @@ def known_apis() -> frozenset[int]:
 
 def advertised(response: Union[Any, Ranges]) -> dict[int, tuple[int, int]]:
     """api key -> (min, max) from an ApiVersionsResponse, or a mapping of the same."""
-    if isinstance(response, Mapping):
-        return {int(k): (int(v[0]), int(v[1])) for k, v in response.items()}
-    return {a.api_key: (a.min_version, a.max_version) for a in response.api_keys}
+    try:
+        if isinstance(response, Mapping):
+            return {int(k): (int(v[0]), int(v[1])) for k, v in response.items()}
+        return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
+    except (AttributeError, TypeError, ValueError, IndexError) as e:
+        raise TypeError(f"expected an ApiVersionsResponse or {{api_key: (min, max)}}, not "
+                        f"{type(response).__name__}: {e}") from None
 
 
 def _differences(theirs: dict[int, tuple[int, int]], release: Release) -> tuple[list[str], int, int]:
@@ -136,6 +142,8 @@ def guess_release(response: Union[Any, Ranges]) -> ReleaseGuess:
     or {api key: (min, max)}); else the newest release the broker is entirely ahead of ("newer
     than"), else the release with the fewest differences (a broker that is not Apache Kafka)."""
     theirs = advertised(response)
+    if not any(k in known_apis() for k in theirs):
+        return ReleaseGuess("", False)
     table = releases()
     scored = [(r, *_differences(theirs, r)) for r in table]
     for i, (r, diffs, _, _) in enumerate(scored):
