@@ -94,7 +94,8 @@ class Client:
         self._caps = dict(max_versions or {})
         self._backoff = Backoff(retry_backoff, retry_backoff_max)
         self.cluster = ClusterView(self.bootstrap, self._open, connect_timeout=connect_timeout,
-                                   request_timeout=request_timeout, metadata_max_age=metadata_max_age)
+                                   request_timeout=request_timeout, metadata_max_age=metadata_max_age,
+                                   reconnect_backoff=self._backoff)
         self._lock = asyncio.Lock()
 
     # -- connections -----------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 Metadata (brokers, racks, controller, cluster id) is fetched when the client connects, again before a
 call is retried (something moved: a controller, a leader, a broker), and on a timer
-(``metadata_max_age``). A connection that dropped is opened again when it is next needed; the call
-that needs it decides how long to back off first (see retry.py).
+(``metadata_max_age``). A connection that dropped is opened again when it is next needed; an address
+that failed to open lately waits out its reconnect backoff (exponential, with jitter, bounded) at the
+end of the line, behind the brokers that may answer now; the call decides how long to pause between
+its attempts (see retry.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from kcodec.messages import MetadataRequest
 
 from .connection import Connection
 from .errors import ClientError, KafkaConnectionError
-from .retry import Deadline
+from .retry import Backoff, Deadline
 
 log = logging.getLogger("kcodec.client")
 
@@ -40,7 +42,8 @@ class ClusterView:
     """Brokers by node id, the controller, and the open connections (by address)."""
 
     def __init__(self, bootstrap: list[Address], opener: Opener, *, connect_timeout: float,
-                 request_timeout: float, metadata_max_age: Optional[float]) -> None:
+                 request_timeout: float, metadata_max_age: Optional[float],
+                 reconnect_backoff: Optional[Backoff] = None) -> None:
         if metadata_max_age is not None and metadata_max_age <= 0:
             raise ValueError(f"metadata_max_age must be positive (or None: no timer), not {metadata_max_age}")
         self.bootstrap = list(bootstrap)
@@ -59,6 +62,8 @@ class ClusterView:
         self._conns: dict[Address, Connection] = {}
         self._locks: dict[Address, asyncio.Lock] = {}
         self._timer: Optional[asyncio.Task[None]] = None
+        self._backoff = reconnect_backoff or Backoff()
+        self._down: dict[Address, tuple[int, float]] = {}  # failed opens in a row, loop time to wait for
 
     @property
     def connected(self) -> bool:
@@ -84,10 +89,22 @@ class ClusterView:
             try:  # the whole open (connect, ApiVersions, SASL) within what is left of the call
                 conn = await asyncio.wait_for(self._open(host, port, deadline.cap(self.connect_timeout)),
                                               deadline.cap(self.connect_timeout + self.request_timeout))
-            except asyncio.TimeoutError:
-                raise KafkaConnectionError(f"{host}:{port}: not connected within the call's deadline") from None
+            except (KafkaConnectionError, asyncio.TimeoutError) as e:
+                failures = self._down.get(addr, (0, 0.0))[0] + 1
+                self._down[addr] = (failures, asyncio.get_running_loop().time() + self._backoff.delay(failures - 1))
+                if isinstance(e, KafkaConnectionError):
+                    raise
+                why = str(e) or "not connected within the call's deadline"  # a negotiation's own timeout says more
+                raise KafkaConnectionError(f"{host}:{port}: {why}") from None
+            self._down.pop(addr, None)
             self._conns[addr] = conn
             return conn
+
+    def _by_readiness(self, addrs: list[Address]) -> list[Address]:
+        """``addrs`` with those that failed to open lately (still within their reconnect backoff:
+        exponential, with jitter, bounded) moved to the end: tried only when nothing else works."""
+        now = asyncio.get_running_loop().time()
+        return sorted(addrs, key=lambda a: a in self._down and now < self._down[a][1])
 
     async def admin_connection(self, deadline: Deadline) -> Connection:
         """Where admin requests go: the controller (brokers forward admin requests there anyway,
@@ -119,7 +136,7 @@ class ClusterView:
                 order.append(self.nodes[node])
         if self._answered is not None and self._answered not in order:
             order.append(self._answered)  # a bootstrap address that advertises no broker (a proxy)
-        return order
+        return self._by_readiness(order)
 
     # -- metadata ------------------------------------------------------------------------------------
     def _too_old(self) -> bool:
@@ -136,7 +153,7 @@ class ClusterView:
             if addr not in candidates:
                 candidates.append(addr)
         failures = []
-        for addr in candidates:
+        for addr in self._by_readiness(candidates):
             try:
                 conn = await self.connection(addr, deadline)
                 version = conn.versions.require(MetadataRequest)

@@ -182,6 +182,42 @@ def test_requests_without_an_answer_are_sent_again_until_the_deadline():
     run(main())
 
 
+def test_an_address_that_failed_waits_out_its_reconnect_backoff_behind_the_others():
+    async def main():
+        dead = FakeBroker({3: (0, 12)})
+        async with dead:
+            dead_port = dead.port  # nothing listens there any more
+        async with Cluster() as cluster:
+            live = cluster.bootstrap
+            client = Client(f"127.0.0.1:{dead_port},{live}", retry_backoff=0.5, retry_backoff_max=5)
+            opened: list[int] = []
+            real_open = client.cluster._open
+
+            async def recording(host, port, connect_timeout):
+                opened.append(port)
+                return await real_open(host, port, connect_timeout)
+
+            client.cluster._open = recording
+            port = cluster.server(1).port
+            async with client:
+                assert opened == [dead_port, port]
+
+                async def forget_and_refresh() -> None:  # only the bootstrap list left, in its order
+                    await client.cluster.close()
+                    client.cluster.nodes = {}
+                    await client.cluster.refresh(Deadline(5, "refresh"))
+
+                await forget_and_refresh()
+                # the dead address is within its backoff (0.4-0.6 s): the live one is asked first
+                assert opened[2:] == [port]
+                await asyncio.sleep(0.7)
+                await forget_and_refresh()  # backoff over: the bootstrap order again
+                assert opened[3:] == [dead_port, port]
+                await forget_and_refresh()  # failed twice in a row: 0.8-1.2 s this time
+                assert opened[5:] == [port]
+    run(main())
+
+
 def test_metadata_is_refreshed_on_a_timer():
     async def main():
         async with Cluster(brokers=2) as cluster:
