@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument("--sasl-password", metavar="P")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds per command, retries included (default 30)")
+                        help="seconds each call may take, retries included (default 30)")
     common.add_argument("--list-topics-api-key", type=int, metavar="KEY",
                         help="api key the broker serves ListTopics (KIP-142) under")
     sub = parser.add_subparsers(dest="action", required=True)

@@ -131,6 +131,22 @@ def test_broker_restarts_during_topic_changes():
     run(main())
 
 
+def test_many_calls_at_once_ride_out_a_restart_together():
+    async def main():
+        async with Cluster(brokers=2, forward_admin=False) as cluster:
+            async with Client(cluster.bootstrap, **FAST) as c:
+                await cluster.stop_broker_async(1)  # the controller: calls must find broker 2
+                calls = [asyncio.ensure_future(c.create_topics([f"c{i}"], timeout=10)) for i in range(20)]
+                await asyncio.sleep(0.1)
+                await cluster.start_broker_async(1)
+                cluster.move_controller(1)  # and move back while some are still retrying
+                results = [r for rs in await asyncio.gather(*calls) for r in rs]
+                assert [r.error for r in results] == [ErrorCode.NONE] * 20
+                assert len({id(conn) for conn in c.cluster.connections()}) <= 2  # one per broker
+            assert _created(cluster) == {f"c{i}" for i in range(20)}
+    run(main())
+
+
 def test_a_cluster_that_stays_away_fails_with_the_call_timeout():
     async def main():
         async with Cluster() as cluster:
