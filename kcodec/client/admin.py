@@ -22,7 +22,8 @@ from kcodec.versions import guess_release
 
 from .cluster_view import ClusterView, metadata_request
 from .connection import Connection
-from .errors import BrokerError, CallTimeoutError, ClientError, ProtocolError, RetriableTopics, error_of
+from .errors import (BrokerError, CallTimeoutError, ClientError, ProtocolError, RequestTimeoutError, RetriableTopics,
+                     error_of)
 from .retry import Backoff, Deadline, retriable, retriable_failure
 from .results import (ApiRange, BrokerNode, ClusterDescription, ConfigEntry, CreateTopicResult, NewTopic,
                       PartitionInfo, TopicConfigs, TopicDescription, TopicListing, TopicResult)
@@ -127,7 +128,14 @@ class Client:
         while True:
             tries += 1
             try:
-                return await attempt(await self.cluster.admin_connection(deadline), deadline)
+                conn = await self.cluster.admin_connection(deadline)
+                try:
+                    return await attempt(conn, deadline)
+                except RequestTimeoutError:
+                    # as Kafka's clients do: a broker that let a request time out may be gone
+                    # without a word (a half-open connection): the next attempt connects afresh
+                    await conn.close()
+                    raise
             except ClientError as e:
                 if not retriable_failure(e):
                     raise

@@ -177,7 +177,7 @@ def test_a_broker_that_never_answers_fails_within_the_deadline():
     run(main())
 
 
-def test_requests_without_an_answer_are_sent_again_until_the_deadline():
+def test_requests_without_an_answer_are_sent_again_on_a_new_connection_until_the_deadline():
     async def main():
         async with FakeBroker({3: (0, 12)}) as fake:
             def metadata(call: Call):  # brokers-only Metadata is answered, all-topics never
@@ -194,7 +194,8 @@ def test_requests_without_an_answer_are_sent_again_until_the_deadline():
             unanswered = [call for call in fake.calls
                           if call.api_key == 3 and call.body(MetadataRequest).topics is None]
             assert len(unanswered) == e.value.attempts
-            assert fake.connections == 1  # a late answer is dropped; the connection stays up
+            # each timed-out attempt closes its connection (it may be half-open): the next reconnects
+            assert fake.connections >= e.value.attempts - 1 and fake.connections >= 2
     run(main())
 
 
