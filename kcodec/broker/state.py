@@ -141,6 +141,8 @@ class ClusterState:
                     node_id = self.broker_ids[0]
             if node_id not in self.broker_ids:
                 raise ValueError(f"no broker {node_id} in this cluster (brokers {self.broker_ids})")
+            if self.brokers and node_id not in self.brokers:
+                raise ValueError(f"broker {node_id} is stopped: it cannot become the controller")
             self._controller = node_id
             return node_id
 

@@ -263,11 +263,14 @@ def test_the_sync_cluster_restarts_brokers_on_their_ports():
 
 def test_an_async_cluster_refuses_the_blocking_topology_calls():
     async def main():
-        async with Cluster() as cluster:
+        async with Cluster(brokers=2) as cluster:
             with pytest.raises(RuntimeError, match="await the \\*_async method"):
                 cluster.stop_broker(1)
             with pytest.raises(ValueError, match="no broker 7"):
                 cluster.move_controller(7)
+            await cluster.stop_broker_async(1)
+            with pytest.raises(ValueError, match="broker 1 is stopped"):
+                cluster.move_controller(1)
             with pytest.raises(ValueError, match="unknown API"):
                 cluster.fail_next("NoSuchApi", ErrorCode.NOT_CONTROLLER)
     run(main())
