@@ -48,7 +48,7 @@ def apis(out: Any = sys.stdout) -> int:
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
 APPLICATIONS: list[tuple[str, str, str]] = [
-    ("topics", "kcodec.client.cli", "list, describe, create, delete topics and add partitions on a cluster"),
+    ("topics", "kcodec.client.cli", "list, describe, create, delete topics, add partitions; describe the cluster"),
     ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
     ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
     ("broker", "kcodec.broker.cli", "a Kafka cluster for tests: topic administration, SASL PLAIN, ACLs"),

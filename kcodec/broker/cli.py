@@ -39,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
+    p.add_argument("--rack", action="append", default=[], metavar="NODE=RACK",
+                   help="advertise broker NODE in RACK (repeat)")
+    p.add_argument("--controller-only-admin", action="store_true",
+                   help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics "
+                        "and CreatePartitions, as ZooKeeper-era Kafka did (default: any broker takes them)")
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
@@ -66,12 +71,19 @@ def run(args: argparse.Namespace) -> int:
         users = dict(u.split(":", 1) for u in args.user) if args.user else None
         if (args.tls_cert is None) != (args.tls_key is None):
             raise ValueError("--tls-cert and --tls-key go together")
+        racks = {}
+        for item in args.rack:
+            node, eq, rack = item.partition("=")
+            if not eq or not node.strip().isdigit() or not rack:
+                raise ValueError(f"--rack {item!r}: expected NODE=RACK, e.g. 1=eu-west-1a")
+            racks[int(node)] = rack
         cluster = Cluster(args.brokers, host=host or "127.0.0.1", port=int(port), advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
                           auto_create_topics=not args.no_auto_create, users=users, acls=args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
-                          tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None)
+                          tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
+                          racks=racks, forward_admin=not args.controller_only_admin)
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from kcodec.security.tls import ServerTls, server_context
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
 from .mechanisms import DEFAULT_MECHANISMS, SaslSettings
+from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
 from .state import ClusterState, Topic
 
@@ -44,6 +45,14 @@ class Cluster:
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change).
+    racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
+    forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
+        CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
+        brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
+
+    Topology changes for tests (see docs/client.md): ``move_controller``, ``stop_broker`` /
+    ``start_broker`` / ``restart_broker`` (same port), and request interceptors (``intercept``,
+    ``fail_next``, ``drop_next``) that make a broker answer an error or hang up.
     """
 
     def __init__(self, brokers: int = 1, *, host: str = "127.0.0.1", port: int = 0,
@@ -55,7 +64,8 @@ class Cluster:
                  oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
-                 idle_timeout: float = 600.0) -> None:
+                 idle_timeout: float = 600.0, forward_admin: bool = True,
+                 racks: Optional[dict[int, str]] = None) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.host, self.port, self.advertised_host = host, port, advertised_host
@@ -72,8 +82,12 @@ class Cluster:
             sasl_mechanisms = DEFAULT_MECHANISMS if users is not None else ()
         settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
-                                      idle_timeout=idle_timeout, tls=server_context(tls) if tls is not None else None)
-        self.servers = [BrokerServer(node_id, self.runtime) for node_id in state.broker_ids]
+                                      idle_timeout=idle_timeout, tls=server_context(tls) if tls is not None else None,
+                                      forward_admin=forward_admin)
+        racks = dict(racks or {})
+        if set(racks) - set(state.broker_ids):
+            raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
+        self.servers = [BrokerServer(node_id, self.runtime, racks.get(node_id)) for node_id in state.broker_ids]
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stopped: Optional[asyncio.Event] = None
@@ -112,6 +126,81 @@ class Cluster:
     def create_topic(self, name: str, partitions: int = -1, replication_factor: int = -1,
                      configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
         return self.state.create_topic(name, partitions, replication_factor, configs)
+
+    # -- topology changes and faults, for tests ----------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        return self.state.controller_id
+
+    def move_controller(self, node_id: Optional[int] = None) -> int:
+        """Make ``node_id`` (default: the next running broker) the controller; returns its id. Clients
+        see it in their next Metadata; with ``forward_admin=False`` the old one answers NOT_CONTROLLER."""
+        new = self.state.move_controller(node_id)
+        log.info("controller is now broker %d", new)
+        return new
+
+    def server(self, node_id: int) -> BrokerServer:
+        for s in self.servers:
+            if s.node_id == node_id:
+                return s
+        raise ValueError(f"no broker {node_id} in this cluster")
+
+    async def stop_broker_async(self, node_id: int) -> None:
+        """Stop one broker: its connections close, it leaves Metadata, its partitions lead elsewhere
+        (or go offline), and a controller that stops hands over to the next running broker."""
+        await self.server(node_id).stop()
+
+    async def start_broker_async(self, node_id: int) -> None:
+        """Start a stopped broker again, on the port it had."""
+        server = self.server(node_id)
+        await server.start(self.host, server.port, self.advertised_host)
+
+    async def restart_broker_async(self, node_id: int, down: float = 0.0) -> None:
+        await self.stop_broker_async(node_id)
+        await asyncio.sleep(down)
+        await self.start_broker_async(node_id)
+
+    def stop_broker(self, node_id: int) -> None:
+        """``stop_broker_async`` for a cluster run by ``start()`` (its own thread)."""
+        self._on_loop(self.stop_broker_async(node_id))
+
+    def start_broker(self, node_id: int) -> None:
+        self._on_loop(self.start_broker_async(node_id))
+
+    def restart_broker(self, node_id: int, down: float = 0.0) -> None:
+        self._on_loop(self.restart_broker_async(node_id, down))
+
+    def _on_loop(self, coro: Any) -> None:
+        loop = self._loop
+        if self._thread is None or loop is None or loop.is_closed():
+            coro.close()
+            raise RuntimeError("this cluster runs on the caller's event loop (or not at all): "
+                               "await the *_async method instead")
+        asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
+    def intercept(self, api: int | str, fn: InterceptFn, *, node: Optional[int] = None,
+                  times: Optional[int] = None) -> Interceptor:
+        """Ask ``fn(node_id, request, version)`` first about every ``api`` request (to broker ``node``
+        only, if given): it returns a response to send, ``faults.DROP`` to hang up, or None to let the
+        broker answer. ``times``: remove it after that many answers. Returns it, for ``unintercept``."""
+        return self.runtime.interceptors.add(Interceptor(api_key_of(api), fn, node, times))
+
+    def fail_next(self, api: int | str, error: int, *, times: int = 1, node: Optional[int] = None) -> Interceptor:
+        """Answer the next ``times`` ``api`` requests with ``error`` (an ErrorCode) everywhere the
+        response has an error code, e.g. ``fail_next("CreateTopics", ErrorCode.NOT_CONTROLLER)``."""
+        key = api_key_of(api)
+        return self.intercept(key, failing(key, int(error)), node=node, times=times)
+
+    def drop_next(self, api: int | str, *, times: int = 1, node: Optional[int] = None) -> Interceptor:
+        """Close the connection instead of answering the next ``times`` ``api`` requests."""
+        return self.intercept(api, dropping, node=node, times=times)
+
+    def unintercept(self, item: Optional[Interceptor] = None) -> None:
+        """Remove one interceptor, or all of them."""
+        if item is None:
+            self.runtime.interceptors.clear()
+        else:
+            self.runtime.interceptors.remove(item)
 
     # -- asyncio ---------------------------------------------------------------------------------------
     async def start_async(self) -> "Cluster":

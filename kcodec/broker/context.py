@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from .acl import ANONYMOUS, Authorizer
 from .mechanisms import MechanismServer, SaslSettings
+from .faults import Interceptors
 from .state import ClusterState
 
 
@@ -69,6 +70,8 @@ class ClusterRuntime:
     max_frame_size: int = 8 * 1024 * 1024
     idle_timeout: float = 600.0
     tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
+    forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
+    interceptors: Interceptors = field(default_factory=Interceptors)
 
     @property
     def sasl(self) -> bool:

@@ -24,6 +24,7 @@ from kcodec.security.tls import looks_like_tls
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
+from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
 from .handlers.sasl import raw_token, session_expired
 from .state import BrokerInfo
@@ -34,6 +35,7 @@ log = logging.getLogger("kcodec.broker")
 API_VERSIONS = ApiVersionsRequest.API_KEY
 REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
 SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
+CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
 READ_CHUNK = 65536
 FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
 _SIZE = struct.Struct(">i")
@@ -58,8 +60,9 @@ def _api_name(key: int) -> str:
 class BrokerServer:
     """One advertised broker of a cluster: a node id, a listening socket, its connections."""
 
-    def __init__(self, node_id: int, runtime: ClusterRuntime) -> None:
+    def __init__(self, node_id: int, runtime: ClusterRuntime, rack: Optional[str] = None) -> None:
         self.node_id = node_id
+        self.rack = rack
         self.runtime = runtime
         self.server: Optional[asyncio.AbstractServer] = None
         self.connections: set[asyncio.Task[Any]] = set()
@@ -72,7 +75,7 @@ class BrokerServer:
                                                  ssl_handshake_timeout=10.0 if tls is not None else None)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
-        self.runtime.state.brokers[self.node_id] = BrokerInfo(self.node_id, advertised_host or host, self.port)
+        self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
         log.info("broker %d listening on %s:%d (%s)", self.node_id, host, self.port, self.security_protocol)
 
     @property
@@ -83,6 +86,7 @@ class BrokerServer:
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
+        self.runtime.state.unregister(self.node_id)
         if self.server is not None:
             self.server.close()
         for task in list(self.connections):
@@ -146,6 +150,18 @@ class BrokerServer:
                 pass
             writer.close()
 
+    def _intercepted(self, key: int, version: int, req: Any) -> Optional[Any]:
+        """A test's interceptor answer (faults.py), or NOT_CONTROLLER from a broker that is not the
+        controller when the cluster plays a ZooKeeper-era one (``forward_admin=False``)."""
+        runtime = self.runtime
+        out = runtime.interceptors.answer(self.node_id, key, version, req) if runtime.interceptors else None
+        if out is DROP:
+            raise Close(f"a test interceptor drops this {_api_name(key)} request")
+        if out is None and not runtime.forward_admin and key in CONTROLLER_APIS \
+                and self.node_id != runtime.state.controller_id:
+            out = error_response(key, version, req, ErrorCode.NOT_CONTROLLER)
+        return out
+
     # -- one frame -------------------------------------------------------------------------------------
     def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
         """The response bytes for one whole frame (size prefix included), or Close."""
@@ -178,7 +194,10 @@ class BrokerServer:
             raise Close(f"api key {key} version {version}: {e}") from None
         except kcodec.DecodeError as e:
             raise Close(f"malformed {_api_name(key)} v{version} request: {e}") from None
-        if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
+        intercepted = self._intercepted(key, version, req)
+        if intercepted is not None:
+            resp = intercepted
+        elif handler is None or not handler.versions[0] <= version <= handler.versions[1]:
             resp = error_response(key, version, req, ErrorCode.UNSUPPORTED_VERSION)
             if resp is None:
                 raise Close(f"{_api_name(key)} is not implemented and its response has no error code")

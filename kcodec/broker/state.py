@@ -103,7 +103,8 @@ class ClusterState:
             raise ValueError("system topics need at least one partition")
         self.lock = threading.RLock()
         self.broker_ids = list(broker_ids)
-        self.brokers: dict[int, BrokerInfo] = {}
+        self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
+        self._controller: Optional[int] = None
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
         self.default_replication_factor = default_replication_factor
@@ -125,7 +126,46 @@ class ClusterState:
     # -- queries ---------------------------------------------------------------------------------------
     @property
     def controller_id(self) -> int:
-        return self.broker_ids[0]
+        """The chosen controller while it runs, else the first running broker (as a quorum elects
+        a new one), else the first broker."""
+        with self.lock:
+            if self._controller is not None and self._controller in self.brokers:
+                return self._controller
+            running = [b for b in self.broker_ids if b in self.brokers]
+            return running[0] if running else self.broker_ids[0]
+
+    def move_controller(self, node_id: Optional[int] = None) -> int:
+        """Make ``node_id`` (default: the next running broker after the current one) the controller."""
+        with self.lock:
+            if node_id is None:
+                node_id = self._next_running(self.controller_id)
+                if node_id is None:
+                    node_id = self.broker_ids[0]
+            if node_id not in self.broker_ids:
+                raise ValueError(f"no broker {node_id} in this cluster (brokers {self.broker_ids})")
+            if self.brokers and node_id not in self.brokers:
+                raise ValueError(f"broker {node_id} is stopped: it cannot become the controller")
+            self._controller = node_id
+            return node_id
+
+    def _next_running(self, after: int) -> Optional[int]:
+        """The running broker after ``after`` in id order, wrapping around (None: none runs)."""
+        running = [b for b in self.broker_ids if b in self.brokers and b != after]
+        later = [b for b in running if b > after]
+        return later[0] if later else running[0] if running else None
+
+    def register(self, info: BrokerInfo) -> None:
+        """A broker is up: it is advertised and leads its partitions again."""
+        with self.lock:
+            self.brokers[info.node_id] = info
+
+    def unregister(self, node_id: int) -> None:
+        """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline."""
+        with self.lock:
+            was_controller = self.controller_id == node_id
+            self.brokers.pop(node_id, None)
+            if was_controller:  # the next running broker takes over, and keeps it when this one returns
+                self._controller = self._next_running(node_id)
 
     def topic(self, name: str) -> Topic:
         try:
@@ -142,9 +182,15 @@ class ClusterState:
 
     def leader_and_offline(self, replicas: list[int]) -> tuple[int, list[int]]:
         """The first live replica leads; replicas on brokers this cluster lacks are offline."""
-        offline = [b for b in replicas if b not in self.broker_ids]
-        live = [b for b in replicas if b in self.broker_ids]
+        up = self._up()
+        offline = [b for b in replicas if b not in up]
+        live = [b for b in replicas if b in up]
         return (live[0] if live else -1), offline
+
+    def _up(self) -> set[int]:
+        """Brokers that count as live: the running ones, or all of them before any has started (a
+        state used without servers, as in unit tests)."""
+        return set(self.brokers) if self.brokers else set(self.broker_ids)
 
     # -- placement -------------------------------------------------------------------------------------
     def assign(self, partitions: int, replication_factor: int, first_partition: int = 0) -> list[list[int]]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from .admin import Client, parse_address
 from .connection import Connection
-from .errors import (AuthenticationError, BrokerError, ClientError, KafkaConnectionError, ProtocolError,
-                     RequestTimeoutError, UnsupportedApiError)
+from .errors import (AuthenticationError, BrokerError, CallTimeoutError, ClientError, KafkaConnectionError,
+                     ProtocolError, RequestTimeoutError, UnsupportedApiError)
 from .results import (ConfigEntry, CreateTopicResult, NewTopic, PartitionInfo, TopicConfigs, TopicDescription,
                       TopicListing, TopicResult, as_json)
 from .sasl import Sasl
 from .sync import SyncClient
 
 __all__ = [
-    "AuthenticationError", "BrokerError", "Client", "ClientError", "ConfigEntry", "Connection",
+    "AuthenticationError", "BrokerError", "CallTimeoutError", "Client", "ClientError", "ConfigEntry", "Connection",
     "CreateTopicResult", "KafkaConnectionError", "NewTopic", "PartitionInfo", "ProtocolError",
     "RequestTimeoutError", "Sasl", "SyncClient", "TopicConfigs", "TopicDescription", "TopicListing", "TopicResult",
     "UnsupportedApiError", "as_json", "parse_address",

@@ -8,28 +8,36 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import Counter
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest, ListTopicsRequest,
                              MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
+from kcodec.versions import guess_release
 
 from kcodec.security.tls import ClientTls, client_context
 
+from .cluster_view import ClusterView, metadata_request
 from .connection import Connection
-from .errors import BrokerError, KafkaConnectionError, ProtocolError, error_of
-from .results import (ConfigEntry, CreateTopicResult, NewTopic, PartitionInfo, TopicConfigs, TopicDescription,
-                      TopicListing, TopicResult)
+from .errors import (BrokerError, CallTimeoutError, ClientError, ProtocolError,
+                     RequestTimeoutError, RetriableTopics, error_of)
+from .retry import Backoff, Deadline, retriable, retriable_failure
+from .results import (ApiRange, BrokerNode, ClusterDescription, ConfigEntry, CreateTopicResult, NewTopic,
+                      PartitionInfo, TopicConfigs, TopicDescription, TopicListing, TopicResult)
 from .sasl import Sasl
 
 TOPIC_RESOURCE = 2  # DescribeConfigs resource type
 KIP_464_VERSION = 4  # CreateTopics: -1 partitions / replication factor mean the broker's defaults
 KIP_525_VERSION = 5  # CreateTopics: the response carries partitions, replication factor, configs
 _ZERO_UUID = uuid.UUID(int=0)
+T = TypeVar("T")
+R = TypeVar("R", bound=TopicResult)  # a per-topic outcome: .name, .error
+log = logging.getLogger("kcodec.client")
 
 
 def parse_address(text: str, default_port: int = 9092) -> tuple[str, int]:
@@ -57,6 +65,13 @@ class Client:
         tokens); see kcodec.client.sasl.
     tls: TLS on every connection: True (the system's CAs), a CA file path, or an ``ssl.SSLContext``;
         the broker's certificate must name the address connected to unless ``tls_check_hostname=False``.
+    timeout: each call's overall deadline in seconds, retries included (a call's own ``timeout=``
+        overrides it); past it the call raises CallTimeoutError.
+    request_timeout / connect_timeout: the most one request / one TCP connect may take (both capped
+        by what is left of the call's deadline).
+    retry_backoff / retry_backoff_max: the first and the largest pause between attempts (doubling,
+        with +-20% jitter).
+    metadata_max_age: refresh brokers and controller this often (seconds; None: only when needed).
     list_topics_api_key: where the broker serves ListTopics (KIP-142); kcodec's default otherwise.
     max_versions: api key -> highest version to use (to pin a broker to older behaviour).
     partition_limit: DescribeTopicPartitions' page size (partitions per response).
@@ -66,13 +81,17 @@ class Client:
                  sasl_user: Optional[str] = None, sasl_password: Optional[str] = None,
                  sasl_mechanism: Optional[str] = None, sasl: Optional[Sasl] = None,
                  tls: Optional[ClientTls] = None, tls_check_hostname: bool = True,
-                 request_timeout: float = 30.0, connect_timeout: float = 10.0,
+                 request_timeout: float = 30.0, connect_timeout: float = 10.0, timeout: float = 60.0,
+                 retry_backoff: float = 0.1, retry_backoff_max: float = 2.0,
+                 metadata_max_age: Optional[float] = 300.0,
                  list_topics_api_key: Optional[int] = None, max_versions: Optional[Mapping[int, int]] = None,
                  partition_limit: int = 2000) -> None:
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [parse_address(a) for a in items if a.strip()]
         if not self.bootstrap:
             raise ValueError("no bootstrap address given")
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, not {timeout}")
         if sasl is None and (sasl_user is not None or sasl_password is not None or sasl_mechanism is not None):
             sasl = Sasl(sasl_mechanism or "PLAIN", sasl_user, sasl_password)
         self.sasl = sasl
@@ -80,13 +99,14 @@ class Client:
         self.list_topics_api_key = (definitions.list_topics_api_key() if list_topics_api_key is None
                                     else list_topics_api_key)
         self.partition_limit = partition_limit
+        self.timeout = timeout
+        self.request_timeout = request_timeout
         self._opts: dict[str, Any] = dict(client_id=client_id, request_timeout=request_timeout)
-        self._connect_timeout = connect_timeout
         self._caps = dict(max_versions or {})
-        self._bootstrap_conn: Optional[Connection] = None
-        self._conns: dict[int, Connection] = {}  # node id -> connection to its advertised address
-        self._brokers: dict[int, tuple[str, int]] = {}
-        self._controller: Optional[int] = None
+        self._backoff = Backoff(retry_backoff, retry_backoff_max)
+        self.cluster = ClusterView(self.bootstrap, self._open, connect_timeout=connect_timeout,
+                                   request_timeout=request_timeout, metadata_max_age=metadata_max_age,
+                                   reconnect_backoff=self._backoff)
         self._lock = asyncio.Lock()
 
     # -- connections -----------------------------------------------------------------------------
@@ -97,75 +117,86 @@ class Client:
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
 
-    async def _open(self, host: str, port: int) -> Connection:
-        return await Connection.open(host, port, connect_timeout=self._connect_timeout, sasl=self.sasl,
+    async def _open(self, host: str, port: int, connect_timeout: float) -> Connection:
+        return await Connection.open(host, port, connect_timeout=connect_timeout, sasl=self.sasl,
                                      max_versions=self._caps, tls=self.tls, **self._opts)
 
-    async def connect(self) -> None:
-        """Connect to the first bootstrap broker that answers and learn the advertised brokers."""
+    async def connect(self, timeout: Optional[float] = None) -> None:
+        """Learn the advertised brokers and the controller from the first bootstrap broker that
+        answers (one pass over them: KafkaConnectionError when none does), then keep them fresh."""
         async with self._lock:
-            if self._bootstrap_conn is not None and not self._bootstrap_conn.closed:
-                return
-            failures = []
-            for host, port in self.bootstrap:
+            if not self.cluster.connected:
+                await self.cluster.refresh(Deadline(self.timeout if timeout is None else timeout, "connect"))
+            self.cluster.start_timer()
+
+    async def _call(self, what: str, attempt: Callable[[Connection, Deadline], Awaitable[T]],
+                    timeout: Optional[float]) -> T:
+        """``attempt`` on the admin broker until it succeeds, fails for good, or the deadline passes.
+        Between attempts: a pause (exponential backoff with jitter) and a metadata refresh."""
+        deadline = Deadline(self.timeout if timeout is None else timeout, what)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                conn = await self.cluster.admin_connection(deadline)
                 try:
-                    self._bootstrap_conn = await self._open(host, port)
-                    break
-                except KafkaConnectionError as e:
-                    failures.append(str(e))
-            else:
-                raise KafkaConnectionError("no bootstrap broker answered: " + "; ".join(failures))
-            await self._refresh(self._bootstrap_conn)
+                    return await attempt(conn, deadline)
+                except RequestTimeoutError:
+                    # as Kafka's clients do: a broker that let a request time out may be gone
+                    # without a word (a half-open connection): the next attempt connects afresh
+                    await conn.close()
+                    raise
+            except ClientError as e:
+                if not retriable_failure(e):
+                    raise
+                last: ClientError = e
+            self.cluster.stale = True
+            pause = self._backoff.delay(tries - 1)
+            if deadline.remaining() <= pause:
+                raise deadline.expired(tries, last)
+            log.info("%s: attempt %d failed (%s); again in %.2fs", what, tries, last, pause)
+            await asyncio.sleep(pause)
 
-    async def _refresh(self, conn: Connection) -> None:
-        version = conn.versions.require(MetadataRequest)
-        meta = await conn.request(_metadata_request(version, []), version)
-        self._brokers = {b.node_id: (b.host, b.port) for b in meta.brokers}
-        self._controller = meta.controller_id if meta.controller_id in self._brokers else None
+    async def _per_topic(self, what: str, names: list[str],
+                         send: Callable[[Connection, Deadline, list[str]], Awaitable[dict[str, R]]],
+                         timeout: Optional[float]) -> dict[str, R]:
+        """A call whose topics each get an outcome: topics that failed with a retriable error
+        (NOT_CONTROLLER, ...) are sent again, alone. Those still failing at the deadline keep their
+        last error; the call raises CallTimeoutError only when some topic has no outcome at all."""
+        results: dict[str, R] = {}
+        pending = list(names)
 
-    async def _node(self) -> Connection:
-        """The connection admin requests go to: the controller's advertised address (brokers
-        forward admin requests there anyway), else any advertised broker, else the bootstrap one."""
-        await self.connect()
-        assert self._bootstrap_conn is not None
-        order = ([self._controller] if self._controller is not None else []) + sorted(self._brokers)
-        for node in order:
-            conn = self._conns.get(node)
-            if conn is not None and not conn.closed:
-                return conn
-            async with self._lock:
-                conn = self._conns.get(node)
-                if conn is not None and not conn.closed:
-                    return conn
-                host, port = self._brokers[node]
-                b = self._bootstrap_conn
-                if (host, port) == (b.host, b.port) and not b.closed:
-                    conn = self._bootstrap_conn  # the same broker: reuse the connection
-                else:
-                    try:
-                        conn = await self._open(host, port)
-                    except KafkaConnectionError:
-                        continue
-                self._conns[node] = conn
-                return conn
-        if self._bootstrap_conn.closed:
-            raise KafkaConnectionError("no broker reachable: the bootstrap connection closed and no "
-                                       "advertised broker answered")
-        return self._bootstrap_conn
+        async def attempt(conn: Connection, deadline: Deadline) -> dict[str, R]:
+            got = await send(conn, deadline, pending)
+            results.update(got)
+            again = [n for n in pending if n in got and retriable(got[n].error)]
+            if again:
+                pending[:] = again
+                raise RetriableTopics(what, {n: got[n].error for n in again})
+            return results
+
+        try:
+            return await self._call(what, attempt, timeout)
+        except CallTimeoutError:
+            if all(n in results for n in names):
+                return results
+            raise
+
+    def _ask(self, conn: Connection, deadline: Deadline, req: Any, version: int, **kw: Any) -> Awaitable[Any]:
+        return conn.request(req, version, timeout=deadline.cap(self.request_timeout), **kw)
 
     async def close(self) -> None:
-        conns = {id(c): c for c in [self._bootstrap_conn, *self._conns.values()] if c is not None}
-        self._conns.clear()
-        self._bootstrap_conn = None
-        await asyncio.gather(*(c.close() for c in conns.values()))
+        await self.cluster.close()
 
-    async def api_versions(self) -> dict[int, tuple[int, int]]:
+    async def api_versions(self, timeout: Optional[float] = None) -> dict[int, tuple[int, int]]:
         """What the admin broker advertised: api key -> (min, max)."""
-        return dict((await self._node()).versions.broker)
+        async def attempt(conn: Connection, deadline: Deadline) -> dict[int, tuple[int, int]]:
+            return dict(conn.versions.broker)
+        return await self._call("ApiVersions", attempt, timeout)
 
-    async def negotiated(self) -> dict[str, Optional[int]]:
+    async def negotiated(self, timeout: Optional[float] = None) -> dict[str, Optional[int]]:
         """The version this client uses with the admin broker for each API it calls (None: not spoken)."""
-        conn = await self._node()
+        conn = await self._call("ApiVersions", _connection, timeout)
         out: dict[str, Optional[int]] = {"ApiVersions": conn.versions.api_version}
         for cls in (MetadataRequest, DescribeTopicPartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                     CreatePartitionsRequest, DescribeConfigsRequest):
@@ -176,65 +207,91 @@ class Client:
             out["SaslAuthenticate"] = conn.versions.pick(SaslAuthenticateRequest)
         return out
 
+    async def describe_cluster(self, timeout: Optional[float] = None) -> ClusterDescription:
+        """Cluster id, controller, brokers with racks (fresh Metadata), the admin broker's API ranges
+        and the Apache Kafka release they point to (kcodec.versions.guess_release)."""
+        async def attempt(conn: Connection, deadline: Deadline) -> ClusterDescription:
+            await self.cluster.refresh(deadline)
+            view = self.cluster
+            names = definitions.api_keys()
+            ranges = conn.versions.broker
+            guess = guess_release(ranges)
+            return ClusterDescription(
+                view.cluster_id, view.controller,
+                [BrokerNode(n, h, p, view.racks.get(n)) for n, (h, p) in sorted(view.nodes.items())],
+                [ApiRange(k, names.get(k, f"api{k}"), lo, hi) for k, (lo, hi) in sorted(ranges.items())],
+                str(guess), guess.exact)
+        return await self._call("DescribeCluster", attempt, timeout)
+
     @property
     def requests_sent(self) -> Counter[tuple[str, int]]:
         """(api, version) -> how many requests this client sent, over all its connections."""
         total: Counter[tuple[str, int]] = Counter()
-        conns = {id(c): c for c in [self._bootstrap_conn, *self._conns.values()] if c is not None}
-        for c in conns.values():
+        for c in self.cluster.connections():
             total.update(c.sent)
         return total
 
     # -- topics ----------------------------------------------------------------------------------
-    async def list_topics(self, internal: bool = False) -> list[TopicListing]:
+    async def list_topics(self, internal: bool = False, *, timeout: Optional[float] = None) -> list[TopicListing]:
         """Topic names (KIP-142 ListTopics where the broker has it, else Metadata), sorted by name."""
-        conn = await self._node()
+        async def attempt(conn: Connection, deadline: Deadline) -> list[TopicListing]:
+            return await self._list(conn, deadline, internal)
+        return await self._call("ListTopics", attempt, timeout)
+
+    async def _list(self, conn: Connection, deadline: Deadline, internal: bool) -> list[TopicListing]:
         version = conn.versions.pick(ListTopicsRequest, self.list_topics_api_key)
         if version is not None:
-            resp = await conn.request(ListTopicsRequest(list_internal=internal), version,
-                                      api_key=self.list_topics_api_key)
+            resp = await self._ask(conn, deadline, ListTopicsRequest(list_internal=internal), version,
+                                   api_key=self.list_topics_api_key)
             if resp.error_code:
                 raise BrokerError("ListTopics", resp.error_code)
             found = [TopicListing(t.name, t.internal) for t in resp.topics]
         else:
             version = conn.versions.require(MetadataRequest)
-            meta = await conn.request(_metadata_request(version, None), version)
+            meta = await self._ask(conn, deadline, metadata_request(version, None), version)
             found = [TopicListing(t.name, t.is_internal) for t in meta.topics if t.name is not None]
         return sorted((t for t in found if internal or not t.internal), key=lambda t: t.name)
 
-    async def describe_topics(self, names: Optional[Iterable[str]] = None) -> list[TopicDescription]:
+    async def describe_topics(self, names: Optional[Iterable[str]] = None, *,
+                              timeout: Optional[float] = None) -> list[TopicDescription]:
         """Partitions of the named topics (all when None): DescribeTopicPartitions page by page where
         the broker has it, else Metadata. Unknown topics come back with their error, not raised."""
         wanted = None if names is None else list(dict.fromkeys(names))
         if wanted == []:
             return []
-        conn = await self._node()
+
+        async def attempt(conn: Connection, deadline: Deadline) -> list[TopicDescription]:
+            return await self._describe(conn, deadline, wanted)
+        return await self._call("DescribeTopics", attempt, timeout)
+
+    async def _describe(self, conn: Connection, deadline: Deadline,
+                        wanted: Optional[list[str]]) -> list[TopicDescription]:
         version = conn.versions.pick(DescribeTopicPartitionsRequest)
         if version is not None:
             if wanted is None:  # Kafka reads no names as "all topics"; Tansu as none: name them
-                wanted = [t.name for t in await self.list_topics(internal=True)]
-                if not wanted:
+                everything = [t.name for t in await self._list(conn, deadline, internal=True)]
+                if not everything:
                     return []
-                found = await self._describe_paged(conn, version, wanted)
+                found = await self._describe_paged(conn, deadline, version, everything)
                 return [found[n] for n in sorted(found)]
-            found = await self._describe_paged(conn, version, wanted)
+            found = await self._describe_paged(conn, deadline, version, wanted)
         else:
             version = conn.versions.require(MetadataRequest)
-            meta = await conn.request(_metadata_request(version, wanted), version)
+            meta = await self._ask(conn, deadline, metadata_request(version, wanted), version)
             found = {t.name: _description(t) for t in meta.topics if t.name is not None}
         if wanted is None:
             return [found[n] for n in sorted(found)]
         return [found.get(n) or TopicDescription(n, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for n in wanted]
 
-    async def _describe_paged(self, conn: Connection, version: int,
-                              wanted: Optional[list[str]]) -> dict[str, TopicDescription]:
+    async def _describe_paged(self, conn: Connection, deadline: Deadline, version: int,
+                              wanted: list[str]) -> dict[str, TopicDescription]:
         found: dict[str, TopicDescription] = {}
         req = DescribeTopicPartitionsRequest(
-            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=n) for n in wanted or []],
+            topics=[DescribeTopicPartitionsRequest.TopicRequest(name=n) for n in wanted],
             response_partition_limit=self.partition_limit)
         seen: set[tuple[str, int]] = set()
         while True:
-            resp = await conn.request(req, version)
+            resp = await self._ask(conn, deadline, req, version)
             for t in resp.topics:
                 if t.name is None:
                     continue
@@ -257,100 +314,110 @@ class Client:
         return found
 
     async def create_topics(self, topics: Iterable[Union[NewTopic, str]], *, timeout_ms: int = 30000,
-                            validate_only: bool = False) -> list[CreateTopicResult]:
+                            validate_only: bool = False, timeout: Optional[float] = None) -> list[CreateTopicResult]:
         """Create topics; one result per topic, in the order given. Partitions or replication factor
         left out take the broker's defaults (KIP-464) where its CreateTopics version allows (v4+);
         with an older broker those topics fail with UNSUPPORTED_VERSION and are not sent."""
-        new = [NewTopic(t) if isinstance(t, str) else t for t in topics]
+        given = [NewTopic(t) if isinstance(t, str) else t for t in topics]
+        new = {t.name: t for t in given}
         if not new:
             return []
-        conn = await self._node()
-        version = conn.versions.require(CreateTopicsRequest)
-        results: dict[str, CreateTopicResult] = {}
-        send = []
-        for t in new:
-            defaults = t.assignments is None and (t.partitions is None or t.replication_factor is None)
-            if defaults and version < KIP_464_VERSION:
-                results[t.name] = CreateTopicResult(
-                    t.name, ErrorCode.UNSUPPORTED_VERSION,
-                    f"the broker speaks CreateTopics up to v{version}; broker-side defaults for partitions "
-                    f"and replication factor (KIP-464) need v{KIP_464_VERSION}: give both")
-            else:
-                send.append(_creatable(t))
-        if send:
-            req = CreateTopicsRequest(topics=send, timeout_ms=timeout_ms, validate_only=validate_only)
-            resp = await conn.request(req, version)
-            for r in resp.topics:
-                results[r.name] = _created(r, version)
-        return [results.get(t.name) or CreateTopicResult(t.name, ErrorCode.UNKNOWN_SERVER_ERROR,
-                                                         "the broker's response left this topic out")
-                for t in new]
 
-    async def delete_topics(self, names: Iterable[str], *, timeout_ms: int = 30000) -> list[TopicResult]:
+        async def send(conn: Connection, deadline: Deadline, names: list[str]) -> dict[str, CreateTopicResult]:
+            version = conn.versions.require(CreateTopicsRequest)
+            results: dict[str, CreateTopicResult] = {}
+            creatable = []
+            for name in names:
+                t = new[name]
+                defaults = t.assignments is None and (t.partitions is None or t.replication_factor is None)
+                if defaults and version < KIP_464_VERSION:
+                    results[name] = CreateTopicResult(
+                        name, ErrorCode.UNSUPPORTED_VERSION,
+                        f"the broker speaks CreateTopics up to v{version}; broker-side defaults for partitions "
+                        f"and replication factor (KIP-464) need v{KIP_464_VERSION}: give both")
+                else:
+                    creatable.append(_creatable(t))
+            if creatable:
+                req = CreateTopicsRequest(topics=creatable, timeout_ms=timeout_ms, validate_only=validate_only)
+                resp = await self._ask(conn, deadline, req, version)
+                for r in resp.topics:
+                    results[r.name] = _created(r, version)
+            return results
+
+        got = await self._per_topic("CreateTopics", list(new), send, timeout)
+        return [got.get(n) or CreateTopicResult(n, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                                "the broker's response left this topic out")
+                for n in (t.name for t in given)]
+
+    async def delete_topics(self, names: Iterable[str], *, timeout_ms: int = 30000,
+                            timeout: Optional[float] = None) -> list[TopicResult]:
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return []
-        conn = await self._node()
-        version = conn.versions.require(DeleteTopicsRequest)
-        if version >= 6:  # v6 names topics by name or id
-            req = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in wanted],
-                                      timeout_ms=timeout_ms)
-        else:
-            req = DeleteTopicsRequest(topic_names=wanted, timeout_ms=timeout_ms)
-        resp = await conn.request(req, version)
-        got = {r.name: TopicResult(r.name, error_of(r.error_code), _message(r)) for r in resp.responses}
+
+        async def send(conn: Connection, deadline: Deadline, names: list[str]) -> dict[str, TopicResult]:
+            version = conn.versions.require(DeleteTopicsRequest)
+            if version >= 6:  # v6 names topics by name or id
+                req = DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name=n) for n in names],
+                                          timeout_ms=timeout_ms)
+            else:
+                req = DeleteTopicsRequest(topic_names=names, timeout_ms=timeout_ms)
+            resp = await self._ask(conn, deadline, req, version)
+            return {r.name: TopicResult(r.name, error_of(r.error_code), _message(r)) for r in resp.responses}
+
+        got = await self._per_topic("DeleteTopics", wanted, send, timeout)
         return [got.get(n) or TopicResult(n, ErrorCode.UNKNOWN_SERVER_ERROR, "left out of the response")
                 for n in wanted]
 
     async def create_partitions(self, counts: Mapping[str, int], *, timeout_ms: int = 30000,
-                                validate_only: bool = False) -> list[TopicResult]:
+                                validate_only: bool = False, timeout: Optional[float] = None) -> list[TopicResult]:
         """Grow topics to the given total partition counts; brokers assign the new partitions."""
         if not counts:
             return []
-        conn = await self._node()
-        version = conn.versions.require(CreatePartitionsRequest)
-        req = CreatePartitionsRequest(
-            topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=c, assignments=None)
-                    for n, c in counts.items()],
-            timeout_ms=timeout_ms, validate_only=validate_only)
-        resp = await conn.request(req, version)
-        got = {r.name: TopicResult(r.name, error_of(r.error_code), _message(r)) for r in resp.results}
+
+        async def send(conn: Connection, deadline: Deadline, names: list[str]) -> dict[str, TopicResult]:
+            version = conn.versions.require(CreatePartitionsRequest)
+            req = CreatePartitionsRequest(
+                topics=[CreatePartitionsRequest.CreatePartitionsTopic(name=n, count=counts[n], assignments=None)
+                        for n in names],
+                timeout_ms=timeout_ms, validate_only=validate_only)
+            resp = await self._ask(conn, deadline, req, version)
+            return {r.name: TopicResult(r.name, error_of(r.error_code), _message(r)) for r in resp.results}
+
+        got = await self._per_topic("CreatePartitions", list(counts), send, timeout)
         return [got.get(n) or TopicResult(n, ErrorCode.UNKNOWN_SERVER_ERROR, "left out of the response")
                 for n in counts]
 
-    async def describe_configs(self, names: Iterable[str],
-                               keys: Optional[Sequence[str]] = None) -> list[TopicConfigs]:
+    async def describe_configs(self, names: Iterable[str], keys: Optional[Sequence[str]] = None, *,
+                               timeout: Optional[float] = None) -> list[TopicConfigs]:
         """Topic configs (all, or only ``keys``), one result per topic."""
         wanted = list(dict.fromkeys(names))
         if not wanted:
             return []
-        conn = await self._node()
-        version = conn.versions.require(DescribeConfigsRequest)
-        req = DescribeConfigsRequest(resources=[
-            DescribeConfigsRequest.DescribeConfigsResource(
-                resource_type=TOPIC_RESOURCE, resource_name=n, configuration_keys=None if keys is None else list(keys))
-            for n in wanted])
-        resp = await conn.request(req, version)
-        got = {}
-        for r in resp.results:
-            configs = {c.name: ConfigEntry(c.name, c.value, c.read_only, c.config_source, c.is_sensitive,
-                                           c.is_default or c.config_source == 5) for c in r.configs}
-            got[r.resource_name] = TopicConfigs(r.resource_name, error_of(r.error_code), _message(r),
-                                                configs)
+
+        async def send(conn: Connection, deadline: Deadline, names: list[str]) -> dict[str, TopicConfigs]:
+            version = conn.versions.require(DescribeConfigsRequest)
+            req = DescribeConfigsRequest(resources=[
+                DescribeConfigsRequest.DescribeConfigsResource(
+                    resource_type=TOPIC_RESOURCE, resource_name=n,
+                    configuration_keys=None if keys is None else list(keys))
+                for n in names])
+            resp = await self._ask(conn, deadline, req, version)
+            got = {}
+            for r in resp.results:
+                configs = {c.name: ConfigEntry(c.name, c.value, c.read_only, c.config_source, c.is_sensitive,
+                                               c.is_default or c.config_source == 5) for c in r.configs}
+                got[r.resource_name] = TopicConfigs(r.resource_name, error_of(r.error_code), _message(r),
+                                                    configs)
+            return got
+
+        got = await self._per_topic("DescribeConfigs", wanted, send, timeout)
         return [got.get(n) or TopicConfigs(n, ErrorCode.UNKNOWN_SERVER_ERROR, "left out of the response")
                 for n in wanted]
 
 
-def _metadata_request(version: int, names: Optional[list[str]]) -> MetadataRequest:
-    """Metadata for ``names`` (None: all topics; []: none, brokers only). v0 knows no null list:
-    there an empty one means all topics."""
-    topics = None if names is None else [MetadataRequest.Topic(name=n) for n in names]
-    if version == 0 and topics is None:
-        topics = []
-    req = MetadataRequest(topics=topics)
-    if version >= 4:
-        req.allow_auto_topic_creation = False  # describing a topic must not create it
-    return req
+async def _connection(conn: Connection, deadline: Deadline) -> Connection:
+    return conn
 
 
 def _message(r: Any) -> Optional[str]:

@@ -1,4 +1,4 @@
-"""``kcodec topics list|describe|create|delete|add-partitions --bootstrap HOST:PORT [--json]``.
+"""``kcodec topics list|describe|create|delete|add-partitions|cluster --bootstrap HOST:PORT [--json]``.
 
 Exit status: 0 when every topic succeeded, 1 when any topic has an error (shown per topic), 2 when
 the cluster could not be reached or the request failed as a whole.
@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument("--tls-no-hostname-check", action="store_true",
                         help="accept a certificate that does not name the broker's host (still verified)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
-    common.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    common.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds each call may take, retries included (default 30)")
     common.add_argument("--list-topics-api-key", type=int, metavar="KEY",
                         help="api key the broker serves ListTopics (KIP-142) under")
     sub = parser.add_subparsers(dest="action", required=True)
@@ -49,6 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("add-partitions", parents=[common], help="grow topics to a total partition count")
     p.add_argument("topics", nargs="+")
     p.add_argument("--count", type=int, required=True, help="the new total number of partitions")
+    sub.add_parser("cluster", parents=[common],
+                   help="cluster id, controller, brokers and racks, advertised APIs, the guessed Kafka release")
 
 
 def run(args: argparse.Namespace, out: Any = None) -> int:
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace, out: Any = None) -> int:
     try:
         tls = args.tls_ca if args.tls_ca is not None else (True if args.tls else None)
         client = SyncClient(args.bootstrap, sasl=sasl, tls=tls, tls_check_hostname=not args.tls_no_hostname_check,
-                            request_timeout=args.timeout, connect_timeout=min(args.timeout, 10.0),
+                            timeout=args.timeout, request_timeout=args.timeout,
+                            connect_timeout=min(args.timeout, 10.0),
                             list_topics_api_key=args.list_topics_api_key)
         with client:
             return _act(client, args, configs, out)
@@ -101,6 +105,9 @@ def _sasl(args: argparse.Namespace) -> Any:
 def _act(client: Any, args: argparse.Namespace, configs: dict[str, str], out: Any) -> int:
     from .results import NewTopic, as_json
 
+    if args.action == "cluster":
+        _cluster(client.describe_cluster(), args.json, out)
+        return 0
     if args.action == "list":
         listing = client.list_topics(internal=args.internal)
         if args.json:
@@ -163,6 +170,23 @@ def _describe_table(described: Sequence[Any], config_of: dict[str, Any], out: An
         _table(["KEY", "VALUE", "SOURCE"], [[e.name, "(sensitive)" if e.sensitive else str(e.value),
                                               "default" if e.default else str(e.source)]
                                              for e in sorted(c.configs.values(), key=lambda e: e.name)], out)
+
+
+def _cluster(desc: Any, as_json_out: bool, out: Any) -> None:
+    from .results import as_json
+
+    if as_json_out:
+        print(json.dumps(as_json(desc), indent=2), file=out)
+        return
+    guessed = desc.release if desc.release_exact else f"{desc.release} (no release matches exactly)"
+    _table(["CLUSTER", "CONTROLLER", "KAFKA RELEASE (guessed from the API ranges)"],
+           [[desc.cluster_id or "-", _or_dash(desc.controller), guessed]], out)
+    print(file=out)
+    _table(["BROKER", "HOST", "PORT", "RACK"],
+           [[str(b.node_id), b.host, str(b.port), b.rack or "-"] for b in desc.brokers], out)
+    print(file=out)
+    _table(["API KEY", "API", "MIN", "MAX"],
+           [[str(a.api_key), a.name, str(a.min_version), str(a.max_version)] for a in desc.apis], out)
 
 
 def _or_dash(value: Optional[int]) -> str:

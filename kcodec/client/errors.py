@@ -20,6 +20,28 @@ class RequestTimeoutError(ClientError, TimeoutError):
     """No response within the request timeout. A late response is dropped; the connection stays up."""
 
 
+class CallTimeoutError(ClientError, TimeoutError):
+    """A call did not finish within its overall deadline (``timeout=``), retries included; says how
+    many attempts were made and the last failure (``last``: the exception, or None)."""
+
+    def __init__(self, what: str, timeout: float, attempts: int, last: Optional[BaseException]) -> None:
+        self.what, self.timeout, self.attempts, self.last = what, timeout, attempts, last
+        why = f"; last failure: {last}" if last is not None else ""
+        super().__init__(f"{what}: no result within its {timeout:g}s deadline "
+                         f"after {attempts} attempt{'s' if attempts != 1 else ''}{why}")
+
+
+class RetriableTopics(ClientError):
+    """Some topics of a call failed with a retriable error (NOT_CONTROLLER, ...): the call sends them
+    again. Seen only as a CallTimeoutError's ``last`` when they never succeed."""
+
+    def __init__(self, what: str, errors: dict[str, ErrorCode]) -> None:
+        self.errors = errors
+        shown = ", ".join(f"{n} {e.name}" for n, e in list(errors.items())[:5])
+        more = f" and {len(errors) - 5} more" if len(errors) > 5 else ""
+        super().__init__(f"{what}: retriable errors: {shown}{more}")
+
+
 class ProtocolError(ClientError):
     """The broker sent something that is not a Kafka response (bad frame, unknown correlation id,
     undecodable header). The connection is closed, because its stream can no longer be trusted."""

@@ -92,6 +92,34 @@ class TopicConfigs(TopicResult):
     configs: dict[str, ConfigEntry] = field(default_factory=dict)
 
 
+@dataclass
+class BrokerNode:
+    node_id: int
+    host: str
+    port: int
+    rack: Optional[str] = None
+
+
+@dataclass
+class ApiRange:
+    api_key: int
+    name: str
+    min_version: int
+    max_version: int
+
+
+@dataclass
+class ClusterDescription:
+    """``Client.describe_cluster()``: who the cluster is, and what its admin broker speaks."""
+
+    cluster_id: Optional[str]
+    controller: Optional[int]
+    brokers: list[BrokerNode]
+    apis: list[ApiRange]              # what the admin broker advertised in ApiVersions
+    release: str                      # kcodec.versions.guess_release, in words ("3.7", "newer than 4.3")
+    release_exact: bool               # True: the API ranges match that release exactly
+
+
 def as_json(value: Any) -> Any:
     """Results as JSON-able data: error codes by name, uuids as strings."""
     if isinstance(value, list):

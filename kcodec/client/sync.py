@@ -6,7 +6,8 @@ import asyncio
 from typing import Any, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from .admin import Client
-from .results import CreateTopicResult, NewTopic, TopicConfigs, TopicDescription, TopicListing, TopicResult
+from .results import (ClusterDescription, CreateTopicResult, NewTopic, TopicConfigs, TopicDescription, TopicListing,
+                      TopicResult)
 
 T = TypeVar("T")
 
@@ -37,14 +38,17 @@ class SyncClient:
             self._run(self.client.close())
             self._loop.close()
 
-    def negotiated(self) -> dict[str, Optional[int]]:
-        return self._run(self.client.negotiated())  # type: ignore[no-any-return]
+    def negotiated(self, **kw: Any) -> dict[str, Optional[int]]:
+        return self._run(self.client.negotiated(**kw))  # type: ignore[no-any-return]
 
-    def list_topics(self, internal: bool = False) -> list[TopicListing]:
-        return self._run(self.client.list_topics(internal))  # type: ignore[no-any-return]
+    def describe_cluster(self, **kw: Any) -> ClusterDescription:
+        return self._run(self.client.describe_cluster(**kw))  # type: ignore[no-any-return]
 
-    def describe_topics(self, names: Optional[Iterable[str]] = None) -> list[TopicDescription]:
-        return self._run(self.client.describe_topics(names))  # type: ignore[no-any-return]
+    def list_topics(self, internal: bool = False, **kw: Any) -> list[TopicListing]:
+        return self._run(self.client.list_topics(internal, **kw))  # type: ignore[no-any-return]
+
+    def describe_topics(self, names: Optional[Iterable[str]] = None, **kw: Any) -> list[TopicDescription]:
+        return self._run(self.client.describe_topics(names, **kw))  # type: ignore[no-any-return]
 
     def create_topics(self, topics: Iterable[Union[NewTopic, str]], **kw: Any) -> list[CreateTopicResult]:
         return self._run(self.client.create_topics(topics, **kw))  # type: ignore[no-any-return]
@@ -55,5 +59,6 @@ class SyncClient:
     def create_partitions(self, counts: Mapping[str, int], **kw: Any) -> list[TopicResult]:
         return self._run(self.client.create_partitions(counts, **kw))  # type: ignore[no-any-return]
 
-    def describe_configs(self, names: Iterable[str], keys: Optional[Sequence[str]] = None) -> list[TopicConfigs]:
-        return self._run(self.client.describe_configs(names, keys))  # type: ignore[no-any-return]
+    def describe_configs(self, names: Iterable[str], keys: Optional[Sequence[str]] = None,
+                         **kw: Any) -> list[TopicConfigs]:
+        return self._run(self.client.describe_configs(names, keys, **kw))  # type: ignore[no-any-return]

@@ -200,7 +200,7 @@ def test_connection_refused_and_bootstrap_fallback():
             await Connection.open("127.0.0.1", dead_port, connect_timeout=2)
         async with FakeBroker(APIS, {3: meta}) as live:
             async with Client(f"127.0.0.1:{dead_port},{live.address}", connect_timeout=2) as client:
-                assert client._bootstrap_conn is not None and client._bootstrap_conn.port == live.port
+                assert [c.port for c in client.cluster.connections()] == [live.port]
     run(main())
 
 

@@ -58,7 +58,7 @@ def test_describe_topics(broker: RealBroker):
             expected_parts = broker.topics[name]
         known, unknown = c.describe_topics([name, "no-such-topic-" + uuid.uuid4().hex[:6]])
         everything = c.describe_topics()
-        brokers = set(c.client._brokers)
+        brokers = set(c.client.cluster.nodes)
     assert known.ok and known.name == name
     assert [p.partition for p in known.partitions] == list(range(expected_parts))
     assert all(p.leader in brokers and p.leader in p.replicas and p.error == ErrorCode.NONE for p in known.partitions)
