@@ -53,7 +53,7 @@ def test_admin_scenario_with_each_mechanism(secured, mechanism):
         assert c.describe_configs([f"a-{tag}"])[0].configs["cleanup.policy"].value == "compact"
         assert c.create_partitions({f"a-{tag}": 5})[0].ok
         assert [r.error for r in c.delete_topics([f"a-{tag}", f"b-{tag}"])] == [ErrorCode.NONE] * 2
-        conns = [c.client._bootstrap_conn, *c.client._conns.values()]
+        conns = c.client.cluster.connections()
         sent = c.client.requests_sent
     assert all(conn is not None and conn.tls == (ca is not None) for conn in conns)
     assert sent[("SaslHandshake", 1)] >= 1 and sent[("SaslAuthenticate", 2)] >= (2 if "SCRAM" in mechanism else 1)
@@ -207,7 +207,7 @@ def test_kip368_the_client_reauthenticates_before_its_session_ends(mechanism):
 
     async def main(c: Cluster) -> tuple[int, int]:
         async with Client(c.bootstrap, sasl=_sasl(mechanism), request_timeout=5) as client:
-            conn = client._bootstrap_conn
+            [conn] = client.cluster.connections()  # one broker: bootstrap and admin share it
             assert conn.session_lifetime_ms == 300 and conn.reauth is not None
             for _ in range(3):  # each pause outlives a session; concurrent requests wait for one re-authentication
                 await asyncio.sleep(0.35)
