@@ -42,6 +42,39 @@ def record_tuple(r) -> tuple:
     return (r.offset, r.timestamp, b(r.key), b(r.value), [(k, b(v)) for k, v in r.headers], r.attributes)
 
 
+class BatchHeader:
+    """The fields of a batch (the base of kcodec.records.RecordBatch; the Cython twin keeps them in C)."""
+    __slots__ = ("magic", "base_offset", "last_offset_delta", "partition_leader_epoch", "crc", "attributes",
+                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+                 "record_count", "size", "offset", "index", "_buf", "_start", "_end", "_zero_copy", "_max",
+                 "_payload", "_legacy")
+    magic: int
+    base_offset: int
+    last_offset_delta: int
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    size: int        # bytes on the wire, offset and length included
+    offset: int      # where the batch starts in the buffer it was read from
+    index: int       # its position among the batches of that buffer
+    _buf: Any
+    _start: int
+    _end: int
+    _zero_copy: bool
+    _max: int
+    _payload: Any
+    _legacy: Optional[list]
+
+
+scan_v2 = None  # the reference reads every batch header in kcodec.records._reader
+
+
 class _Fault(Exception):
     """A decoding failure inside the loop: reason, position, field (turned into a RecordsError)."""
 
