@@ -86,6 +86,10 @@ def record_columns(source: Any, *, verify_crc: bool = True,
                 cols["batch"][row], cols["attributes"][row] = i, b.attributes
                 row += 1
             continue
+        if b._buf is base and not b.attributes & 0x07:  # the common case, read from the batch in C
+            jobs.append((b, row, i))
+            row += b.record_count
+            continue
         args = b._decode_args()
         buf, pos, end = args[0], args[1], args[2]
         shift = 0

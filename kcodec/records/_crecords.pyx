@@ -609,11 +609,20 @@ def fill_columns(list jobs, dict cols):
     cdef bint has_append, ok
     cdef Py_buffer pb
     cdef const unsigned char* p
+    cdef BatchHeader h
     for job in jobs:
-        buf, start, end, count, base_offset, base_timestamp, append_time, shift, row = job[:9]
-        batch_pos, attributes = job[12], job[13]
-        has_append = append_time is not None
-        at = append_time if has_append else 0
+        if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
+            h = <BatchHeader?>job[0]
+            buf, start, end, count, base_offset, base_timestamp = h._buf, h._start, h._end, h.record_count, \
+                h.base_offset, h.base_timestamp
+            shift, row, batch_pos, attributes = 0, job[1], job[2], h.attributes
+            has_append = (attributes & 0x08) != 0
+            at = h.max_timestamp
+        else:
+            buf, start, end, count, base_offset, base_timestamp, append_time, shift, row = job[:9]
+            batch_pos, attributes = job[12], job[13]
+            has_append = append_time is not None
+            at = append_time if has_append else 0
         pos = start
         ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
         if ok:
@@ -640,5 +649,5 @@ def fill_columns(list jobs, dict cols):
             PyBuffer_Release(&pb)
             ok = ok and pos == end
         if not ok:  # the reference raises the precise error
-            _pure.fill_columns([job], cols)
+            _pure.fill_columns([_pure.batch_job(*job) if len(job) == 3 else job], cols)
             raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")

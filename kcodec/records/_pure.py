@@ -175,12 +175,23 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
     return out
 
 
+def batch_job(batch: Any, row: int, position: int) -> tuple:
+    """The fill_columns job of an uncompressed v2 batch read in place."""
+    return (batch._buf, batch._start, batch._end, batch.record_count, batch.base_offset, batch.base_timestamp,
+            batch.max_timestamp if batch.attributes & 0x08 else None, 0, row, 0, False, batch.index, position,
+            batch.attributes)
+
+
 def fill_columns(jobs: list, cols: dict) -> None:
     """Write records' columns into ``cols`` (numpy arrays by name). Each job: (buf, pos, end, count,
     base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index, batch_position,
-    attributes): its records go to rows ``row``.., key and value positions plus ``shift``."""
-    for (buf, pos, end, count, base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index,
-         batch_position, attributes) in jobs:
+    attributes): its records go to rows ``row``.., key and value positions plus ``shift``; or (batch, row,
+    batch_position) for an uncompressed v2 batch read in place."""
+    for job in jobs:
+        if len(job) == 3:
+            job = batch_job(*job)
+        (buf, pos, end, count, base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index,
+         batch_position, attributes) = job
         for _, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
                                                                              compressed, batch_index):
             cols["offset"][row] = base_offset + off_delta
