@@ -253,23 +253,20 @@ cdef class RecordIterator:
     cdef Py_ssize_t pos, end, count, i
     cdef int64_t base_offset, base_timestamp, append_time
     cdef bint has_append, zero_copy
-    cdef object view, args
+    cdef object view, args, batch
 
-    def __cinit__(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
-                  int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
-                  Py_ssize_t batch_index):
-        self.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
-                     batch_index)
+    cdef int setup(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                   int64_t base_timestamp, bint has_append, int64_t append_time, bint zero_copy) except -1:
         PyObject_GetBuffer(buf, &self.pb, PyBUF_SIMPLE)
         self.held = True
         self.pos, self.end, self.count, self.i = pos, end, count, 0
         self.base_offset, self.base_timestamp = base_offset, base_timestamp
-        self.has_append = append_time is not None
-        self.append_time = append_time if append_time is not None else 0
+        self.has_append, self.append_time = has_append, append_time
         self.zero_copy = zero_copy
         self.view = memoryview(buf) if zero_copy else None
         if count < 0 or count * 7 > end - pos or not 0 <= pos <= end <= self.pb.len:
             self.fail()
+        return 0
 
     def __dealloc__(self):
         if self.held:
@@ -294,13 +291,35 @@ cdef class RecordIterator:
     cdef fail(self):
         self.i = self.count
         self.pos = self.end
-        _pure.decode_records(*self.args)  # raises the reference's precise error
+        args = self.args if self.args is not None else self.batch._decode_args()
+        _pure.decode_records(*args)  # raises the reference's precise error
         raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
 
 
-def iter_records(*args):
+def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                 int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
+                 Py_ssize_t batch_index):
     """As _pure.iter_records: an iterator over a batch's records, decoded as it goes."""
-    return RecordIterator(*args)
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    it.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
+               batch_index)
+    it.setup(buf, pos, end, count, base_offset, base_timestamp, append_time is not None,
+             append_time if append_time is not None else 0, zero_copy)
+    return it
+
+
+def iter_batch(BatchHeader h):
+    """As _pure.iter_batch: ``iter(batch)``; an uncompressed v2 batch is read from its C fields."""
+    cdef RecordIterator it
+    if h._legacy is not None:
+        return iter(h._legacy)
+    if h.attributes & 0x07:
+        return iter_records(*h._decode_args())
+    it = RecordIterator.__new__(RecordIterator)
+    it.batch = h
+    it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp, (h.attributes & 0x08) != 0,
+             h.max_timestamp, h._zero_copy)
+    return it
 
 
 def decode_fast(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,

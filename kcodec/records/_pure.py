@@ -211,6 +211,11 @@ def iter_records(*args: Any) -> Iterator:
     return iter(decode_records(*args))
 
 
+def iter_batch(batch: Any) -> Iterator:
+    """``iter(batch)``: its records."""
+    return iter(batch.records())
+
+
 def _records_error(f: _Fault, index: int, origin: int, compressed: bool, batch_index: int) -> RecordsError:
     path = f"batches[{batch_index}].records[{index}]" + (f".{f.field}" if f.field else "")
     if not f.field:

@@ -84,9 +84,7 @@ class RecordBatch(_Header):
 
     def __iter__(self) -> Iterator:
         """The records, decoded one at a time as they are asked for."""
-        if self._legacy is not None:
-            return iter(self._legacy)
-        return backend.iter_records(*self._decode_args())  # type: ignore[no-any-return]
+        return backend.iter_batch(self)  # type: ignore[no-any-return]
 
     def _decode_args(self) -> tuple:
         payload = self.payload()
