@@ -177,7 +177,9 @@ def _scan(buf, verify_crc: bool, zero_copy: bool, max_uncompressed: int) -> Iter
         if fast is not None:  # the Cython twin reads well-formed v2 batches; anything else is read below
             batches, pos, index = fast(buf, view, pos, index, verify_crc, zero_copy, max_uncompressed, RecordBatch,
                                        crc32c)
-            yield from batches
+            batches.reverse()
+            while batches:  # handed over one by one, so that a batch the caller drops is freed
+                yield batches.pop()
             if pos >= n:
                 return
         if n - pos < LOG_OVERHEAD:
