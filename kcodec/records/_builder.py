@@ -15,6 +15,14 @@ from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONA
 
 _V2 = struct.Struct(">qiibIhiqqqhii")
 _MSG_HEAD = struct.Struct(">qiIbb")
+_COMPRESSIONS = {int(c): c for c in Compression}
+_TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+
+
+def _enum(members: dict, cls: Any, value: Any) -> Any:
+    """The enum member of a value through a dict (calling an IntEnum costs a microsecond)."""
+    found = members.get(value)
+    return cls(value) if found is None else found
 
 
 class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
@@ -37,7 +45,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         if magic not in (0, 1, 2):
             raise EncodeError(f"magic {magic} is not 0, 1 or 2", "magic")
         self.magic = magic
-        self.compression = Compression(compression)
+        self.compression = _enum(_COMPRESSIONS, Compression, compression)
         if magic < 2 and self.compression == Compression.ZSTD:
             raise EncodeError("zstd needs magic 2", "compression")
         if magic < 2 and (transactional or control or producer_id != -1):
@@ -47,7 +55,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
         self.transactional, self.control = transactional, control
         self.partition_leader_epoch = partition_leader_epoch
-        self.timestamp_type = TimestampType(timestamp_type)
+        self.timestamp_type = _enum(_TIMESTAMP_TYPES, TimestampType, timestamp_type)
         self._built: Optional[bytes] = None
         self._built_count = -1
 

@@ -68,38 +68,46 @@ def record_columns(source: Any, *, verify_crc: bool = True,
     cols.update({name: np.empty(total, np.int32) for name in INT32})
     cols["attributes"] = np.empty(total, np.int16)
     base = batches[0]._buf if batches else b""
-    base_len = memoryview(base).nbytes
-    extras: list[Any] = []
-    extra_len = 0
+    out: Optional[bytearray] = None  # base, then decompressed records and magic 0/1 keys and values
+
+    def append(chunk: Any) -> int:
+        """Put ``chunk`` at the end of ``data``; returns where it starts."""
+        nonlocal out
+        if out is None:
+            out = bytearray(base)
+        at = len(out)
+        out += chunk
+        return at
+
     row = 0
     jobs = []
     for i, b in enumerate(batches):
         if b._legacy is not None:
             for r in b._legacy:
                 for name, v in (("key", r.key), ("value", r.value)):
-                    cols[f"{name}_offset"][row] = -1 if v is None else base_len + extra_len
+                    cols[f"{name}_offset"][row] = -1 if v is None else append(v)
                     cols[f"{name}_length"][row] = -1 if v is None else len(v)
-                    if v is not None:
-                        extras.append(v)
-                        extra_len += len(v)
                 cols["offset"][row], cols["timestamp"][row], cols["header_count"][row] = r.offset, r.timestamp, 0
                 cols["batch"][row], cols["attributes"][row] = i, b.attributes
                 row += 1
             continue
+        if b._buf is base and not b.attributes & 0x07:  # the common case, read from the batch in C
+            jobs.append((b, row, i))
+            row += b.record_count
+            continue
+        # decompressed records (or a batch of another buffer): copied to the end of data and read there at
+        # once, so that each batch's decompressed bytes are freed before the next is inflated
         args = b._decode_args()
         buf, pos, end = args[0], args[1], args[2]
-        shift = 0
-        if buf is not base:  # decompressed records, or a batch of another buffer: appended to data
-            section = memoryview(buf)[pos:end]
-            extras.append(section)
-            shift = base_len + extra_len - pos
-            extra_len += len(section)
-        jobs.append((buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
-                     b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, row, *args[8:], i,
-                     b.attributes))
+        shift = append(memoryview(buf)[pos:end]) - pos
+        backend.fill_columns([(buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
+                               b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, row, *args[8:],
+                               i, b.attributes)], cols)
+        if b._payload is not None and b._payload is not b._buf:
+            b._payload = None  # inflated again if the batch's records are asked for later
         row += b.record_count
     backend.fill_columns(jobs, cols)
-    data = base if not extras else b"".join([bytes(base), *map(bytes, extras)])
+    data = base if out is None else bytes(out)
     return RecordColumns(data, cols, batches, partial)
 
 

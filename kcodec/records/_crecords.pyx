@@ -62,6 +62,84 @@ cdef class Record:
     __hash__ = None
 
 
+cdef class BatchHeader:
+    """The fields of a batch, in C (the base of kcodec.records.RecordBatch; the reference's twin)."""
+    cdef public int64_t base_offset, base_timestamp, max_timestamp, producer_id
+    cdef public int64_t partition_leader_epoch, last_offset_delta, base_sequence, record_count  # int64: magic
+    cdef public int magic, attributes, producer_epoch                                          # 0/1 offsets
+    cdef public uint32_t crc
+    cdef public Py_ssize_t size, offset, index, _start, _end, _max
+    cdef public bint _zero_copy
+    cdef public object _buf, _payload, _legacy
+
+
+cdef inline uint32_t be32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+
+cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
+    return (<uint64_t>be32(p) << 32) | be32(p + 4)
+
+
+def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint zero_copy,
+            Py_ssize_t max_uncompressed, type cls, crc_fn):
+    """The well-formed v2 batches from ``pos`` on, as ``cls`` objects: (list, next position, next index). It
+    stops at anything else (a cut-off tail, magic 0/1, any fault) for the reference's reader to take on."""
+    cdef Py_buffer pb
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, end
+    cdef int32_t length, count
+    cdef int attributes
+    cdef uint32_t crc
+    cdef BatchHeader h
+    cdef list out = []
+    PyObject_GetBuffer(view, &pb, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*>pb.buf
+        n = pb.len
+        while n - pos >= 61:
+            length = <int32_t>be32(p + pos + 8)
+            if length < 49 or n - pos - 12 < length or p[pos + 16] != 2:
+                break
+            end = pos + 12 + length
+            attributes = <int16_t>((p[pos + 21] << 8) | p[pos + 22])
+            count = <int32_t>be32(p + pos + 57)
+            if (attributes & 7) > 4 or count < 0 or (not (attributes & 7) and <int64_t>count * 7 > length - 49):
+                break
+            crc = be32(p + pos + 17)
+            if verify_crc and <uint32_t>crc_fn(view[pos + 21:end]) != crc:
+                break
+            h = <BatchHeader>cls.__new__(cls)
+            h.base_offset = <int64_t>be64(p + pos)
+            h.partition_leader_epoch = <int32_t>be32(p + pos + 12)
+            h.magic = 2
+            h.crc = crc
+            h.attributes = attributes
+            h.last_offset_delta = <int32_t>be32(p + pos + 23)
+            h.base_timestamp = <int64_t>be64(p + pos + 27)
+            h.max_timestamp = <int64_t>be64(p + pos + 35)
+            h.producer_id = <int64_t>be64(p + pos + 43)
+            h.producer_epoch = <int16_t>((p[pos + 51] << 8) | p[pos + 52])
+            h.base_sequence = <int32_t>be32(p + pos + 53)
+            h.record_count = count
+            h.size = end - pos
+            h.offset = pos
+            h.index = index
+            h._buf = buf
+            h._start = pos + 61
+            h._end = end
+            h._zero_copy = zero_copy
+            h._max = max_uncompressed
+            h._payload = None
+            h._legacy = None
+            out.append(h)
+            pos = end
+            index += 1
+    finally:
+        PyBuffer_Release(&pb)
+    return out, pos, index
+
+
 cdef inline Py_ssize_t read_varint(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
                                    int max_bytes) noexcept nogil:
     """A zigzag varint (5 bytes, 32 bits) or varlong (10, 64) at pos: the next position, or -1."""
@@ -175,23 +253,20 @@ cdef class RecordIterator:
     cdef Py_ssize_t pos, end, count, i
     cdef int64_t base_offset, base_timestamp, append_time
     cdef bint has_append, zero_copy
-    cdef object view, args
+    cdef object view, args, batch
 
-    def __cinit__(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
-                  int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
-                  Py_ssize_t batch_index):
-        self.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
-                     batch_index)
+    cdef int setup(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                   int64_t base_timestamp, bint has_append, int64_t append_time, bint zero_copy) except -1:
         PyObject_GetBuffer(buf, &self.pb, PyBUF_SIMPLE)
         self.held = True
         self.pos, self.end, self.count, self.i = pos, end, count, 0
         self.base_offset, self.base_timestamp = base_offset, base_timestamp
-        self.has_append = append_time is not None
-        self.append_time = append_time if append_time is not None else 0
+        self.has_append, self.append_time = has_append, append_time
         self.zero_copy = zero_copy
         self.view = memoryview(buf) if zero_copy else None
         if count < 0 or count * 7 > end - pos or not 0 <= pos <= end <= self.pb.len:
             self.fail()
+        return 0
 
     def __dealloc__(self):
         if self.held:
@@ -216,13 +291,35 @@ cdef class RecordIterator:
     cdef fail(self):
         self.i = self.count
         self.pos = self.end
-        _pure.decode_records(*self.args)  # raises the reference's precise error
+        args = self.args if self.args is not None else self.batch._decode_args()
+        _pure.decode_records(*args)  # raises the reference's precise error
         raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
 
 
-def iter_records(*args):
+def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                 int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
+                 Py_ssize_t batch_index):
     """As _pure.iter_records: an iterator over a batch's records, decoded as it goes."""
-    return RecordIterator(*args)
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    it.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
+               batch_index)
+    it.setup(buf, pos, end, count, base_offset, base_timestamp, append_time is not None,
+             append_time if append_time is not None else 0, zero_copy)
+    return it
+
+
+def iter_batch(BatchHeader h):
+    """As _pure.iter_batch: ``iter(batch)``; an uncompressed v2 batch is read from its C fields."""
+    cdef RecordIterator it
+    if h._legacy is not None:
+        return iter(h._legacy)
+    if h.attributes & 0x07:
+        return iter_records(*h._decode_args())
+    it = RecordIterator.__new__(RecordIterator)
+    it.batch = h
+    it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp, (h.attributes & 0x08) != 0,
+             h.max_timestamp, h._zero_copy)
+    return it
 
 
 def decode_fast(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
@@ -531,11 +628,20 @@ def fill_columns(list jobs, dict cols):
     cdef bint has_append, ok
     cdef Py_buffer pb
     cdef const unsigned char* p
+    cdef BatchHeader h
     for job in jobs:
-        buf, start, end, count, base_offset, base_timestamp, append_time, shift, row = job[:9]
-        batch_pos, attributes = job[12], job[13]
-        has_append = append_time is not None
-        at = append_time if has_append else 0
+        if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
+            h = <BatchHeader?>job[0]
+            buf, start, end, count, base_offset, base_timestamp = h._buf, h._start, h._end, h.record_count, \
+                h.base_offset, h.base_timestamp
+            shift, row, batch_pos, attributes = 0, job[1], job[2], h.attributes
+            has_append = (attributes & 0x08) != 0
+            at = h.max_timestamp
+        else:
+            buf, start, end, count, base_offset, base_timestamp, append_time, shift, row = job[:9]
+            batch_pos, attributes = job[12], job[13]
+            has_append = append_time is not None
+            at = append_time if has_append else 0
         pos = start
         ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
         if ok:
@@ -562,5 +668,5 @@ def fill_columns(list jobs, dict cols):
             PyBuffer_Release(&pb)
             ok = ok and pos == end
         if not ok:  # the reference raises the precise error
-            _pure.fill_columns([job], cols)
+            _pure.fill_columns([_pure.batch_job(*job) if len(job) == 3 else job], cols)
             raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")

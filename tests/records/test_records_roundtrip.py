@@ -178,3 +178,18 @@ def test_backend_is_the_expected_one():
         assert BACKEND == "python"
     elif want:
         assert BACKEND == want
+
+
+def test_share_fetch_partitions_by_topic_id():
+    import uuid
+
+    from kcodec.messages import ShareFetchResponse
+    b = BatchBuilder(base_offset=5)
+    b.append(b"k", b"shared", timestamp=1)
+    tid = uuid.UUID(int=7)
+    resp = ShareFetchResponse(responses=[ShareFetchResponse.ShareFetchableTopicResponse(topic_id=tid, partitions=[
+        ShareFetchResponse.PartitionData(partition_index=2, records=b.build())])])
+    version = ShareFetchResponse.VALID_VERSIONS[1]
+    back = kcodec.decode(ShareFetchResponse, kcodec.encode(resp, version=version), version=version)
+    (p,) = fetched(back)
+    assert p.topic == tid and p.partition == 2 and [r.value for b in p.batches for r in b] == [b"shared"]
