@@ -14,6 +14,7 @@ import struct
 from collections import Counter
 
 import pytest
+from needs import need_module
 
 from kcodec import definitions
 from kcodec.errors import ErrorCode
@@ -22,15 +23,15 @@ from kcodec.tap import capture
 pytestmark = [pytest.mark.spark, pytest.mark.interop,
               pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")]  # librdkafka's Metadata request
 
-pytest.importorskip("pyspark")
+need_module("pyspark")
 from kcodec.showcase.e2e import analyze_capture, check, headline  # noqa: E402
 from kcodec.showcase.traffic import CK, KC, KPY, background_topic, drive, told_errors  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory):
-    pytest.importorskip("confluent_kafka")
-    pytest.importorskip("kafka")
+    need_module("confluent_kafka")
+    need_module("kafka")
     return drive(tmp_path_factory.mktemp("e2e") / "capture", background_topics=120)
 
 

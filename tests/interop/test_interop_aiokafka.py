@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from needs import need_module
 from interop_support import ACLS, USERS, record
 
 from kcodec.broker import Cluster
 
 pytestmark = pytest.mark.interop
-aiokafka = pytest.importorskip("aiokafka")
+aiokafka = need_module("aiokafka")
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402
 

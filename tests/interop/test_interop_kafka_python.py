@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from needs import need_module
 from interop_support import record
 
 pytestmark = pytest.mark.interop
-kafka = pytest.importorskip("kafka")
+kafka = need_module("kafka")
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
 from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, TopicAlreadyExistsError,  # noqa: E402
                           TopicAuthorizationFailedError)

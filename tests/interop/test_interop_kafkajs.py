@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from needs import missing, need_tool
 from interop_support import record
 
 pytestmark = pytest.mark.interop
@@ -17,12 +16,9 @@ CLIENT = "kafkajs 2.2.4"
 
 
 def _run(bootstrap: str, *credentials: str) -> dict:
-    node = shutil.which("node")
-    if node is None or not (JS / "node_modules" / "kafkajs").is_dir():
-        msg = "node or tests/interop/js/node_modules missing (make test installs them)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    node = need_tool("node", "Node.js 18+ and npm; Debian's nodejs and npm packages")
+    if not (JS / "node_modules" / "kafkajs").is_dir():
+        missing("kafkajs in tests/interop/js/node_modules (`make test` runs npm ci there)")
     out = subprocess.run([node, str(JS / "admin.js"), bootstrap, *credentials], capture_output=True, text=True,
                          timeout=90)
     assert out.returncode == 0, out.stdout + out.stderr
