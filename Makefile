@@ -46,6 +46,7 @@ bench-report: $(STAMP)
 		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md
+	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
 
 # atheris over every decoder, the extensions built with AddressSanitizer (gcc -fsanitize=address) in build/fuzz; see
 # fuzz/fuzz_kcodec.py. FUZZ_SECONDS=300 by default; findings land in build/fuzz/ (crash-*).
