@@ -83,7 +83,7 @@ def run(args: Any) -> int:
     ctx.progress.say(f"showcase: {len(chosen)} steps, report in {args.out}", keep=True)
     for i, step in enumerate(chosen, 1):
         t = time.perf_counter()
-        ctx.progress.say(f"[{step.name}] {step.title} (step {i}/{len(chosen)})")
+        ctx.progress.say(f"[{step.name}] {step.title} (step {i}/{len(chosen)})", keep=True)  # steps print below
         try:
             step.fn(ctx)
         except Skip as e:
