@@ -7,13 +7,32 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test bench bench-report fuzz definitions clean
+.PHONY: run test docs prereqs bench bench-report fuzz definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) $(JS_STAMP)
+test: $(STAMP) prereqs
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# What `make test` needs beyond Python, named when missing: Java 17+ for Spark, Node.js and npm for the
+# kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
+prereqs:
+	@missing=""; \
+	if ! command -v java >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
+	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Debian: apt-get install openjdk-17-jre-headless)"; fi; \
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
+	if [ -n "$$missing" ]; then \
+	  printf "make test: missing on this machine:$$missing\n" >&2; \
+	  if [ -n "$$CI" ]; then echo "CI needs them: stopping." >&2; exit 1; fi; \
+	  echo "the tests that need them will skip (in CI they fail)." >&2; fi
+
+# The documentation site (mkdocs.yml, docs/), built strictly into site/; tests/test_docs.py builds it too.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+	@echo "documentation built: site/index.html"
 
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
@@ -26,6 +45,8 @@ bench-report: $(STAMP)
 	KCODEC_BENCH_DIR=$(BENCH_DIR) $(PY) -m pytest benchmarks -q -W ignore::DeprecationWarning \
 		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md
+	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md
+	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
 
 # atheris over every decoder, the extensions built with AddressSanitizer (gcc -fsanitize=address) in build/fuzz; see
 # fuzz/fuzz_kcodec.py. FUZZ_SECONDS=300 by default; findings land in build/fuzz/ (crash-*).
@@ -61,4 +82,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/_crecords.c kcodec/records/*.so tests/interop/js/node_modules
+	rm -rf $(VENV) build site *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/_crecords.c kcodec/records/*.so tests/interop/js/node_modules

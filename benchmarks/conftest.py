@@ -18,12 +18,21 @@ RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().paren
 
 
 @pytest.fixture(scope="session")
-def metadata_payloads() -> dict[tuple[str, int], bytes]:
+def metadata_payloads(pytestconfig) -> dict[tuple[str, int], bytes]:
     """{(size, version): body}; KCODEC_BENCH_SIZES (e.g. "1k,10k") limits the sizes."""
     if not (_payloads.SHARED / "vectors" / "metadata").is_dir():
         pytest.skip(f"no payloads at {_payloads.SHARED} (set KCODEC_SHARED)")
     sizes = tuple(os.environ.get("KCODEC_BENCH_SIZES", "1k,10k,100k").split(","))
-    return _payloads.payloads(sizes)
+    return _payloads.payloads(sizes, say=lambda line: _tell(pytestconfig, line))
+
+
+def _tell(config: pytest.Config, line: str) -> None:
+    """A line on the console while a fixture runs (past pytest's output capture)."""
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if terminal is not None and capture is not None:
+        with capture.global_and_fixture_disabled():
+            terminal.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Callable
 
 import kcodec
 from kcodec._pure import _uvarint_bytes as _uvarint
@@ -51,8 +52,10 @@ def make_v12(topics: int) -> bytes:
     return b"".join(parts)
 
 
-def payloads(sizes: tuple[str, ...] = ("1k", "10k", "100k")) -> dict[tuple[str, int], bytes]:
-    """{(size, version): body}: 1k at v1 and v12 from ../shared, larger ones made (and cached) at v12."""
+def payloads(sizes: tuple[str, ...] = ("1k", "10k", "100k"),
+             say: Callable[[str], None] = lambda _: None) -> dict[tuple[str, int], bytes]:
+    """{(size, version): body}: 1k at v1 and v12 from ../shared, larger ones made (and cached) at v12;
+    ``say`` is told about each one made."""
     out = {("1k", 1): shared_body(1), ("1k", 12): shared_body(12)}
     for size in sizes:
         if size == "1k":
@@ -61,6 +64,7 @@ def payloads(sizes: tuple[str, ...] = ("1k", "10k", "100k")) -> dict[tuple[str, 
         if not path.exists():
             CACHE.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
+            say(f"benchmarks: making the {size}-topic Metadata v12 payload into {path} (once; cached)")
             tmp.write_bytes(make_v12(int(size[:-1]) * 1000))
             tmp.replace(path)
         out[(size, 12)] = path.read_bytes()

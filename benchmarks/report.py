@@ -134,7 +134,7 @@ def main(argv: list[str]) -> int:
     cpu = m.get("cpu", {}).get("brand_raw", platform.processor())
     lines = [f"Measured by `make bench-report` ({m.get('python_implementation', '')} "
              f"{m.get('python_version', '')}, {cpu}); times are the minimum over each case's rounds.", "",
-             *table(times, sizes), "", "Targets (issue 3), ratios from the same run:", "",
+             *table(times, sizes), "", "Targets, ratios from the same run:", "",
              *targets(times, sizes, info["extra"])]
     text = "\n".join(lines) + "\n"
     (folder / "results.md").write_text(text)

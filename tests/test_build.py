@@ -10,6 +10,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -17,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_install_without_a_compiler(tmp_path):
     if not (REPO / "setup.py").exists():
         pytest.skip("needs the source tree (this run tests an installed wheel)")
-    pytest.importorskip("Cython")
+    need_module("Cython")
     src = tmp_path / "src"
     shutil.copytree(REPO / "kcodec", src / "kcodec", ignore=shutil.ignore_patterns("*.so", "*.c", "__pycache__"))
     for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE", "NOTICE"):

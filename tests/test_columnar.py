@@ -227,8 +227,6 @@ def test_public_helpers_and_wrong_classes(shared):
 
 
 def test_engine_follows_the_backend_choice():
-    import os
-    if os.environ.get("KCODEC_PURE", "") not in ("", "0"):
-        assert columnar.ENGINE == "python"
-    elif os.environ.get("KCODEC_EXPECT_BACKEND") == "cython":
-        assert columnar.ENGINE == "cython"
+    from test_api import expected_engine
+
+    assert columnar.ENGINE == expected_engine("_columnar")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import missing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +41,7 @@ FAST = available().get("cython")
 if FAST is None:
     if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
         raise RuntimeError("the Cython backend is required (KCODEC_REQUIRE_EXTENSION) but not built")
-    pytest.skip("the Cython backend is not built", allow_module_level=True)
+    missing("the Cython backend kcodec._fast (built by pip install when a C compiler is there)")
 
 CASES = [(name, v) for name in definitions.names() for v in definitions.get(name).versions]
 SCALE = settings.default.max_examples  # 15 in ci, 2000 in long

@@ -14,6 +14,7 @@ import struct
 from collections import Counter
 
 import pytest
+from needs import need_module
 
 from kcodec import definitions
 from kcodec.errors import ErrorCode
@@ -22,15 +23,15 @@ from kcodec.tap import capture
 pytestmark = [pytest.mark.spark, pytest.mark.interop,
               pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")]  # librdkafka's Metadata request
 
-pytest.importorskip("pyspark")
+need_module("pyspark")
 from kcodec.showcase.e2e import analyze_capture, check, headline  # noqa: E402
 from kcodec.showcase.traffic import CK, KC, KPY, background_topic, drive, told_errors  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def traffic(tmp_path_factory):
-    pytest.importorskip("confluent_kafka")
-    pytest.importorskip("kafka")
+    need_module("confluent_kafka")
+    need_module("kafka")
     return drive(tmp_path_factory.mktemp("e2e") / "capture", background_topics=120)
 
 
@@ -102,8 +103,12 @@ def test_list_topics_frames_decode_and_the_what_if_holds(traffic, analyzed):
     last = lt.sort_values("request_ts_ns").iloc[-1]
     assert last.topics == 120 + 4
     # kafka-python's next all-topics Metadata saw the same topics; what ListTopics would have taken for
-    # it is what ListTopics did take.
-    assert figs.what_if_vs_real == (int(last.response_bytes), int(last.response_bytes))
+    # it is what ListTopics did take, and both are the size KIP-142's layout gives for those names,
+    # counted here by hand (not by kcodec's encoder, which made both of the others).
+    names = [background_topic(i)[0] for i in range(120)] + ["ck-orders", "kc-orders", "__consumer_offsets",
+                                                             "__transaction_state"]
+    by_hand = list_topics_v1_frame_bytes(names)
+    assert figs.what_if_vs_real == (by_hand, by_hand) and int(last.response_bytes) == by_hand
     nxt = ex[(ex.client_id == KPY) & (ex.api_name == "Metadata") & (ex.request_ts_ns > last.request_ts_ns)
              & ex.metadata_all_topics.eq(True)].sort_values("request_ts_ns").iloc[0]
     assert nxt.topics == last.topics and nxt.list_topics_v1_bytes == last.response_bytes
@@ -113,6 +118,28 @@ def test_list_topics_frames_decode_and_the_what_if_holds(traffic, analyzed):
     per_client = {r["client_id"]: r for r in figs.agg["metadata"]}
     assert per_client[KPY]["all_topics_requests"] >= 3 and per_client[CK]["all_topics_requests"] >= 2
     assert all(r["list_topics_v1_bytes"] * 4 < r["metadata_bytes"] for c, r in per_client.items() if c != KC)
+
+
+def _uvarint_len(n: int) -> int:
+    return max(1, (n.bit_length() + 6) // 7)
+
+
+def list_topics_v1_frame_bytes(names: list[str]) -> int:
+    """A ListTopics v1 response frame naming ``names``, from the overlay's layout: size prefix (4), header
+    v1 (correlation id 4, no tags 1), throttle_time_ms 4, error_code 2, a compact array (uvarint n+1) of
+    (compact string: uvarint len+1 and UTF-8; internal: 1; no tags: 1), no tags 1."""
+    encoded = [n.encode() for n in names]
+    topics = sum(_uvarint_len(len(b) + 1) + len(b) + 1 + 1 for b in encoded)
+    return 4 + 4 + 1 + 4 + 2 + _uvarint_len(len(names) + 1) + topics + 1
+
+
+def test_list_topics_size_by_hand():
+    import kcodec
+    from kcodec.messages import ListTopicsResponse
+
+    names = ["a", "é" * 70, "x" * 200]  # one- and two-byte length varints, non-ASCII
+    msg = ListTopicsResponse(topics=[ListTopicsResponse.Topic(name=n) for n in names])
+    assert list_topics_v1_frame_bytes(names) == len(kcodec.encode_response(msg, 1, correlation_id=1))
 
 
 def test_describe_topic_partitions_pages(traffic, analyzed):

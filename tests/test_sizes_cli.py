@@ -7,6 +7,7 @@ import io
 import json
 
 import pytest
+from needs import need_module
 
 import kcodec
 from kcodec.cli import main
@@ -41,7 +42,7 @@ def test_csv_markdown_and_table(capsys):
 
 
 def test_plot_writes_two_pngs(capsys, tmp_path):
-    pytest.importorskip("matplotlib")
+    need_module("matplotlib")
     out = tmp_path / "deep" / "sizes.png"
     _sizes(capsys, "--plot", str(out))
     for p in (out, out.with_name("sizes-decode.png")):
@@ -117,7 +118,7 @@ def _e2e_showcase(tmp_path) -> int:
 
 @pytest.mark.interop
 def test_showcase_without_pyspark_drives_traffic_and_skips_the_analysis(capsys, tmp_path, monkeypatch):
-    pytest.importorskip("confluent_kafka")
+    need_module("confluent_kafka")
     import importlib.util
 
     real = importlib.util.find_spec
@@ -135,8 +136,8 @@ def test_showcase_without_pyspark_drives_traffic_and_skips_the_analysis(capsys, 
 @pytest.mark.interop
 @pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")
 def test_showcase_end_to_end_steps(capsys, tmp_path, spark):
-    pytest.importorskip("confluent_kafka")
-    pytest.importorskip("kafka")
+    need_module("confluent_kafka")
+    need_module("kafka")
     assert _e2e_showcase(tmp_path) == 0
     printed = capsys.readouterr().out
     assert "they agree" in printed and "as ListTopics v1 B" in printed

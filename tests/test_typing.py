@@ -7,9 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
 REPO = Path(__file__).resolve().parents[1]
-pytest.importorskip("mypy")
+need_module("mypy")
 
 
 def _mypy(*args: str) -> subprocess.CompletedProcess:

@@ -60,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeat", type=int, default=3, help="timing rounds (best is kept)")
     p.add_argument("--steps", help="comma-separated subset of the steps (default: all)")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
     p.add_argument("--master", default="local[2]", help="Spark master of the analyze step (default local[2])")
 
 
@@ -76,11 +77,13 @@ def run(args: Any) -> int:
             return 2
         chosen = [s for s in all_steps if s.name in names]
     ctx = Context(vectors=args.vectors, out_dir=args.out, topics=args.topics, decode_max=args.decode_max,
-                  repeat=max(1, args.repeat), quiet=args.quiet, master=args.master)
+                  repeat=max(1, args.repeat), quiet=args.quiet, master=args.master,
+                  verbose=args.verbose)
     start = time.perf_counter()
-    for step in chosen:
+    ctx.progress.say(f"showcase: {len(chosen)} steps, report in {args.out}", keep=True)
+    for i, step in enumerate(chosen, 1):
         t = time.perf_counter()
-        ctx.progress.say(f"[{step.name}] {step.title}")
+        ctx.progress.say(f"[{step.name}] {step.title} (step {i}/{len(chosen)})", keep=True)  # steps print below
         try:
             step.fn(ctx)
         except Skip as e:
@@ -92,6 +95,7 @@ def run(args: Any) -> int:
             if step.name == "setup":
                 break
         ctx.timings[step.name] = time.perf_counter() - t
+        ctx.progress.say(f"[{step.name}] {i}/{len(chosen)} steps, this one {ctx.timings[step.name]:.1f} s", keep=True)
     ctx.progress.close()
     print(f"\n{len(chosen)} steps in {time.perf_counter() - start:.1f} s"
           + (f"; skipped: {'; '.join(ctx.skipped)}" if ctx.skipped else "")

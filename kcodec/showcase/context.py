@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from kcodec.sizes.sweep import Progress
+from kcodec.progress import Progress
 
 
 class Skip(Exception):
@@ -24,6 +24,7 @@ class Context:
     repeat: int = 3
     quiet: bool = False
     master: str = "local[2]"
+    verbose: bool = False  # Spark's own log lines on the console
     out: TextIO = dataclasses.field(default_factory=lambda: sys.stdout)  # the current one, not import-time
     results: dict[str, Any] = dataclasses.field(default_factory=dict)   # by step: what later steps read
     sections: list[str] = dataclasses.field(default_factory=list)       # Markdown, in step order

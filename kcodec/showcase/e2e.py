@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from kcodec import definitions
+from kcodec.progress import Progress
 
 from .context import Context, Skip
 from .traffic import KC, KPY, Traffic, told_errors
@@ -29,11 +30,12 @@ class Figures:
     what_if_vs_real: Optional[tuple[int, int]]
 
 
-def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..., None] = print) -> Figures:
+def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..., None] = print,
+                    progress: Optional[Progress] = None) -> Figures:
     """`kcodec analyze` of the capture into ``out`` (report.md, PNGs, tables/), then the figures."""
     from kcodec.spark.analyze import analyze
 
-    agg = analyze(spark, [str(traffic.capture_dir / "*.kcap")], out, print_=print_)
+    agg = analyze(spark, [str(traffic.capture_dir / "*.kcap")], out, print_=print_, progress=progress)
     return figures(spark.read.parquet(str(out.resolve() / "tables" / "exchanges")), agg)
 
 
@@ -146,14 +148,16 @@ def analyze_step(ctx: Context) -> None:
     active = SparkSession.getActiveSession()  # a caller's session (tests, a notebook) is used, not stopped
     own = active is None
     ctx.progress.say(f"[analyze] starting Spark ({ctx.master})" if own else "[analyze] on the active Spark session")
-    spark: Any = session(ctx.master, app_name="kcodec showcase", ui=False) if active is None else active
+    spark: Any = (session(ctx.master, app_name="kcodec showcase", ui=False, quiet=not ctx.verbose)
+                  if active is None else active)
     try:
-        if own:
+        if own and not ctx.verbose:
             spark.sparkContext.setLogLevel("ERROR")
             # A small capture: as many shuffle partitions as cores, not Spark's 200.
             spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
         out = ctx.out_dir / "traffic"
-        figs = analyze_capture(spark, traffic, out, print_=lambda *a, **_: ctx.progress.say(" ".join(map(str, a))))
+        figs = analyze_capture(spark, traffic, out, print_=lambda *a, **_: ctx.progress.say(" ".join(map(str, a))),
+                               progress=ctx.progress)
     finally:
         if own:
             spark.stop()

@@ -4,10 +4,11 @@ real decodes (up to a limit), one row per (topic count, message)."""
 from __future__ import annotations
 
 import dataclasses
-import sys
-from typing import Any, Callable, Iterable, Optional, Sequence, TextIO
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import kcodec
+
+from kcodec.progress import Progress
 
 from . import build
 from .measure import measure
@@ -49,31 +50,6 @@ def parse_counts(text: str) -> list[int]:
     return out
 
 
-class Progress:
-    """One status line on stderr: rewritten in place on a terminal, a line now and then otherwise."""
-
-    def __init__(self, stream: Optional[TextIO] = None, enabled: bool = True):
-        self.stream = stream or sys.stderr
-        self.enabled = enabled
-        self.tty = self.stream.isatty()
-        self._last = ""
-
-    def say(self, text: str) -> None:
-        if not self.enabled:
-            return
-        if self.tty:
-            self.stream.write("\r\x1b[K" + text)
-        elif text.split(":")[0] != self._last.split(":")[0] or text.endswith("done"):
-            self.stream.write(text + "\n")
-        self._last = text
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.tty and self._last:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
 def labels(metadata_versions: Sequence[int]) -> list[str]:
     return ([f"Metadata v{v}" for v in metadata_versions] + ["ListTopics v0", "ListTopics v1",
             "DescribeTopicPartitions v0", "MetadataRequest v12 names", "MetadataRequest v12 ids"])
@@ -104,8 +80,8 @@ def sweep(base: SyntheticCluster, counts: Iterable[int], metadata_versions: Sequ
     for n in counts:
         cluster = base.with_topics(n)
         tag = f"{n:,} topics"
-        s = measure(cluster, partition_limit, metadata_versions, (0, 1), (12,),
-                    progress=lambda k: progress.say(f"{tag}: sizes {k:,}/{n:,}"))
+        with progress.bar(n, f"{tag}: sizes", "topics") as bar:
+            s = measure(cluster, partition_limit, metadata_versions, (0, 1), (12,), progress=bar.to)
         sizes = {f"Metadata v{v}": s.metadata[v] for v in metadata_versions}
         sizes.update({"ListTopics v0": s.list_topics[0], "ListTopics v1": s.list_topics[1],
                       "DescribeTopicPartitions v0": s.dtp_bytes, "MetadataRequest v12 names": s.request_by_name[12],

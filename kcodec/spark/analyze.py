@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from kcodec.progress import Progress
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("captures", nargs="+", help="capture files: paths, globs or Hadoop URIs (.kcap, pcap, pcapng)")
@@ -21,14 +23,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tables", help="where the Parquet tables go (default OUT/tables); any Hadoop URI")
     p.add_argument("--master", default=None, help="Spark master (default local[*], or spark-submit's)")
     p.add_argument("--ports", default="", help="Kafka ports for pcaps, comma-separated (default: inferred)")
+    p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
 
 
-class Progress:
-    """Prints the running stage's task counts while Spark works (a line per change, at most one a second)."""
+class StageProgress:
+    """The running Spark stages' task counts while Spark works: a bar per stage on a terminal (``bars``,
+    a kcodec.progress.Progress on a TTY), else a line per change, at most one a second."""
 
-    def __init__(self, spark: Any, print_: Callable[..., None]) -> None:
+    def __init__(self, spark: Any, print_: Callable[..., None], bars: Optional[Progress] = None) -> None:
         self.tracker = spark.sparkContext.statusTracker()
         self.print = print_
+        self.bars = bars if bars is not None and bars.enabled and bars.tty else None
+        self._open: dict[int, Any] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -36,28 +42,40 @@ class Progress:
         last = None
         while not self._stop.wait(1.0):
             parts = []
-            for sid in sorted(self.tracker.getActiveStageIds()):
+            active = set(self.tracker.getActiveStageIds())
+            for sid in sorted(active):
                 info = self.tracker.getStageInfo(sid)
-                if info is not None:
-                    parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks"
-                                 + (f" ({info.numActiveTasks} running)" if info.numActiveTasks else ""))
+                if info is None:
+                    continue
+                if self.bars is not None:
+                    if sid not in self._open:
+                        self._open[sid] = self.bars.bar(info.numTasks, f"    Spark stage {sid}", "tasks")
+                    self._open[sid].to(info.numCompletedTasks)
+                parts.append(f"stage {sid}: {info.numCompletedTasks}/{info.numTasks} tasks"
+                             + (f" ({info.numActiveTasks} running)" if info.numActiveTasks else ""))
+            for sid in [s for s in self._open if s not in active]:
+                self._open.pop(sid).close()
             line = "; ".join(parts)
-            if line and line != last:
+            if self.bars is None and line and line != last:
                 self.print(f"    {line}")
                 last = line
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> "StageProgress":
         self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
+        for bar in self._open.values():
+            bar.close()
 
 
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
-            ports: Optional[list[int]] = None, print_: Callable[..., None] = print) -> dict[str, Any]:
-    """The whole job on a session; returns the aggregates the report shows."""
+            ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
+            progress: Optional[Progress] = None) -> dict[str, Any]:
+    """The whole job on a session; returns the aggregates the report shows. ``progress``: where bars go
+    on a terminal (kcodec.progress.Progress); stage lines go to ``print_`` otherwise."""
     import kcodec
 
     from . import pipeline, report
@@ -68,7 +86,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
     def step(n: int, what: str) -> None:
         print_(f"[{n}/4] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
 
-    with Progress(spark, print_):
+    with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}/frames")
         pipeline.read_frames(spark, captures, ports).write.mode("overwrite").parquet(f"{tables}/frames")
         frames = spark.read.parquet(f"{tables}/frames")
@@ -94,10 +112,12 @@ def run(args: Any) -> int:
     master = args.master or (None if _under_spark_submit() else "local[*]")
     if master and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
-    spark = pipeline.session(master)
-    spark.sparkContext.setLogLevel("ERROR")
+    verbose = getattr(args, "verbose", False)
+    spark = pipeline.session(master, quiet=not verbose)
+    if not verbose:
+        spark.sparkContext.setLogLevel("ERROR")
     try:
-        analyze(spark, args.captures, Path(args.out), args.tables, ports)
+        analyze(spark, args.captures, Path(args.out), args.tables, ports, progress=Progress())
     finally:
         spark.stop()
     return 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -24,8 +25,14 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from . import decode
 
 
-def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True) -> SparkSession:
-    """A SparkSession; ``master=None`` keeps what spark-submit configured."""
+# Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
+# level", no NativeCodeLoader or other WARN lines); ``quiet=False`` (``-v``) keeps Spark's own defaults.
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
+
+
+def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
+            quiet: bool = True) -> SparkSession:
+    """A SparkSession; ``master=None`` keeps what spark-submit configured. ``quiet``: Spark logs errors only."""
     builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
                # Capture files reach the workers whole; keep the Arrow batches around them small.
                .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 * 1024 * 1024)))
@@ -37,6 +44,8 @@ def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
         builder = builder.config("spark.driver.memory", os.environ.get("KCODEC_SPARK_DRIVER_MEMORY", "4g"))
     if not ui:
         builder = builder.config("spark.ui.enabled", "false")
+    if quiet:  # read when the JVM starts: the driver's (and in local mode the executors') logging
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
     return builder.getOrCreate()
 
 

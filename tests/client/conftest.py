@@ -3,8 +3,8 @@
 Real brokers come through the parametrised ``broker`` fixture; each is a ``RealBroker`` that says what
 it serves (``features``) and which versions kcodec should negotiate with it (``expected``); a broker
 with SASL users carries them (``sasl``) and every test logs in with them. To add another broker, write a
-session fixture that yields a RealBroker and add its name to BROKERS. ``kcodec broker`` (issue 4) joins
-by itself once ``kcodec.broker`` exists.
+session fixture that yields a RealBroker and add its name to BROKERS. ``kcodec broker`` joins when
+``kcodec.broker`` is importable.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def rdkafka_mock() -> Any:
         del producer  # destroys the client, and its mock cluster with it
 
 
-HAVE_KCODEC_BROKER = importlib.util.find_spec("kcodec.broker") is not None  # issue 4's, once merged
+HAVE_KCODEC_BROKER = importlib.util.find_spec("kcodec.broker") is not None
 KCODEC_BROKER_TOPICS = {"orders": 4, "payments": 7}
 
 

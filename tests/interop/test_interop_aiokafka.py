@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from needs import need_module
 from interop_support import (ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, USERS,
                               record)
 
@@ -12,7 +13,7 @@ from kcodec.broker import Cluster
 from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
-aiokafka = pytest.importorskip("aiokafka")
+aiokafka = need_module("aiokafka")
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
 from aiokafka.abc import AbstractTokenProvider  # noqa: E402
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType  # noqa: E402

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
 pytestmark = pytest.mark.interop
-ck = pytest.importorskip("confluent_kafka")
+ck = need_module("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,  # noqa: E402
                                    NewPartitions, NewTopic)

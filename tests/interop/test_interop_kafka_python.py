@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
 from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
-kafka = pytest.importorskip("kafka")
+kafka = need_module("kafka")
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
 from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, KafkaTimeoutError,  # noqa: E402
                           TopicAlreadyExistsError, TopicAuthorizationFailedError)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from needs import missing, need_tool
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
 from kcodec.security.oauthbearer import unsecured_token
@@ -19,12 +18,9 @@ CLIENT = "kafkajs 2.2.4"
 
 
 def _run(bootstrap: str, *credentials: str, script: str = "admin.js") -> dict:
-    node = shutil.which("node")
-    if node is None or not (JS / "node_modules" / "kafkajs").is_dir():
-        msg = "node or tests/interop/js/node_modules missing (make test installs them)"
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
+    node = need_tool("node", "Node.js 18+ and npm; Debian's nodejs and npm packages")
+    if not (JS / "node_modules" / "kafkajs").is_dir():
+        missing("kafkajs in tests/interop/js/node_modules (`make test` runs npm ci there)")
     args = [bootstrap, *credentials] if script == "admin.js" else [bootstrap]  # auth.js: one JSON argument
     out = subprocess.run([node, str(JS / script), *args], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -1,0 +1,99 @@
+"""CI's own rules: the hosted workflow is valid, a skip in CI is a failure unless listed, the list is
+short and names real tests, and tests ask for what they need through tests/needs.py."""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from needs import CI_ALLOWED_SKIPS, missing, need_module
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yml"
+
+
+def _check_workflow(path: Path) -> subprocess.CompletedProcess:
+    need_module("check_jsonschema")
+    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.github-workflows",
+                           str(path)], capture_output=True, text=True, timeout=120)
+
+
+def test_workflow_matches_the_published_schema(tmp_path):
+    if not WORKFLOW.is_file():
+        missing(f"the workflow {WORKFLOW}")
+    out = _check_workflow(WORKFLOW)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = WORKFLOW.read_text()
+    assert "run: bash .ci/run" in text and "pypa/cibuildwheel@" in text
+    for runner in ("ubuntu-", "macos-", "windows-"):
+        assert runner in text.split("wheels:")[1], f"no {runner} runner builds wheels"
+    broken = tmp_path / "ci.yml"  # the same check refuses a job without runs-on
+    broken.write_text(re.sub(r"\n    runs-on: ubuntu-24.04\n    timeout-minutes: 90", "\n    timeout-minutes: 90", text))
+    assert broken.read_text() != text and _check_workflow(broken).returncode != 0
+
+
+def test_allowed_skips_are_few_and_name_real_tests():
+    assert len(CI_ALLOWED_SKIPS) <= 8, "the list of skips allowed in CI must stay short"
+    for test_id, why in CI_ALLOWED_SKIPS.items():
+        assert len(why) > 20, f"{test_id}: say why it may skip in CI"
+        path, _, name = test_id.partition("::")
+        source = (REPO / path).read_text()
+        assert f"def {name.split('[')[0]}(" in source, f"{test_id} names no test"
+
+
+def _bare_skips() -> list[str]:
+    """pytest.skip / pytest.importorskip calls outside tests/needs.py, except in tests CI may skip."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if path.name == "needs.py" or "node_modules" in path.parts:
+            continue
+        rel = path.relative_to(REPO).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+                continue
+            calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                     and n.func.attr in ("skip", "importorskip")
+                     and isinstance(n.func.value, ast.Name) and n.func.value.id == "pytest"]
+            owner = f"{rel}::{node.name}" if not isinstance(node, ast.Module) else rel
+            if isinstance(node, ast.Module):  # module level only: functions are walked on their own
+                calls = [c for c in calls if not any(c in ast.walk(f) for f in ast.walk(node)
+                                                      if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)))]
+            if calls and not any(k == owner or k.startswith(owner + "[") for k in CI_ALLOWED_SKIPS):
+                found += [f"{rel}:{c.lineno}" for c in calls]
+    return found
+
+
+def test_tests_ask_for_what_they_need_through_needs():
+    assert _bare_skips() == [], ("skip through tests/needs.py (missing / need_module / need_tool) so that CI "
+                                 "fails instead, or add the test to CI_ALLOWED_SKIPS with the reason")
+
+
+def _run_pytest(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    if ci:
+        env["CI"] = "true"
+    env["PYTHONPATH"] = str(TESTS)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_skip_fails_in_ci_and_skips_elsewhere(tmp_path):
+    (tmp_path / "conftest.py").write_text((TESTS / "conftest.py").read_text())
+    (tmp_path / "test_needy.py").write_text(
+        "import pytest\nfrom needs import missing, need_module\n\n"
+        "def test_peer():\n    missing('the peer zork 1.0')\n\n"
+        "def test_module():\n    need_module('no_such_module_kcodec')\n\n"
+        "def test_plain_skip():\n    pytest.skip('why not')\n\n"
+        "def test_fine():\n    assert True\n")
+    local = _run_pytest(tmp_path, ci=False)
+    assert "3 skipped, 1 passed" in local.stdout.replace("1 passed, 3 skipped", "3 skipped, 1 passed"), local.stdout
+    ci = _run_pytest(tmp_path, ci=True)
+    assert ci.returncode == 1 and "3 failed, 1 passed" in ci.stdout, ci.stdout
+    assert "CI needs the peer zork 1.0" in ci.stdout and "no_such_module_kcodec" in ci.stdout
+    assert "CI_ALLOWED_SKIPS in tests/needs.py does not allow it: why not" in ci.stdout
