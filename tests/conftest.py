@@ -62,12 +62,7 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def test_certs(tmp_path_factory):
     """A throw-away CA and a server certificate for 127.0.0.1, ::1 and localhost (kcodec.security.certs)."""
-    try:
-        import cryptography  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("the 'cryptography' package is missing (a test dependency: pip install -e .[test])")
-        pytest.skip("the 'cryptography' package is missing")
+    need_module("cryptography")
     from kcodec.security.certs import make_test_certificates
 
     return make_test_certificates(tmp_path_factory.mktemp("certs"))

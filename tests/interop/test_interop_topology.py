@@ -21,7 +21,7 @@ def _create_requests(cluster: Cluster) -> int:
 def test_confluent_kafka_sees_not_controller_and_finds_the_new_controller_in_metadata():
     # librdkafka 2.16 does not retry a topic's NOT_CONTROLLER: it reports it, and keeps sending admin
     # requests to the controller of its cached metadata until that is refreshed (here every 0.3 s).
-    ck = pytest.importorskip("confluent_kafka")
+    ck = need_module("confluent_kafka")
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -50,7 +50,7 @@ def test_confluent_kafka_sees_not_controller_and_finds_the_new_controller_in_met
 
 def test_kafka_python_follows_a_moved_controller():
     # kafka-python's admin client refreshes its controller on NOT_CONTROLLER and sends again
-    pytest.importorskip("kafka")
+    need_module("kafka")
     from kafka.admin import KafkaAdminClient, NewTopic
 
     with Cluster(brokers=3, forward_admin=False) as cluster:
