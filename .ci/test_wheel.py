@@ -30,6 +30,8 @@ assert Path(sys.argv[1]) not in where.parents, f"kcodec imported from the checko
 print(f"kcodec {kcodec.__version__} from {where.parent}: backend {kcodec.BACKEND}, columnar {c.ENGINE}")
 want = sys.argv[2]
 assert kcodec.BACKEND == want, f"backend {kcodec.BACKEND}, expected {want}"
+import kcodec.records as records
+assert records.BACKEND == want, f"records backend {records.BACKEND}, expected {want}"
 if want == "cython" or sys.argv[3] == "1":
     assert c._columnar is not None, "kcodec._columnar is not in the wheel"
 """

@@ -15,6 +15,10 @@ version), the rest is the data:
   2  columnar.tables, both engines                       (Metadata v0-13, DescribeTopicPartitions, ListTopics)
   3  columnar.topic_names, both engines
   4  decode(cls, data, version) for every request/response class, with every backend built
+  5  kcodec.records: read_batches(data), every batch's records and the columns, with every record backend
+     (bit 0 of the target: verify CRCs)
+  6  kcodec.records: data as the records of a v2 batch whose header is made here (record count: the
+     target's low byte; codec: its high byte mod 5), CRC skipped, so that mutations reach the records
 A kcodec.KcodecError is the expected answer to bad bytes; any other exception, a difference between
 the columnar engines or between the backends, or a sanitizer report is a finding. Coverage guidance
 comes from atheris' instrumentation of kcodec's Python modules (gcc cannot add libFuzzer's native
@@ -35,6 +39,9 @@ with atheris.instrument_imports(include=["kcodec"]):
     from kcodec._backend import available
     from kcodec.ir import program_for
     from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
+    from kcodec import records
+    from kcodec.records._pure import record_tuple
+    from kcodec.records._select import available as record_backends
 
 BACKENDS = available()
 TARGETS = sorted((key, v, kind) for key, name in definitions.api_keys().items() for kind in ("request", "response")
@@ -43,6 +50,37 @@ TARGETS = sorted((key, v, kind) for key, name in definitions.api_keys().items() 
 COLUMNAR = [(MetadataResponse, v) for v in range(14)] + [(DescribeTopicPartitionsResponse, 0)] + \
     [(ListTopicsResponse, v) for v in (0, 1)]
 ENGINES = ["python"] + (["cython"] if columnar._columnar is not None else [])
+RECORD_BACKENDS = record_backends()
+RECORDS_CAP = 1 << 20  # max_uncompressed while fuzzing: bombs are refused fast
+
+
+def records_outcome(body, verify: bool):
+    """Every batch's records by every record backend, and the columns: one outcome per backend."""
+    results = []
+    for name, backend in sorted(RECORD_BACKENDS.items()):
+        def run():
+            out = []
+            for batch in records.iter_batches(body, verify_crc=verify, max_uncompressed=RECORDS_CAP):
+                if batch._legacy is not None:
+                    out.append([record_tuple(r) for r in batch._legacy])
+                else:
+                    out.append([record_tuple(r) for r in backend.decode_records(*batch._decode_args())])
+                    out.append([record_tuple(r) for r in backend.iter_records(*batch._decode_args())])
+            return out
+        results.append(outcome(run))
+    results.append(outcome(lambda: [c.tolist() for c in _columns(body, verify)]))
+    return results
+
+
+def _columns(body, verify: bool):
+    c = records.record_columns(body, verify_crc=verify, max_uncompressed=RECORDS_CAP)
+    return (c.offset, c.timestamp, c.key_length, c.value_length, c.header_count)
+
+
+def v2_batch(records_section: bytes, count: int, codec: int) -> bytes:
+    header = struct.pack(">qiibIhiqqqhii", 0, 49 + len(records_section), -1, 2, 0, codec, max(count - 1, 0), 0, 0,
+                         -1, -1, -1, count)
+    return header + records_section
 
 
 def outcome(fn, *args):
@@ -83,7 +121,7 @@ def same_tables(a, b) -> bool:
 def TestOneInput(data: bytes) -> None:
     if len(data) < 3:
         return
-    mode, target, body = data[0] % 5, struct.unpack_from(">H", data, 1)[0], data[3:]
+    mode, target, body = data[0] % 7, struct.unpack_from(">H", data, 1)[0], data[3:]
     frame = struct.pack(">i", len(body)) + body
     if mode == 0:
         outcome(kcodec.decode_request, frame)
@@ -96,6 +134,14 @@ def TestOneInput(data: bytes) -> None:
         results = [outcome(lambda: scan(cls, body, version, engine=e)) for e in ENGINES]
         if not all(same_tables(results[0], r) for r in results[1:]):
             raise AssertionError(f"columnar engines differ on {cls.__name__} v{version}: {results}")
+    elif mode in (5, 6):
+        if mode == 6:
+            body = v2_batch(body, target & 0xFF, (target >> 8) % 5)
+        results = records_outcome(body, verify=mode == 5 and bool(target & 1))
+        # the backends' records (and errors) are identical; the columns fail or not alike (their error may
+        # name another batch: they read every header before any record)
+        if any(r != results[0] for r in results[1:-1]) or results[-1][0] != results[0][0]:
+            raise AssertionError(f"record backends differ: {results}")
     else:
         key, version, kind = TARGETS[target % len(TARGETS)]
         prog = program_for(kcodec.message_class(key, kind), version)
@@ -129,6 +175,17 @@ def seeds(folder: Path, shared: Path) -> None:
         for mode in (2, 3):
             (folder / f"columnar-{mode}-{cls.__name__}-v{version}").write_bytes(
                 bytes([mode]) + struct.pack(">H", i) + body)
+    for magic in (0, 1, 2):
+        for codec in records.Compression:
+            if magic < 2 and codec == records.Compression.ZSTD:
+                continue
+            b = records.BatchBuilder(magic=magic, compression=codec)
+            for n in range(3):
+                b.append(b"key%d" % n, b"value" * n, headers=[("h", b"x")] if magic == 2 else (), timestamp=n)
+            batch = b.build()
+            (folder / f"records-{magic}-{codec.name}").write_bytes(bytes([5, 0, 1]) + batch + batch[:20])
+            if magic == 2:
+                (folder / f"records-section-{codec.name}").write_bytes(bytes([6, int(codec), 3]) + batch[61:])
 
 
 if __name__ == "__main__":

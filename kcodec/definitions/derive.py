@@ -3,7 +3,8 @@
     python -m kcodec.definitions.derive [--shared ../shared] [--check]
 
 Reads ``kafka-message-schemas`` (the 3.9 line, every old version) and ``kafka-message-schemas-4.3``
-(newer versions of 52 APIs). Each version of a message comes from the newest set that defines it;
+(newer versions of 52 APIs), and ``kafka-record-schemas`` (the control record key and transaction marker
+value inside record batches). Each version of a message comes from the newest set that defines it;
 the field trees of both are merged into one tree for all versions (Kafka 4 dropped fields that only
 old versions had, which the 3.9 set still carries). Only facts are kept: names, types, version
 ranges, tags, defaults and flags. Prose ("about", comments) is dropped.
@@ -170,6 +171,10 @@ def derive(shared: Path) -> dict[str, Any]:
     old = {_key(s): s for s in map(read_schema, sorted(old_dir.glob("*.json")))}
     new = {_key(s): s for s in map(read_schema, sorted(new_dir.glob("*.json")))}
     messages = [merge(old.get(k), new.get(k)) for k in sorted(set(old) | set(new), key=str)]
+    # The data inside record batches: a control record's key (ControlRecordType) and a transaction
+    # marker's value (EndTxnMarker), kept apart in ../shared (kcodec.records reads them).
+    for path in sorted((shared / "kafka-record-schemas").glob("*.json")):
+        messages.append(_message_facts(read_schema(path)))
     for path in sorted(OVERLAYS.glob("*.json")):
         messages.append(_message_facts(json.loads(path.read_text(encoding="utf-8"))) | {"overlay": True})
     messages.sort(key=lambda m: m["name"])

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponse
     from .consumer_protocol_assignment import ConsumerProtocolAssignment as ConsumerProtocolAssignment
     from .consumer_protocol_subscription import ConsumerProtocolSubscription as ConsumerProtocolSubscription
+    from .control_record_type import ControlRecordType as ControlRecordType
     from .controlled_shutdown_request import ControlledShutdownRequest as ControlledShutdownRequest
     from .controlled_shutdown_response import ControlledShutdownResponse as ControlledShutdownResponse
     from .controller_registration_request import ControllerRegistrationRequest as ControllerRegistrationRequest
@@ -101,6 +102,7 @@ if TYPE_CHECKING:
     from .elect_leaders_response import ElectLeadersResponse as ElectLeadersResponse
     from .end_quorum_epoch_request import EndQuorumEpochRequest as EndQuorumEpochRequest
     from .end_quorum_epoch_response import EndQuorumEpochResponse as EndQuorumEpochResponse
+    from .end_txn_marker import EndTxnMarker as EndTxnMarker
     from .end_txn_request import EndTxnRequest as EndTxnRequest
     from .end_txn_response import EndTxnResponse as EndTxnResponse
     from .envelope_request import EnvelopeRequest as EnvelopeRequest
@@ -240,6 +242,7 @@ MODULES: dict[str, str] = {
     'ConsumerGroupHeartbeatResponse': 'consumer_group_heartbeat_response',
     'ConsumerProtocolAssignment': 'consumer_protocol_assignment',
     'ConsumerProtocolSubscription': 'consumer_protocol_subscription',
+    'ControlRecordType': 'control_record_type',
     'ControlledShutdownRequest': 'controlled_shutdown_request',
     'ControlledShutdownResponse': 'controlled_shutdown_response',
     'ControllerRegistrationRequest': 'controller_registration_request',
@@ -291,6 +294,7 @@ MODULES: dict[str, str] = {
     'ElectLeadersResponse': 'elect_leaders_response',
     'EndQuorumEpochRequest': 'end_quorum_epoch_request',
     'EndQuorumEpochResponse': 'end_quorum_epoch_response',
+    'EndTxnMarker': 'end_txn_marker',
     'EndTxnRequest': 'end_txn_request',
     'EndTxnResponse': 'end_txn_response',
     'EnvelopeRequest': 'envelope_request',

@@ -21,6 +21,8 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, then ``build()``
     (bytes) or ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
     message when compressed); those have no headers, producer fields or control records."""
+    __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
+                 "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_count")
 
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
         if cls is BatchBuilder and magic in (0, 1):
@@ -70,15 +72,20 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
             return self._built
         if count == 0:
             raise EncodeError("a batch needs at least one record", "records")
-        records = self.records_bytes()
-        if self.compression != Compression.NONE:
-            records = compress(self.compression, records, self.level)
-        header = bytearray(_V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + len(records),
-                                    self.partition_leader_epoch, 2, 0, self._attributes(), count - 1, base_ts, max_ts,
-                                    self.producer_id, self.producer_epoch, self.base_sequence, count))
-        crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
-        struct.pack_into(">I", header, 17, crc)
-        self._built, self._built_count = bytes(header) + records, count
+        if self.compression == Compression.NONE:
+            size = self.records_size()
+        else:
+            records = compress(self.compression, self.records_bytes(), self.level)
+            size = len(records)
+        header = _V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size, self.partition_leader_epoch, 2, 0,
+                          self._attributes(), count - 1, base_ts, max_ts, self.producer_id, self.producer_epoch,
+                          self.base_sequence, count)
+        if self.compression == Compression.NONE:
+            self._built = self.finish(header, crc32c)
+        else:
+            crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
+            self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
+        self._built_count = count
         return self._built
 
     def encode_into(self, buffer: Any, offset: int = 0) -> int:
@@ -95,6 +102,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
 
 class _LegacyBuilder(BatchBuilder):
     """Magic 0/1: each append is one message; compressed, they become the inner set of one wrapper."""
+    __slots__ = ("_messages",)
 
     def __init__(self, magic: int = 1, *args: Any, **kwargs: Any) -> None:
         super().__init__(magic, *args, **kwargs)

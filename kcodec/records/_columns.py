@@ -72,8 +72,8 @@ def record_columns(source: Any, *, verify_crc: bool = True,
     extras: list[Any] = []
     extra_len = 0
     row = 0
+    jobs = []
     for i, b in enumerate(batches):
-        first = row
         if b._legacy is not None:
             for r in b._legacy:
                 for name, v in (("key", r.key), ("value", r.value)):
@@ -83,21 +83,26 @@ def record_columns(source: Any, *, verify_crc: bool = True,
                         extras.append(v)
                         extra_len += len(v)
                 cols["offset"][row], cols["timestamp"][row], cols["header_count"][row] = r.offset, r.timestamp, 0
+                cols["batch"][row], cols["attributes"][row] = i, b.attributes
                 row += 1
-        else:
-            args = b._decode_args()
-            buf, pos, end = args[0], args[1], args[2]
-            shift = 0
-            if buf is not base:  # decompressed records, or a batch of another buffer: appended to data
-                section = memoryview(buf)[pos:end]
-                extras.append(section)
-                shift = base_len + extra_len - pos
-                extra_len += len(section)
-            row = backend.fill_columns(buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
-                                       b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, cols,
-                                       row, *args[8:])
-        cols["batch"][first:row] = i
-        cols["attributes"][first:row] = b.attributes
+            continue
+        if b._buf is base and not b.attributes & 0x07:  # the common case, read from the batch in C
+            jobs.append((b, row, i))
+            row += b.record_count
+            continue
+        args = b._decode_args()
+        buf, pos, end = args[0], args[1], args[2]
+        shift = 0
+        if buf is not base:  # decompressed records, or a batch of another buffer: appended to data
+            section = memoryview(buf)[pos:end]
+            extras.append(section)
+            shift = base_len + extra_len - pos
+            extra_len += len(section)
+        jobs.append((buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
+                     b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, row, *args[8:], i,
+                     b.attributes))
+        row += b.record_count
+    backend.fill_columns(jobs, cols)
     data = base if not extras else b"".join([bytes(base), *map(bytes, extras)])
     return RecordColumns(data, cols, batches, partial)
 

@@ -1,8 +1,9 @@
 """Control records (in batches with the control bit): transaction markers and KRaft's records.
 
-A control record's key is an int16 version then the ControlRecordType's int16 Type; the value of a
-COMMIT or ABORT marker is an int16 version then the EndTxnMarker (its int32 coordinator epoch); KRaft's
-values are an int16 version then the data message of that type (LeaderChangeMessage, ...).
+A control record's key is an int16 version then a ControlRecordType; the value is an int16 version then
+the data of that type: an EndTxnMarker for COMMIT and ABORT, a KRaft data message for the others
+(LeaderChangeMessage, ...). All of them are kcodec messages derived from Kafka's definitions, decoded and
+encoded through the public API.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ import enum
 import struct
 from typing import Any, NamedTuple, Optional
 
-from ..exceptions import EncodeError
+import kcodec
+
+from ..exceptions import DecodeError, EncodeError
+from ..messages import ControlRecordType, EndTxnMarker
 from ._types import RecordsError
 
-_KEY = struct.Struct(">hh")
-_MARKER = struct.Struct(">hi")
+_VERSION = struct.Struct(">h")
 
 
 class ControlType(enum.IntEnum):
@@ -28,63 +31,69 @@ class ControlType(enum.IntEnum):
     KRAFT_VOTERS = 6
 
 
-# The data message of each KRaft control type (kcodec.messages, decoded through the public API).
+# The data message of each KRaft control type.
 KRAFT_MESSAGES = {ControlType.LEADER_CHANGE: "LeaderChangeMessage", ControlType.SNAPSHOT_HEADER: "SnapshotHeaderRecord",
                   ControlType.SNAPSHOT_FOOTER: "SnapshotFooterRecord", ControlType.KRAFT_VERSION: "KRaftVersionRecord",
                   ControlType.KRAFT_VOTERS: "VotersRecord"}
 
 
 class ControlRecord(NamedTuple):
-    """A decoded control record: its type, the key's version, and the value (the coordinator epoch of a
-    transaction marker as an int; a KRaft record as its kcodec message; None when there is no value)."""
+    """A decoded control record: its type, the key's and the value's versions, and the value (the
+    EndTxnMarker of a transaction marker; a KRaft record as its kcodec message; the raw bytes of a type this
+    table lacks; None when there is no value)."""
     type: int
     version: int
     value_version: int
     value: Any
 
 
+def _decode(cls: type, data: Any, what: str, record: Any, at_version: bool = False) -> tuple[int, Any]:
+    """(version, message) of a control key or value: an int16 version, then ``cls``; at that version when
+    ``at_version`` (KRaft's records), else at version 0, the only one Kafka defines for the key and the
+    marker (later versions would add fields at the end, left unread, as Kafka's reader does)."""
+    if data is None or len(data) < 2:
+        raise RecordsError(f"control record {what} shorter than its version", 0, f"record {record.offset}.{what}")
+    (version,) = _VERSION.unpack_from(data, 0)
+    try:
+        if at_version:
+            return version, kcodec.decode(cls, bytes(data)[2:], version=version)
+        return version, kcodec.decode_from(cls, bytes(data), 0, 2)[0]
+    except (DecodeError, kcodec.UnsupportedVersionError) as e:
+        raise RecordsError(f"control record {what}: {e}", 0, f"record {record.offset}.{what}") from None
+
+
 def control_type(record: Any) -> int:
     """The type in a control record's key (a ControlType, or the raw int for types this table lacks)."""
-    key = record.key
-    if key is None or len(key) < 4:
-        raise RecordsError("control record key shorter than its 4 bytes", 0, f"record {record.offset}.key")
-    version, kind = _KEY.unpack_from(key, 0)
-    if version < 0:
-        raise RecordsError(f"control record key version {version}", 0, f"record {record.offset}.key")
+    kind = _decode(ControlRecordType, record.key, "key", record)[1].type
     try:
         return ControlType(kind)
     except ValueError:
-        return kind
+        return int(kind)
 
 
 def read_control(record: Any) -> ControlRecord:
     """Decode a record of a control batch (``batch.is_control``)."""
+    version = _decode(ControlRecordType, record.key, "key", record)[0]
     kind = control_type(record)
-    version = _KEY.unpack_from(record.key, 0)[0]
     value = record.value
     if value is None:
         return ControlRecord(kind, version, -1, None)
-    if len(value) < 2:
-        raise RecordsError("control record value shorter than its version", 0, f"record {record.offset}.value")
-    (value_version,) = struct.unpack_from(">h", value, 0)
     if kind in (ControlType.ABORT, ControlType.COMMIT):
-        if len(value) < 6:
-            raise RecordsError("transaction marker value shorter than its 6 bytes", 0,
-                               f"record {record.offset}.value")
-        return ControlRecord(kind, version, value_version, _MARKER.unpack_from(value, 0)[1])
+        value_version, marker = _decode(EndTxnMarker, value, "value", record)
+        return ControlRecord(kind, version, value_version, marker)
     name = KRAFT_MESSAGES.get(kind) if isinstance(kind, ControlType) else None
     if name is None:
-        return ControlRecord(kind, version, value_version, bytes(value))
-    import kcodec
-    cls = kcodec.message_class(name=name)
-    return ControlRecord(kind, version, value_version, kcodec.decode(cls, bytes(value)[2:], version=value_version))
+        return ControlRecord(kind, version, -1, bytes(value))
+    value_version, message = _decode(kcodec.message_class(name=name), value, "value", record, at_version=True)
+    return ControlRecord(kind, version, value_version, message)
 
 
 def marker_record(kind: int, coordinator_epoch: int = 0) -> tuple[bytes, bytes]:
-    """The key and value of a COMMIT or ABORT marker."""
+    """The key and value of a COMMIT or ABORT marker (version 0 of both)."""
     if kind not in (ControlType.ABORT, ControlType.COMMIT):
         raise EncodeError(f"control type {kind} is not a transaction marker", "key")
-    return _KEY.pack(0, kind), _MARKER.pack(0, coordinator_epoch)
+    return (_VERSION.pack(0) + kcodec.encode(ControlRecordType(type=int(kind)), 0),
+            _VERSION.pack(0) + kcodec.encode(EndTxnMarker(coordinator_epoch=coordinator_epoch), 0))
 
 
 def control_batch(kind: int, producer_id: int, producer_epoch: int, coordinator_epoch: int = 0,

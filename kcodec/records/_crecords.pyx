@@ -62,6 +62,84 @@ cdef class Record:
     __hash__ = None
 
 
+cdef class BatchHeader:
+    """The fields of a batch, in C (the base of kcodec.records.RecordBatch; the reference's twin)."""
+    cdef public int64_t base_offset, base_timestamp, max_timestamp, producer_id
+    cdef public int64_t partition_leader_epoch, last_offset_delta, base_sequence, record_count  # int64: magic
+    cdef public int magic, attributes, producer_epoch                                          # 0/1 offsets
+    cdef public uint32_t crc
+    cdef public Py_ssize_t size, offset, index, _start, _end, _max
+    cdef public bint _zero_copy
+    cdef public object _buf, _payload, _legacy
+
+
+cdef inline uint32_t be32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3]
+
+
+cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
+    return (<uint64_t>be32(p) << 32) | be32(p + 4)
+
+
+def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint zero_copy,
+            Py_ssize_t max_uncompressed, type cls, crc_fn):
+    """The well-formed v2 batches from ``pos`` on, as ``cls`` objects: (list, next position, next index). It
+    stops at anything else (a cut-off tail, magic 0/1, any fault) for the reference's reader to take on."""
+    cdef Py_buffer pb
+    cdef const unsigned char* p
+    cdef Py_ssize_t n, end
+    cdef int32_t length, count
+    cdef int attributes
+    cdef uint32_t crc
+    cdef BatchHeader h
+    cdef list out = []
+    PyObject_GetBuffer(view, &pb, PyBUF_SIMPLE)
+    try:
+        p = <const unsigned char*>pb.buf
+        n = pb.len
+        while n - pos >= 61:
+            length = <int32_t>be32(p + pos + 8)
+            if length < 49 or n - pos - 12 < length or p[pos + 16] != 2:
+                break
+            end = pos + 12 + length
+            attributes = <int16_t>((p[pos + 21] << 8) | p[pos + 22])
+            count = <int32_t>be32(p + pos + 57)
+            if (attributes & 7) > 4 or count < 0 or (not (attributes & 7) and <int64_t>count * 7 > length - 49):
+                break
+            crc = be32(p + pos + 17)
+            if verify_crc and <uint32_t>crc_fn(view[pos + 21:end]) != crc:
+                break
+            h = <BatchHeader>cls.__new__(cls)
+            h.base_offset = <int64_t>be64(p + pos)
+            h.partition_leader_epoch = <int32_t>be32(p + pos + 12)
+            h.magic = 2
+            h.crc = crc
+            h.attributes = attributes
+            h.last_offset_delta = <int32_t>be32(p + pos + 23)
+            h.base_timestamp = <int64_t>be64(p + pos + 27)
+            h.max_timestamp = <int64_t>be64(p + pos + 35)
+            h.producer_id = <int64_t>be64(p + pos + 43)
+            h.producer_epoch = <int16_t>((p[pos + 51] << 8) | p[pos + 52])
+            h.base_sequence = <int32_t>be32(p + pos + 53)
+            h.record_count = count
+            h.size = end - pos
+            h.offset = pos
+            h.index = index
+            h._buf = buf
+            h._start = pos + 61
+            h._end = end
+            h._zero_copy = zero_copy
+            h._max = max_uncompressed
+            h._payload = None
+            h._legacy = None
+            out.append(h)
+            pos = end
+            index += 1
+    finally:
+        PyBuffer_Release(&pb)
+    return out, pos, index
+
+
 cdef inline Py_ssize_t read_varint(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
                                    int max_bytes) noexcept nogil:
     """A zigzag varint (5 bytes, 32 bits) or varlong (10, 64) at pos: the next position, or -1."""
@@ -175,23 +253,20 @@ cdef class RecordIterator:
     cdef Py_ssize_t pos, end, count, i
     cdef int64_t base_offset, base_timestamp, append_time
     cdef bint has_append, zero_copy
-    cdef object view, args
+    cdef object view, args, batch
 
-    def __cinit__(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
-                  int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
-                  Py_ssize_t batch_index):
-        self.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
-                     batch_index)
+    cdef int setup(self, buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                   int64_t base_timestamp, bint has_append, int64_t append_time, bint zero_copy) except -1:
         PyObject_GetBuffer(buf, &self.pb, PyBUF_SIMPLE)
         self.held = True
         self.pos, self.end, self.count, self.i = pos, end, count, 0
         self.base_offset, self.base_timestamp = base_offset, base_timestamp
-        self.has_append = append_time is not None
-        self.append_time = append_time if append_time is not None else 0
+        self.has_append, self.append_time = has_append, append_time
         self.zero_copy = zero_copy
         self.view = memoryview(buf) if zero_copy else None
         if count < 0 or count * 7 > end - pos or not 0 <= pos <= end <= self.pb.len:
             self.fail()
+        return 0
 
     def __dealloc__(self):
         if self.held:
@@ -216,13 +291,35 @@ cdef class RecordIterator:
     cdef fail(self):
         self.i = self.count
         self.pos = self.end
-        _pure.decode_records(*self.args)  # raises the reference's precise error
+        args = self.args if self.args is not None else self.batch._decode_args()
+        _pure.decode_records(*args)  # raises the reference's precise error
         raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
 
 
-def iter_records(*args):
+def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+                 int64_t base_timestamp, append_time, bint zero_copy, Py_ssize_t origin, bint compressed,
+                 Py_ssize_t batch_index):
     """As _pure.iter_records: an iterator over a batch's records, decoded as it goes."""
-    return RecordIterator(*args)
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    it.args = (buf, pos, end, count, base_offset, base_timestamp, append_time, zero_copy, origin, compressed,
+               batch_index)
+    it.setup(buf, pos, end, count, base_offset, base_timestamp, append_time is not None,
+             append_time if append_time is not None else 0, zero_copy)
+    return it
+
+
+def iter_batch(BatchHeader h):
+    """As _pure.iter_batch: ``iter(batch)``; an uncompressed v2 batch is read from its C fields."""
+    cdef RecordIterator it
+    if h._legacy is not None:
+        return iter(h._legacy)
+    if h.attributes & 0x07:
+        return iter_records(*h._decode_args())
+    it = RecordIterator.__new__(RecordIterator)
+    it.batch = h
+    it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp, (h.attributes & 0x08) != 0,
+             h.max_timestamp, h._zero_copy)
+    return it
 
 
 def decode_fast(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
@@ -345,9 +442,14 @@ cdef class RecordsWriter:
         cdef Py_buffer kb, vb
         cdef const char* kd = NULL
         cdef const char* vd = NULL
-        cdef Py_ssize_t kn, vn, body, pos
+        cdef Py_ssize_t kn, vn
         cdef int kk = 2, vk = 2
         cdef list hs = None
+        if type(key) is bytes and type(value) is bytes and type(timestamp) is int and not headers:
+            # the common case: no buffers to take, no headers to encode
+            self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
+                        PyBytes_GET_SIZE(value), timestamp, None)
+            return self._count - 1
         if timestamp is None:
             ts = now_ms()
         elif isinstance(timestamp, int):
@@ -369,47 +471,7 @@ cdef class RecordsWriter:
                                             f"{type(hv).__name__}")
                         hv = bytes(hv)
                     hs.append(((<str>hk).encode("utf-8"), hv))
-            if self._count == 0:
-                self._base_ts = self._max_ts = ts
-            elif ts > self._max_ts:
-                self._max_ts = ts
-            body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
-            body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
-            body += varint_size(len(hs) if hs is not None else 0)
-            if hs is not None:
-                for hk, hv in hs:
-                    body += varint_size(len(hk)) + len(hk)
-                    body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
-            self._reserve(body + 5)
-            pos = put_varint(self._out, self._len, body)
-            self._out[pos] = 0
-            pos = put_varint(self._out, pos + 1, ts - self._base_ts)
-            pos = put_varint(self._out, pos, self._count)
-            pos = put_varint(self._out, pos, kn)
-            if kn > 0:
-                memcpy(self._out + pos, kd, kn)
-                pos += kn
-            pos = put_varint(self._out, pos, vn)
-            if vn > 0:
-                memcpy(self._out + pos, vd, vn)
-                pos += vn
-            if hs is None:
-                self._out[pos] = 0
-                pos += 1
-            else:
-                pos = put_varint(self._out, pos, len(hs))
-                for hk, hv in hs:
-                    pos = put_varint(self._out, pos, len(hk))
-                    memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
-                    pos += len(hk)
-                    if hv is None:
-                        pos = put_varint(self._out, pos, -1)
-                    else:
-                        pos = put_varint(self._out, pos, len(hv))
-                        memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
-                        pos += len(hv)
-            self._len = pos
-            self._count += 1
+            self._write(kd, kn, vd, vn, ts, hs)
             return self._count - 1
         finally:
             if kk == 1:
@@ -417,8 +479,76 @@ cdef class RecordsWriter:
             if vk == 1:
                 PyBuffer_Release(&vb)
 
+    cdef int _write(self, const char* kd, Py_ssize_t kn, const char* vd, Py_ssize_t vn, int64_t ts,
+                    list hs) except -1:
+        """One record (kn, vn: -1 for null; hs: encoded header pairs or None) at the end of the buffer."""
+        cdef Py_ssize_t body, pos
+        cdef bytes hk
+        if self._count == 0:
+            self._base_ts = self._max_ts = ts
+        elif ts > self._max_ts:
+            self._max_ts = ts
+        body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
+        body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
+        if hs is None:
+            body += 1
+        else:
+            body += varint_size(len(hs))
+            for hk, hv in hs:
+                body += varint_size(len(hk)) + len(hk)
+                body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+        if self._len + body + 5 > self._cap:
+            self._reserve(body + 5)
+        pos = put_varint(self._out, self._len, body)
+        self._out[pos] = 0
+        pos = put_varint(self._out, pos + 1, ts - self._base_ts)
+        pos = put_varint(self._out, pos, self._count)
+        pos = put_varint(self._out, pos, kn)
+        if kn > 0:
+            memcpy(self._out + pos, kd, kn)
+            pos += kn
+        pos = put_varint(self._out, pos, vn)
+        if vn > 0:
+            memcpy(self._out + pos, vd, vn)
+            pos += vn
+        if hs is None:
+            self._out[pos] = 0
+            pos += 1
+        else:
+            pos = put_varint(self._out, pos, len(hs))
+            for hk, hv in hs:
+                pos = put_varint(self._out, pos, len(hk))
+                memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
+                pos += len(hk)
+                if hv is None:
+                    pos = put_varint(self._out, pos, -1)
+                else:
+                    pos = put_varint(self._out, pos, len(hv))
+                    memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
+                    pos += len(hv)
+        self._len = pos
+        self._count += 1
+        return 0
+
     def records_bytes(self):
         return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
+
+    def finish(self, bytes header, crc_fn):
+        """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17:
+        an uncompressed v2 batch in one allocation."""
+        cdef Py_ssize_t hn = PyBytes_GET_SIZE(header)
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, hn + self._len)
+        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+        cdef uint32_t crc
+        memcpy(p, PyBytes_AS_STRING(header), hn)
+        memcpy(p + hn, self._out, self._len)
+        with memoryview(out) as view:
+            crc = crc_fn(view[21:])
+        p[17] = crc >> 24
+        p[18] = (crc >> 16) & 0xFF
+        p[19] = (crc >> 8) & 0xFF
+        p[20] = crc & 0xFF
+        return out
 
     def records_size(self):
         return self._len
@@ -482,44 +612,61 @@ cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t e
     return pos if pos == rend else -1
 
 
-def fill_columns(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
-                 int64_t base_timestamp, append_time, int64_t shift, dict cols, Py_ssize_t row, Py_ssize_t origin,
-                 bint compressed, Py_ssize_t batch_index):
-    """As _pure.fill_columns: the records' columns at rows ``row``..; returns the next row."""
+def fill_columns(list jobs, dict cols):
+    """As _pure.fill_columns: each job (buf, pos, end, count, base_offset, base_timestamp, append_time, shift,
+    row, origin, compressed, batch_index, batch_position, attributes) fills its rows; the columns' memory
+    is taken once for all the batches."""
     cdef int64_t[::1] offset = cols["offset"], timestamp = cols["timestamp"]
     cdef int64_t[::1] key_offset = cols["key_offset"], value_offset = cols["value_offset"]
     cdef int32_t[::1] key_length = cols["key_length"], value_length = cols["value_length"]
-    cdef int32_t[::1] header_count = cols["header_count"]
-    cdef bint has_append = append_time is not None
-    cdef int64_t at = append_time if has_append else 0
-    cdef int64_t ts_delta, off_delta, kpos, klen, vpos, vlen, nh
-    cdef Py_ssize_t i, start = pos, first = row
+    cdef int32_t[::1] header_count = cols["header_count"], batch = cols["batch"]
+    cdef int16_t[::1] attrs = cols["attributes"]
+    cdef int64_t ts_delta, off_delta, kpos, klen, vpos, vlen, nh, base_offset, base_timestamp, at, shift
+    cdef Py_ssize_t i, pos, end, count, row, start
+    cdef int32_t batch_pos
+    cdef int16_t attributes
+    cdef bint has_append, ok
     cdef Py_buffer pb
     cdef const unsigned char* p
-    cdef bint ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
-    if ok:
-        PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
-        p = <const unsigned char*>pb.buf
-        ok = 0 <= pos <= end <= pb.len
-        i = 0
-        while ok and i < count:
-            pos = skip_record(p, pos, end, &ts_delta, &off_delta, &kpos, &klen, &vpos, &vlen, &nh)
-            if pos < 0:
-                ok = False
-                break
-            offset[row] = base_offset + off_delta
-            timestamp[row] = at if has_append else base_timestamp + ts_delta
-            key_offset[row] = kpos + shift if klen >= 0 else -1
-            key_length[row] = <int32_t>klen
-            value_offset[row] = vpos + shift if vlen >= 0 else -1
-            value_length[row] = <int32_t>vlen
-            header_count[row] = <int32_t>nh
-            row += 1
-            i += 1
-        PyBuffer_Release(&pb)
-        ok = ok and pos == end
-    if not ok:  # the reference raises the precise error
-        _pure.fill_columns(buf, start, end, count, base_offset, base_timestamp, append_time, shift, cols, first,
-                           origin, compressed, batch_index)
-        raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
-    return row
+    cdef BatchHeader h
+    for job in jobs:
+        if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
+            h = <BatchHeader?>job[0]
+            buf, start, end, count, base_offset, base_timestamp = h._buf, h._start, h._end, h.record_count, \
+                h.base_offset, h.base_timestamp
+            shift, row, batch_pos, attributes = 0, job[1], job[2], h.attributes
+            has_append = (attributes & 0x08) != 0
+            at = h.max_timestamp
+        else:
+            buf, start, end, count, base_offset, base_timestamp, append_time, shift, row = job[:9]
+            batch_pos, attributes = job[12], job[13]
+            has_append = append_time is not None
+            at = append_time if has_append else 0
+        pos = start
+        ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
+        if ok:
+            PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
+            p = <const unsigned char*>pb.buf
+            ok = 0 <= pos <= end <= pb.len
+            i = 0
+            while ok and i < count:
+                pos = skip_record(p, pos, end, &ts_delta, &off_delta, &kpos, &klen, &vpos, &vlen, &nh)
+                if pos < 0:
+                    ok = False
+                    break
+                offset[row] = base_offset + off_delta
+                timestamp[row] = at if has_append else base_timestamp + ts_delta
+                key_offset[row] = kpos + shift if klen >= 0 else -1
+                key_length[row] = <int32_t>klen
+                value_offset[row] = vpos + shift if vlen >= 0 else -1
+                value_length[row] = <int32_t>vlen
+                header_count[row] = <int32_t>nh
+                batch[row] = batch_pos
+                attrs[row] = attributes
+                row += 1
+                i += 1
+            PyBuffer_Release(&pb)
+            ok = ok and pos == end
+        if not ok:  # the reference raises the precise error
+            _pure.fill_columns([_pure.batch_job(*job) if len(job) == 3 else job], cols)
+            raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")

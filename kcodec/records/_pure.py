@@ -42,6 +42,39 @@ def record_tuple(r) -> tuple:
     return (r.offset, r.timestamp, b(r.key), b(r.value), [(k, b(v)) for k, v in r.headers], r.attributes)
 
 
+class BatchHeader:
+    """The fields of a batch (the base of kcodec.records.RecordBatch; the Cython twin keeps them in C)."""
+    __slots__ = ("magic", "base_offset", "last_offset_delta", "partition_leader_epoch", "crc", "attributes",
+                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
+                 "record_count", "size", "offset", "index", "_buf", "_start", "_end", "_zero_copy", "_max",
+                 "_payload", "_legacy")
+    magic: int
+    base_offset: int
+    last_offset_delta: int
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    size: int        # bytes on the wire, offset and length included
+    offset: int      # where the batch starts in the buffer it was read from
+    index: int       # its position among the batches of that buffer
+    _buf: Any
+    _start: int
+    _end: int
+    _zero_copy: bool
+    _max: int
+    _payload: Any
+    _legacy: Optional[list]
+
+
+scan_v2 = None  # the reference reads every batch header in kcodec.records._reader
+
+
 class _Fault(Exception):
     """A decoding failure inside the loop: reason, position, field (turned into a RecordsError)."""
 
@@ -142,27 +175,45 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
     return out
 
 
-def fill_columns(buf, pos: int, end: int, count: int, base_offset: int, base_timestamp: int,
-                 append_time: Optional[int], shift: int, cols: dict, row: int, origin: int, compressed: bool,
-                 batch_index: int) -> int:
-    """Write the records' columns at rows ``row``.. of ``cols`` (numpy arrays by name; key and value
-    positions plus ``shift``); returns the next row."""
-    for attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
-                                                                                    compressed, batch_index):
-        cols["offset"][row] = base_offset + off_delta
-        cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
-        cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
-        cols["key_length"][row] = klen
-        cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
-        cols["value_length"][row] = vlen
-        cols["header_count"][row] = len(hs)
-        row += 1
-    return row
+def batch_job(batch: Any, row: int, position: int) -> tuple:
+    """The fill_columns job of an uncompressed v2 batch read in place."""
+    return (batch._buf, batch._start, batch._end, batch.record_count, batch.base_offset, batch.base_timestamp,
+            batch.max_timestamp if batch.attributes & 0x08 else None, 0, row, 0, False, batch.index, position,
+            batch.attributes)
+
+
+def fill_columns(jobs: list, cols: dict) -> None:
+    """Write records' columns into ``cols`` (numpy arrays by name). Each job: (buf, pos, end, count,
+    base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index, batch_position,
+    attributes): its records go to rows ``row``.., key and value positions plus ``shift``; or (batch, row,
+    batch_position) for an uncompressed v2 batch read in place."""
+    for job in jobs:
+        if len(job) == 3:
+            job = batch_job(*job)
+        (buf, pos, end, count, base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index,
+         batch_position, attributes) = job
+        for _, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
+                                                                             compressed, batch_index):
+            cols["offset"][row] = base_offset + off_delta
+            cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
+            cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
+            cols["key_length"][row] = klen
+            cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
+            cols["value_length"][row] = vlen
+            cols["header_count"][row] = len(hs)
+            cols["batch"][row] = batch_position
+            cols["attributes"][row] = attributes
+            row += 1
 
 
 def iter_records(*args: Any) -> Iterator:
     """An iterator over a batch's records (the reference decodes them all first: errors come at once)."""
     return iter(decode_records(*args))
+
+
+def iter_batch(batch: Any) -> Iterator:
+    """``iter(batch)``: its records."""
+    return iter(batch.records())
 
 
 def _records_error(f: _Fault, index: int, origin: int, compressed: bool, batch_index: int) -> RecordsError:
@@ -224,6 +275,7 @@ class RecordsWriter:
     """The v2 records of a batch being built: ``append`` writes each record as it comes.
 
     The base of :class:`kcodec.records.BatchBuilder`; the Cython twin writes into a C buffer."""
+    __slots__ = ("_out", "_count", "_base_ts", "_max_ts")
 
     def __init__(self) -> None:
         self._out = bytearray()
@@ -256,6 +308,12 @@ class RecordsWriter:
 
     def records_bytes(self) -> bytes:
         return bytes(self._out)
+
+    def finish(self, header: bytes, crc_fn: Any) -> bytes:
+        """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17."""
+        out = bytearray(header) + self._out
+        out[17:21] = crc_fn(memoryview(out)[21:]).to_bytes(4, "big")
+        return bytes(out)
 
     def records_size(self) -> int:
         return len(self._out)

@@ -7,9 +7,9 @@ selected backend, and a compressed batch is decompressed once, on first use.
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from . import _legacy
+from . import _legacy, _pure
 from ._checksum import crc32c
 from ._compression import CodecError, decompress
 from ._select import backend
@@ -21,36 +21,16 @@ _V2 = struct.Struct(">qiibIhiqqqhii")
 _LENGTH = struct.Struct(">i")
 
 
-class RecordBatch:
+if TYPE_CHECKING:
+    _Header = _pure.BatchHeader
+else:
+    _Header = backend.BatchHeader  # C fields in the Cython twin
+
+
+class RecordBatch(_Header):
     """One batch of a records field: a v2 RecordBatch, or a magic 0/1 message (a compressed wrapper's records
     are its inner messages). ``iter(batch)`` / ``batch.records()`` decode the records."""
-    __slots__ = ("magic", "base_offset", "last_offset_delta", "partition_leader_epoch", "crc", "attributes",
-                 "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence",
-                 "record_count", "size", "offset", "index", "_buf", "_start", "_end", "_zero_copy", "_max",
-                 "_payload", "_legacy")
-
-    magic: int
-    base_offset: int
-    last_offset_delta: int
-    partition_leader_epoch: int
-    crc: int
-    attributes: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-    size: int        # bytes on the wire, offset and length included
-    offset: int      # where the batch starts in the buffer it was read from
-    index: int       # its position among the batches of that buffer
-    _buf: Any
-    _start: int
-    _end: int
-    _zero_copy: bool
-    _max: int
-    _payload: Any
-    _legacy: Optional[list]
+    __slots__ = ()
 
     @property
     def last_offset(self) -> int:
@@ -104,9 +84,7 @@ class RecordBatch:
 
     def __iter__(self) -> Iterator:
         """The records, decoded one at a time as they are asked for."""
-        if self._legacy is not None:
-            return iter(self._legacy)
-        return backend.iter_records(*self._decode_args())  # type: ignore[no-any-return]
+        return backend.iter_batch(self)  # type: ignore[no-any-return]
 
     def _decode_args(self) -> tuple:
         payload = self.payload()
@@ -194,7 +172,14 @@ def _scan(buf, verify_crc: bool, zero_copy: bool, max_uncompressed: int) -> Iter
         buf = view
     n = len(view)
     pos = index = 0
+    fast = backend.scan_v2
     while pos < n:
+        if fast is not None:  # the Cython twin reads well-formed v2 batches; anything else is read below
+            batches, pos, index = fast(buf, view, pos, index, verify_crc, zero_copy, max_uncompressed, RecordBatch,
+                                       crc32c)
+            yield from batches
+            if pos >= n:
+                return
         if n - pos < LOG_OVERHEAD:
             yield (n - pos, pos)
             return

@@ -31,7 +31,7 @@ def test_transaction_marker_round_trip():
     assert b.is_control and b.is_transactional and b.producer_id == 7 and b.base_offset == 10
     (rec,) = b
     c = read_control(rec)
-    assert (c.type, c.version, c.value_version, c.value) == (ControlType.ABORT, 0, 0, 5)
+    assert (c.type, c.version, c.value_version, c.value.coordinator_epoch) == (ControlType.ABORT, 0, 0, 5)
 
 
 def test_kraft_control_records_decode_to_their_messages():
@@ -45,12 +45,22 @@ def test_kraft_control_records_decode_to_their_messages():
     assert c.type == ControlType.LEADER_CHANGE and c.value.leader_id == 3
 
 
-def test_short_control_keys_are_errors():
+@pytest.mark.parametrize("key, value", [(b"\x00", b""), (b"\x00\x00\x00", b""), (b"\x00\x00\x00\x01", b"\x00"),
+                                        (b"\x00\x00\x00\x00", b"\x00\x00\x00"),
+                                        (b"\x00\x00\x00\x02", b"\x00\x00\x01")])
+def test_short_control_keys_and_values_are_errors(key, value):
     b = BatchBuilder(control=True)
-    b.append(b"\x00", b"", timestamp=1)
+    b.append(key, value, timestamp=1)
     (batch,) = iter_batches(b.build())
     with pytest.raises(RecordsError):
         read_control(next(iter(batch)))
+
+
+def test_control_types_kcodec_does_not_know_come_back_raw():
+    b = BatchBuilder(control=True)
+    b.append(b"\x00\x00\x00\x63", b"\x00\x00xyz", timestamp=1)
+    (batch,) = iter_batches(b.build())
+    assert read_control(next(iter(batch))) == (99, 0, -1, b"\x00\x00xyz")
 
 
 def test_aborted_transaction_is_dropped_and_commit_kept():

@@ -62,12 +62,14 @@ def columns(module, args):
     import numpy as np
     n = max(args[3], 0)
     cols = {name: np.full(n, -7, np.int64) for name in ("offset", "timestamp", "key_offset", "value_offset")}
-    cols.update({name: np.full(n, -7, np.int32) for name in ("key_length", "value_length", "header_count")})
+    cols.update({name: np.full(n, -7, np.int32) for name in ("key_length", "value_length", "header_count",
+                                                               "batch")})
+    cols["attributes"] = np.full(n, -7, np.int16)
     try:
-        row = module.fill_columns(*args[:7], 100, cols, 0, *args[8:])
+        module.fill_columns([(*args[:7], 100, 0, *args[8:], 2, 5)], cols)
     except RecordsError as e:
         return ("error", str(e))
-    return row, {k: v.tolist() for k, v in cols.items()}
+    return {k: v.tolist() for k, v in cols.items()}
 
 
 @given(records, st.booleans(), st.one_of(st.none(), st.integers(0, 2**41)))
@@ -111,3 +113,41 @@ def test_writers_refuse_the_same_values(bad):
     for module in (_pure, FAST):
         with pytest.raises(TypeError):
             module.RecordsWriter().append(b"k", b"v", (), 1.5)
+
+
+def headers(data: bytes, verify: bool, monkeypatch=None):
+    from kcodec.records import read_batches
+    try:
+        got = read_batches(data, verify_crc=verify)
+    except RecordsError as e:
+        return ("error", str(e))
+    fields = ("magic", "base_offset", "last_offset_delta", "partition_leader_epoch", "crc", "attributes",
+              "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "record_count",
+              "size", "offset", "index")
+    return [tuple(getattr(b, f) for f in fields) for b in got.batches], got.partial_bytes, got.partial_offset
+
+
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(1, 3), st.integers(0, 2)), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3), st.integers(0, 40),
+       st.booleans())
+def test_the_fast_batch_scan_reads_headers_as_the_reference(shape, flips, cut, verify):
+    from kcodec.records import BatchBuilder, Compression
+    from kcodec.records import _reader
+    parts = []
+    for codec, n, magic in shape:
+        b = BatchBuilder(magic=magic, compression=Compression(codec if magic == 2 else min(codec, 3)),
+                         base_offset=len(parts) * 10, producer_id=5 if magic == 2 else -1)
+        for i in range(n):
+            b.append(b"k", b"v" * i, timestamp=i)
+        parts.append(b.build())
+    data = bytearray(b"".join(parts))
+    for where, byte in flips:
+        data[where % len(data)] = byte
+    data = bytes(data[:len(data) - cut])
+    fast = headers(data, verify)
+    saved = _reader.backend
+    _reader.backend = _pure
+    try:
+        assert headers(data, verify) == fast
+    finally:
+        _reader.backend = saved

@@ -25,10 +25,15 @@ def recrc(data: bytearray) -> bytes:
 
 
 def error_of(data, **kw) -> RecordsError:
+    """The error of reading every record, the same whether the records come as lists or one at a time."""
     with pytest.raises(RecordsError) as e:
         for b in iter_batches(data, **kw):
             b.records()
-    assert isinstance(e.value, DecodeError)
+    with pytest.raises(RecordsError) as lazily:
+        for b in iter_batches(data, **kw):
+            for _ in b:
+                pass
+    assert isinstance(e.value, DecodeError) and str(lazily.value) == str(e.value)
     return e.value
 
 
@@ -201,8 +206,9 @@ def test_random_bytes_raise_only_records_errors():
         for _ in range(rng.randint(1, 6)):
             data[rng.randrange(len(data))] = rng.randrange(256)
         for verify in (True, False):
-            try:
-                for b in iter_batches(bytes(data), verify_crc=verify):
-                    b.records()
-            except RecordsError:
-                pass
+            for lazily in (False, True):
+                try:
+                    for b in iter_batches(bytes(data), verify_crc=verify):
+                        list(b) if lazily else b.records()
+                except RecordsError:
+                    pass
