@@ -18,6 +18,8 @@ import gzip
 from typing import Any
 
 import pytest
+
+pytest.register_assert_rewrite("records_expect")  # whichever test module imports it first
 from peer_producers import MESSAGES
 from records_expect import need
 
