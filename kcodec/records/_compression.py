@@ -47,9 +47,9 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
     if codec == Compression.LZ4:
         # Independent blocks, as every client writes them: Kafka's Java reader refuses linked ones
         # ("Dependent block stream is unsupported"), which are cramjam's default.
-        c = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        c.compress(data)
-        return bytes(c.finish())
+        frame = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+        frame.compress(data)
+        return bytes(frame.finish())
     if codec == Compression.ZSTD:
         return bytes(cramjam.zstd.compress(data, level=level) if level is not None else cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")

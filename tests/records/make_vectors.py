@@ -1,12 +1,13 @@
 """Re-make tests/records/vectors: real clients' record batches, captured byte for byte.
 
-    .venv/bin/python tests/records/make_vectors.py [NAME_PREFIX ...]
+    .venv/bin/python tests/records/make_vectors.py [--out DIR] [NAME_PREFIX ...]
 
 Each vector is a client producing ``peer_producers.MESSAGES`` (as far as its format can carry them) to
 partition 0 of a `CaptureBroker` on 127.0.0.1. ``NAME.bin`` holds the `records` field of every Produce
 request, concatenated in order (itself a valid `records` field); ``NAME.json`` says what the client was
 asked to produce and how (client and version, configuration, codec, magic, Produce versions). Names given
-on the command line re-make only the vectors whose name starts with one of them.
+on the command line re-make only the vectors whose name starts with one of them; ``--out`` writes them
+elsewhere than tests/records/vectors.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def capture(produce: Callable[..., dict[str, Any]], magic: int, idempotent: bool
         records = broker.records(TOPIC)
     if not produced:
         raise RuntimeError(f"{about['client']} sent no Produce request")
+    # the listener's port changes with every run: leave it out, so that re-made vectors compare equal
+    about["config"] = {k: v for k, v in about["config"].items() if "bootstrap" not in k}
     return records, {**about, "magic": magic, "compression": options["codec"], "idempotent": idempotent,
                      "producer_id": PRODUCER_ID if idempotent else -1,
                      "produce_requests": [{"version": c.produce_version, "acks": c.acks, "bytes": len(c.records)}
@@ -61,14 +64,18 @@ def capture(produce: Callable[..., dict[str, Any]], magic: int, idempotent: bool
                      "messages": messages}
 
 
-def main(prefixes: list[str]) -> int:
-    VECTORS.mkdir(exist_ok=True)
+def main(args: list[str]) -> int:
+    out = VECTORS
+    if args[:1] == ["--out"] and len(args) > 1:
+        out, args = Path(args[1]), args[2:]
+    prefixes = args
+    out.mkdir(parents=True, exist_ok=True)
     for name, magic, idempotent, produce, options in plan():
         if prefixes and not any(name.startswith(p) for p in prefixes):
             continue
         records, about = capture(produce, magic, idempotent, **options)
-        (VECTORS / f"{name}.bin").write_bytes(records)
-        (VECTORS / f"{name}.json").write_text(json.dumps({"name": name, **about}, indent=1) + "\n")
+        (out / f"{name}.bin").write_bytes(records)
+        (out / f"{name}.json").write_text(json.dumps({"name": name, **about}, indent=1) + "\n")
         print(f"{name}: {len(records)} bytes in {len(about['produce_requests'])} Produce request(s)")
     return 0
 

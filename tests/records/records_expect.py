@@ -28,10 +28,16 @@ def _backends() -> list[str]:
 @pytest.fixture(params=_backends())
 def records_backend(request: Any, monkeypatch: Any) -> str:
     """Run a reading test once per record backend that is built here (the Cython twin and the pure
-    reference), whatever KCODEC_PURE selected for the process: the reader's backend is swapped."""
-    from kcodec.records import _reader, _select
+    reference), whatever KCODEC_PURE selected for the process: every kcodec.records module's ``backend``
+    (the one _select chose) is swapped."""
+    import sys
 
-    monkeypatch.setattr(_reader, "backend", _select.available()[request.param])
+    from kcodec.records import _select
+
+    chosen = _select.available()[request.param]
+    for name, module in list(sys.modules.items()):
+        if name.startswith("kcodec.records.") and getattr(module, "backend", None) is _select.backend:
+            monkeypatch.setattr(module, "backend", chosen)
     return str(request.param)
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Iterator
 
-import peer_consumers
 import pytest
+
+pytest.register_assert_rewrite("records_expect")  # whichever test module imports it first
+import peer_consumers
 from peer_producers import MESSAGES, node_available
 from records_expect import missing, need
 

@@ -18,6 +18,8 @@ import gzip
 from typing import Any
 
 import pytest
+
+pytest.register_assert_rewrite("records_expect")  # whichever test module imports it first
 from peer_producers import MESSAGES
 from records_expect import need
 
@@ -144,7 +146,8 @@ READ_CASES = [(p, m, c) for p in PEERS for m in (0, 1, 2) for c in Compression
               if not (m < 2 and c is ZSTD) and not (p == "aiokafka" and m == 0 and c is Compression.LZ4)]
 
 
-@pytest.mark.parametrize("peer,magic,codec", READ_CASES, ids=[f"{p}-magic{m}-{c.name.lower()}" for p, m, c in READ_CASES])
+@pytest.mark.parametrize("peer,magic,codec", READ_CASES,
+                         ids=[f"{p}-magic{m}-{c.name.lower()}" for p, m, c in READ_CASES])
 def test_peer_reader_reads_kcodec_batches(peer: str, magic: int, codec: Compression) -> None:
     """kafka-python's and aiokafka's record readers (their consumers' decoders) read kcodec's batches of every
     magic and codec: lz4 too, whose frames are not compared byte for byte above."""

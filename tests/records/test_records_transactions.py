@@ -9,6 +9,8 @@ import time
 from typing import Any, Iterator
 
 import pytest
+
+pytest.register_assert_rewrite("records_expect")  # whichever test module imports it first
 from records_expect import missing, need
 
 from kcodec.client import Connection, NewTopic, SyncClient

@@ -13,7 +13,7 @@ import make_vectors
 import peer_producers
 from records_expect import check_decodes, records_backend  # noqa: F401 (a fixture)
 
-from kcodec.records import BatchBuilder, Compression, RecordsError, iter_batches
+from kcodec.records import BatchBuilder, Compression, RecordsError, iter_batches, record_columns
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 NAMES = [name for name, *_ in make_vectors.plan()]
@@ -71,3 +71,16 @@ def test_kcodec_lz4_frames_have_independent_blocks_like_every_client(magic: int)
     ours = b.build()
     assert ours[ours.index(b"\x04\x22\x4d\x18") + 4] & flag
     assert [r.value for batch in iter_batches(ours) for r in batch] == [b"kcodec " * 100] * 100
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_vector_columns_match_its_records(name: str, records_backend: str) -> None:
+    """The columnar view of each vector holds what iterating its records gives, row for row."""
+    buf, _ = load(name)
+    records = [r for batch in iter_batches(buf) for r in batch]
+    cols = record_columns(buf)
+    assert len(cols) == len(records) and cols.partial_bytes == 0
+    assert list(cols.offset) == [r.offset for r in records]
+    assert list(cols.timestamp) == [r.timestamp for r in records]
+    assert list(cols.header_count) == [len(r.headers) for r in records]
+    assert [(cols.key(i), cols.value(i)) for i in range(len(cols))] == [(r.key, r.value) for r in records]
