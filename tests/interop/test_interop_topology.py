@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from needs import need_module
 
 from kcodec.broker import Cluster
 

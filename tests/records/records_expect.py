@@ -8,6 +8,7 @@ import struct
 from typing import Any, Optional
 
 import pytest
+from needs import missing, need_module  # noqa: F401  (missing: re-exported to the records tests)
 
 from kcodec.records import Compression, TimestampType, iter_batches
 
@@ -43,16 +44,7 @@ def records_backend(request: Any, monkeypatch: Any) -> str:
 
 def need(module: str) -> Any:
     """Import a peer; a missing one fails in CI (CI=true) and skips elsewhere."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as e:
-        missing(f"{module} is not installed ({e}); `make .venv/.kcodec-installed` installs the test extras")
-
-
-def missing(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(what)
-    pytest.skip(what)
+    return need_module(module)
 
 
 def _unhex(h: Optional[str]) -> Optional[bytes]:
