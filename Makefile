@@ -7,13 +7,21 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test bench bench-report fuzz definitions clean
+.PHONY: run test bench bench-report fuzz definitions clean tcpdump
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) $(JS_STAMP)
+test: $(STAMP) $(JS_STAMP) tcpdump
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# tcpdump for the real-capture tests (tests/test_spark_real.py): installed with apt-get when missing and
+# root; otherwise those tests skip (and fail under CI).
+tcpdump:
+	@command -v tcpdump >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
+		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
 
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)

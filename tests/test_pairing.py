@@ -72,3 +72,12 @@ def test_produce_acks_at_every_version(version, acks):
     assert (corr, key, v, client, got, error) == (5, 0, version, "c", acks, None)
     _, pos, end = kcodec.decode_request_header(frame)
     assert produce_acks(frame, pos, pos + 1, version) is None  # a body too short to say
+
+
+def test_a_response_captured_just_before_its_request():
+    # Packet captures can swap a request's last segment and its answer's first: paired all the same.
+    got = _run([("q", 1), ("r", 1), ("r", 2), ("q", 2), ("q", 3), ("r", 3)])
+    assert got == [(0, 1, "answered"), (3, 2, "answered"), (4, 5, "answered")]
+    # Held only until a later response matches: then it is an orphan, and an id reused later is not its.
+    got = _run([("r", 9), ("q", 1), ("r", 1), ("q", 9), ("r", 9)])
+    assert got == [(None, 0, "orphan"), (1, 2, "answered"), (3, 4, "answered")]

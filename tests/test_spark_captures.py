@@ -70,25 +70,6 @@ def test_tap_capture_pairs_in_order(spark, tmp_path):
     assert two.decode_error.isna().all() and (two.api_name == "Produce").all()
 
 
-def test_report_counts_pairings_and_flags_acks0_answers(spark, tmp_path):
-    from kcodec.spark.analyze import analyze
-
-    w = capture.CaptureWriter(tmp_path / "in", session=6)
-    for i, (d, f) in enumerate([(0, _produce(0, 1)), (1, _produced(1)), (0, _produce(0, 2)), (0, _md(3)[0]),
-                                (1, _md(3)[1]), (1, _produced(40))]):
-        w.write(d, 1, 1000 * i, f)
-    w.close()
-    lines: list[str] = []
-    agg = analyze(spark, [str(tmp_path / "in")], tmp_path / "out", print_=lambda *a, **k: lines.append(" ".join(map(str, a))))
-    t = agg["total"]
-    assert (t["pairing_acks0_answered"], t["pairing_no_response"], t["pairing_answered"], t["orphan_responses"]) \
-        == (1, 1, 1, 1)
-    assert t["exchanges"] == 3 and t["answered"] == 2
-    report = (tmp_path / "out" / "report.md").read_text()
-    assert "The broker answered 1 Produce request(s) sent with acks=0" in report and "| orphan | 1 |" in report
-    assert any("the broker answered 1 acks=0" in line for line in lines)
-
-
 def _conversation(client: str, n: int) -> list[tuple[int, bytes]]:
     out = []
     for corr in range(n):

@@ -19,6 +19,12 @@ requests in flight) and counted:
 
 Correlation ids may repeat on a connection (an int32 counter that wraps, clients that reuse ids):
 matching the earliest waiting request keeps each id's uses apart.
+
+A response can only follow its request, but a packet capture may write them the other way round
+(tcpdump on loopback takes packets from several CPUs, and a request's last segment can land after the
+first packets of its answer). So a response that matches nothing is held until the next response is
+matched: a request with its correlation id that arrives meanwhile is paired with it (its latency is
+then negative, as captured); what is still held then is an orphan.
 """
 
 from __future__ import annotations
@@ -47,8 +53,13 @@ def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[
     as (position, direction, correlation id, acks): direction 0 a request, 1 a response."""
     out: list[tuple[Optional[int], Optional[int], str]] = []
     waiting: "collections.deque[tuple[int, Optional[int], bool]]" = collections.deque()  # (position, corr, expects)
+    held: list[tuple[int, Optional[int]]] = []  # responses no waiting request matched, since the last match
     for position, direction, corr, acks in rows:
         if direction == 0:
+            early = next((i for i, h in enumerate(held) if h[1] == corr), None) if corr is not None else None
+            if early is not None:  # its answer was captured just before it (see the module's doc)
+                out.append((position, held.pop(early)[0], ANSWERED if acks != 0 else ACKS0_ANSWERED))
+                continue
             waiting.append((position, corr, acks != 0))
             if len(waiting) > MAX_WAITING:
                 p, _, expects = waiting.popleft()
@@ -56,13 +67,16 @@ def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[
             continue
         match = next((i for i, w in enumerate(waiting) if w[1] == corr), None) if corr is not None else None
         if match is None:
-            out.append((None, position, ORPHAN))
+            held.append((position, corr))
             continue
+        out.extend((None, h, ORPHAN) for h, _ in held)
+        held = []
         for _ in range(match):
             p, _, expects = waiting.popleft()
             out.append((p, None, OVERTAKEN if expects else NO_RESPONSE))
         p, _, expects = waiting.popleft()
         out.append((p, position, ANSWERED if expects else ACKS0_ANSWERED))
+    out.extend((None, h, ORPHAN) for h, _ in held)
     out.extend((p, None, UNANSWERED if expects else NO_RESPONSE) for p, _, expects in waiting)
     return out
 
