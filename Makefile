@@ -7,12 +7,12 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test docs prereqs bench bench-report fuzz definitions clean
+.PHONY: run test docs prereqs tcpdump bench bench-report fuzz definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs
+test: $(STAMP) prereqs tcpdump
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -33,6 +33,14 @@ prereqs:
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 	@echo "documentation built: site/index.html"
+
+# tcpdump for the real-capture tests (tests/test_spark_real.py): installed with apt-get when missing and
+# root; otherwise those tests skip (and fail under CI).
+tcpdump:
+	@command -v tcpdump >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
+		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
 
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)

@@ -65,3 +65,28 @@ def write(path: Path, packets: list[tuple[float, bytes]], ng: bool = False,
         for ts, pkt in packets:
             writer.writepkt(pkt, ts=ts)
     return path
+
+
+def write_exact(path: Path, packets: list[tuple[int, bytes]], kind: str = "pcap-us", tsresol: int = 9) -> Path:
+    """Packets with integer timestamps in units of the format: ``pcap-us`` (µs), ``pcap-ns`` (ns) or
+    ``pcapng`` (units of ``tsresol``: 10^-n s, or 2^-n s when its high bit is set); little-endian."""
+    import struct
+
+    out = bytearray()
+    if kind.startswith("pcap-"):
+        magic = 0xA1B2C3D4 if kind == "pcap-us" else 0xA1B23C4D
+        out += struct.pack("<IHHiIII", magic, 2, 4, 0, 0, 65535, dpkt.pcap.DLT_EN10MB)
+        per_s = 10**6 if kind == "pcap-us" else 10**9
+        for units, pkt in packets:
+            out += struct.pack("<IIII", units // per_s, units % per_s, len(pkt), len(pkt)) + pkt
+    else:
+        out += struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
+        opt = struct.pack("<HHB3x", 9, 1, tsresol) + struct.pack("<HH", 0, 0)
+        idb = struct.pack("<HHI", dpkt.pcap.DLT_EN10MB, 0, 65535) + opt
+        out += struct.pack("<II", 1, 12 + len(idb)) + idb + struct.pack("<I", 12 + len(idb))
+        for units, pkt in packets:
+            body = struct.pack("<IIIII", 0, units >> 32, units & 0xFFFFFFFF, len(pkt), len(pkt))
+            body += pkt + b"\0" * (-len(pkt) % 4)
+            out += struct.pack("<II", 6, 12 + len(body)) + body + struct.pack("<I", 12 + len(body))
+    path.write_bytes(bytes(out))
+    return path

@@ -160,12 +160,13 @@ def test_pcap_gives_the_same_exchanges(analyzed):
     _, _, ex, _ = analyzed
     cols = ["client_id", "api_name", "api_version", "request_bytes", "response_bytes", "error_count",
             "list_topics_v1_bytes"]
-    tap = ex[ex.source.str.endswith(".kcap")][cols]
-    pcap = ex[ex.source.str.endswith(".pcapng")][cols]
+    tap = ex[ex.source.str.endswith(".kcap")]
+    pcap = ex[ex.source.str.endswith(".pcapng")]
     assert len(pcap) == len(tap)
     key = lambda df: Counter(tuple(None if v != v else v for v in row) for row in df.itertuples(index=False))  # noqa: E731
-    assert key(pcap) == key(tap)
-    assert pcap.decode_error.isna().all() if "decode_error" in pcap else True
+    assert key(pcap[cols]) == key(tap[cols])
+    assert pcap.decode_error.isna().all(), pcap.decode_error.dropna().tolist()
+    assert (pcap.pairing == "answered").all() and (tap.pairing == "answered").all()
 
 
 def test_report_tables_and_console(analyzed, spark):

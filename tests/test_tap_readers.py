@@ -47,7 +47,7 @@ def test_kcap_round_trip_and_rotation(tmp_path):
         got += [(f.direction, f.data, f.ts_ns, f.conn) for f in fr]
     assert [(d, f) for d, f, _, _ in got] == frames
     assert [t for _, _, t, _ in got] == [100 + i for i in range(len(frames))]
-    assert {c for *_, c in got} == {"42:7"}
+    assert {c for *_, c in got} == {"tap-42/7"}
 
 
 def test_kcap_rejects_foreign_and_truncated_files(tmp_path):

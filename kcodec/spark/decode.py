@@ -19,9 +19,9 @@ import pyarrow as pa
 import kcodec
 from kcodec import definitions
 from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
-from kcodec.tap.frames import read_frames
+from kcodec.tap.frames import CaptureReader
 
-METADATA = 3
+PRODUCE, METADATA = 0, 3
 SASL_HANDSHAKE = 17
 SASL_TOKEN = 2  # + direction: after SaslHandshake v0, bare SASL tokens (no Kafka header) cross each way once
 DTP_PARTITION_LIMIT = 2000  # DescribeTopicPartitions' default ResponsePartitionLimit
@@ -31,7 +31,9 @@ _SASL_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 
 FRAMES = pa.schema([
     ("source", pa.string()),       # the capture file
-    ("conn", pa.string()),         # connection, unique across files
+    ("capture", pa.string()),      # the capture it belongs to (a tap session, a pcap file set)
+    ("conn", pa.string()),         # connection, "<capture>/<connection>": unique across captures
+    ("position", pa.int64()),      # order within the capture (kcodec.tap.frames): pairing follows it
     ("direction", pa.int8()),      # 0 request, 1 response, -1 a row that accounts for a whole file,
                                    # 2/3 a raw SASL token client->broker / broker->client (SASL_TOKEN)
     ("ts_ns", pa.int64()),
@@ -41,12 +43,16 @@ FRAMES = pa.schema([
     ("client_id", pa.string()),
     ("size", pa.int64()),          # frame bytes, size prefix included
     ("frame", pa.binary()),
+    ("acks", pa.int16()),          # Produce requests: 0 expects no response
     ("error", pa.string()),        # a header that does not decode; for file rows, the summary (JSON)
 ])
 
 EXCHANGES = pa.schema([
     ("source", pa.string()),
+    ("capture", pa.string()),
     ("conn", pa.string()),
+    ("exchange", pa.int64()),      # the request's position (an orphan's: its response's); with conn, the key
+    ("pairing", pa.string()),      # kcodec.spark.pairing: answered, unanswered, no_response, ...
     ("correlation_id", pa.int32()),
     ("client_id", pa.string()),
     ("api_key", pa.int16()),
@@ -75,25 +81,50 @@ def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.Recor
         yield pa.RecordBatch.from_pylist(rows[i:i + BATCH_ROWS], schema=schema)
 
 
-def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str], Optional[str]]:
-    """(correlation id, api key, api version, client id, error) of one frame."""
+def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str],
+                                                  Optional[int], Optional[str]]:
+    """(correlation id, api key, api version, client id, Produce acks, error) of one frame."""
     try:
         if direction == 0:
-            h, _, _ = kcodec.decode_request_header(frame, strict=False)
-            return h.correlation_id, h.request_api_key, h.request_api_version, h.client_id, None
+            h, pos, end = kcodec.decode_request_header(frame, strict=False)
+            key, version = h.request_api_key, h.request_api_version
+            acks = produce_acks(frame, pos, end, version) if key == PRODUCE else None
+            return h.correlation_id, key, version, h.client_id, acks, None
         if len(frame) >= 8:
-            return _CORR.unpack_from(frame, 4)[0], None, None, None, None
-        return None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"
+            return _CORR.unpack_from(frame, 4)[0], None, None, None, None, None
+        return None, None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"
     except kcodec.KcodecError as e:
-        return None, None, None, None, f"{type(e).__name__}: {e}"
+        return None, None, None, None, None, f"{type(e).__name__}: {e}"
 
 
-def sasl_v0_tokens(frames: list[Any]) -> list[bool]:
+def produce_acks(frame: bytes, pos: int, end: int, version: int) -> Optional[int]:
+    """The acks of a Produce request body at ``pos`` (before it, from v3, the transactional id: a
+    nullable string, compact from v9); None when the body is too short to say."""
+    if version >= 3:
+        if version >= 9:
+            n, shift = 0, 0
+            while pos < end and shift < 35:
+                b = frame[pos]
+                pos += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+                if not b & 0x80:
+                    break
+            pos += max(0, n - 1)
+        elif pos + 2 <= end:
+            pos += 2 + max(0, struct.unpack_from(">h", frame, pos)[0])
+    if pos + 2 > end:
+        return None
+    return int(struct.unpack_from(">h", frame, pos)[0])
+
+
+def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) -> list[bool]:
     """Which frames are raw SASL tokens. After a successful SaslHandshake v0 the client sends its token
     as a bare size-prefixed blob and the broker answers likewise (KIP-43), neither with a Kafka header;
-    read as frames they would be garbage requests and orphan responses."""
+    read as frames they would be garbage requests and orphan responses. ``state`` carries over to the
+    next file of the same capture."""
     out = [False] * len(frames)
-    state: dict[str, Any] = {}  # conn -> correlation id of a pending handshake, "request" or "response"
+    state = {} if state is None else state  # conn -> correlation id of a pending handshake, "request" or "response"
     for i, f in enumerate(frames):
         st, data = state.get(f.conn), f.data
         if f.direction == 0 and st == "request":
@@ -108,44 +139,67 @@ def sasl_v0_tokens(frames: list[Any]) -> list[bool]:
     return out
 
 
-def frame_batch(source: str, frames: list[Any], tokens: Optional[list[bool]] = None) -> pa.RecordBatch:
+def frame_batch(source: str, capture: str, frames: list[Any], tokens: Optional[list[bool]] = None) -> pa.RecordBatch:
     """FRAMES columns for frames of one file (``kcodec.tap.frames.Frame``), built column by column;
     ``tokens`` marks raw SASL tokens (``sasl_v0_tokens``)."""
     tokens = tokens or [False] * len(frames)
-    heads = [(None, None, None, None, None) if t else _header(f.direction, f.data) for f, t in zip(frames, tokens)]
-    cols: list[Any] = list(zip(*heads)) if heads else [()] * 5
+    heads = [(None,) * 6 if t else _header(f.direction, f.data) for f, t in zip(frames, tokens)]
+    cols: list[Any] = list(zip(*heads)) if heads else [()] * 6
     return pa.RecordBatch.from_arrays([
         pa.array([source] * len(frames), pa.string()),
+        pa.array([capture] * len(frames), pa.string()),
         pa.array([f.conn for f in frames], pa.string()),
+        pa.array([f.position for f in frames], pa.int64()),
         pa.array([f.direction + SASL_TOKEN if t else f.direction for f, t in zip(frames, tokens)], pa.int8()),
         pa.array([f.ts_ns for f in frames], pa.int64()),
         pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int16()), pa.array(cols[2], pa.int16()),
         pa.array(cols[3], pa.string()),
         pa.array([len(f.data) for f in frames], pa.int64()),
         pa.array([f.data for f in frames], pa.binary()),
-        pa.array(cols[4], pa.string()),
+        pa.array(cols[4], pa.int16()),
+        pa.array(cols[5], pa.string()),
     ], schema=FRAMES)
 
 
+def _file_row(source: str, size: Optional[int], summary: dict[str, Any]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([{"source": source, "capture": summary.get("capture"), "direction": -1,
+                                        "size": size, "error": json.dumps(summary, sort_keys=True)}], schema=FRAMES)
+
+
 def frames_from_files(batches: Iterable[pa.RecordBatch], ports: Optional[list[int]] = None) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over Spark's binaryFile rows: every frame of every capture, plus one row per file."""
+    """mapInArrow over Spark's binaryFile rows: every frame of every capture, plus one row per file.
+
+    With ``capture`` and ``last`` columns (``kcodec.spark.pipeline``), the rows of one capture arrive
+    consecutively in file order and are read through one ``CaptureReader``, so connections continue
+    across rotated files; without them every file is a capture of its own."""
+    reader: Optional[CaptureReader] = None
+    sasl: dict[str, Any] = {}  # SASL handshakes under way in the capture (sasl_v0_tokens)
     for batch in batches:
+        names = batch.schema.names
         paths = batch.column("path").to_pylist()
         contents = batch.column("content")
-        lengths = batch.column("length").to_pylist() if "length" in batch.schema.names else [None] * len(paths)
+        lengths = batch.column("length").to_pylist() if "length" in names else [None] * len(paths)
+        captures = batch.column("capture").to_pylist() if "capture" in names else [None] * len(paths)
+        lasts = batch.column("last").to_pylist() if "last" in names else [True] * len(paths)
         for i, path in enumerate(paths):
+            name = str(captures[i] if captures[i] is not None else path)
+            if reader is None or reader.name != name:
+                reader, sasl = CaptureReader(name, ports), {}
             data = contents[i].as_py()
             try:
-                frames, summary = read_frames(data, ports)
-            except Exception as e:  # CaptureError, dpkt's errors, truncated files: reported, never fatal
+                frames, summary = reader.read(data, last=bool(lasts[i]))
+            except Exception as e:  # CaptureError, truncated files: reported, never fatal
                 frames, summary = [], {"error": f"{type(e).__name__}: {e}"}
+                if lasts[i]:
+                    frames, _ = reader.finish()
             del data
             summary["bytes"] = lengths[i]
-            yield pa.RecordBatch.from_pylist([{"source": path, "direction": -1, "size": lengths[i],
-                                               "error": json.dumps(summary, sort_keys=True)}], schema=FRAMES)
-            tokens = sasl_v0_tokens(frames)
+            summary.setdefault("capture", name)
+            yield _file_row(path, lengths[i], summary)
+            capture_name = summary["capture"]
+            tokens = sasl_v0_tokens(frames, sasl)
             for j in range(0, len(frames), BATCH_ROWS):
-                yield frame_batch(path, frames[j:j + BATCH_ROWS], tokens[j:j + BATCH_ROWS])
+                yield frame_batch(path, capture_name, frames[j:j + BATCH_ROWS], tokens[j:j + BATCH_ROWS])
 
 
 def _is_struct(v: Any) -> bool:
@@ -307,7 +361,8 @@ def exchange_row(r: dict[str, Any]) -> dict[str, Any]:
     req_frame, resp_frame = r.get("request"), r.get("response")
     key, version, corr = r.get("api_key"), r.get("api_version"), r.get("correlation_id")
     out: dict[str, Any] = {
-        "source": r.get("source"), "conn": r.get("conn"), "correlation_id": corr, "client_id": r.get("client_id"),
+        "source": r.get("source"), "capture": r.get("capture"), "conn": r.get("conn"), "exchange": r.get("exchange"),
+        "pairing": r.get("pairing"), "correlation_id": corr, "client_id": r.get("client_id"),
         "api_key": key, "api_name": api_name(key), "api_version": version,
         "request_ts_ns": r.get("request_ts_ns"), "response_ts_ns": r.get("response_ts_ns"),
         "request_bytes": len(req_frame) if req_frame is not None else None,
@@ -315,10 +370,10 @@ def exchange_row(r: dict[str, Any]) -> dict[str, Any]:
     }
     if out["request_ts_ns"] is not None and out["response_ts_ns"] is not None:
         out["latency_ns"] = out["response_ts_ns"] - out["request_ts_ns"]
+    if req_frame is None:
+        return out  # an orphan response: without its request, its api key and version are unknown
     stage = "request"
     try:
-        if req_frame is None:
-            raise kcodec.DecodeError("a response without a request", 0)
         _, req = kcodec.decode_request(req_frame, strict=False)
         counts = topic_counts(req)
         if key == METADATA:

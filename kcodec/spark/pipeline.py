@@ -5,15 +5,17 @@ Hadoop-compatible URI) and packs whole files into partitions of about
 ``spark.sql.files.maxPartitionBytes`` (128 MB by default); each partition is one task, which reads its
 files and emits their frames. A capture file is the unit of parallelism because a TCP stream must be
 reassembled in order: `kcodec tap` rotates its files (64 MB by default) so that a busy cluster's
-captures arrive as many files, and pcaps should be written rotated too (``tcpdump -C 64``). After that,
-requests and responses are joined by (connection, correlation id) in a shuffle across all files (a
-response may sit in the file after its request's), and decoding runs on the shuffled partitions
-(``spark.sql.shuffle.partitions``), independent of how the input was cut.
+captures arrive as many files, each read by its own task. The files of one rotated pcap capture
+(``tcpdump -C``/``-G``) are read in order by one task, which carries TCP state across them. After
+that, each connection's frames are paired in wire order on a worker (``pairing``, grouped by
+connection, only the narrow columns), joined back to the frames in a shuffle, and decoded on the
+shuffled partitions (``spark.sql.shuffle.partitions``), independent of how the input was cut.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
@@ -22,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from . import decode
+from . import captures, decode, pairing
 
 
 # Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
@@ -50,34 +52,67 @@ def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
 
 
 def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Iterable[int]] = None) -> DataFrame:
-    """One row per Kafka frame of every capture (``decode.FRAMES``), plus one row per file (direction -1)."""
-    files = spark.read.format("binaryFile").load(list(paths)).select("path", "length", "content")
+    """One row per Kafka frame of every capture (``decode.FRAMES``), plus one row per file (direction -1).
+
+    Files are first told apart by content (``captures.plan``): a file given twice is read once (its
+    copy gets a file row saying so), and the pcaps of one rotated capture are read in order by one task
+    so that its connections continue across files; tap files are read one task per file.
+    """
+    listing = spark.read.format("binaryFile").load(list(paths))
+    ident = listing.select("path", captures.identity(F.col("content")).alias("digest")).collect()
+    plan = captures.plan([(r["path"], r["digest"]) for r in ident])
     fn = functools.partial(decode.frames_from_files, ports=sorted(ports) if ports else None)
-    return files.mapInArrow(fn, from_arrow_schema(decode.FRAMES))
+    schema = from_arrow_schema(decode.FRAMES)
+    table = spark.createDataFrame([(f.path, f.capture, f.rank, f.last) for f in plan.files],
+                                  "path string, capture string, rank int, last boolean")
+    read = spark.read.format("binaryFile").load([f.path for f in plan.files] or list(paths)) \
+        .select("path", "length", "content").join(F.broadcast(table), on="path")
+    tap = read.where(F.col("capture").isNull()).mapInArrow(fn, schema)
+    sets = (read.where(F.col("capture").isNotNull()).repartition("capture")
+            .sortWithinPartitions("capture", "rank").mapInArrow(fn, schema))
+    out = tap.unionByName(sets)
+    if plan.duplicates:
+        rows = [{"source": path, "direction": -1, "error": json.dumps({"duplicate_of": first}, sort_keys=True)}
+                for path, first in plan.duplicates]
+        out = out.unionByName(spark.createDataFrame([tuple(r.get(n) for n in schema.fieldNames()) for r in rows],
+                                                    schema))
+    return out
+
+
+def pairs(frames: DataFrame) -> DataFrame:
+    """Requests and responses paired per connection in wire order (``pairing``): one row per request
+    and per orphan response (``pairing.PAIRS``). Each connection is paired on a worker."""
+    keys = frames.where(F.col("direction").isin(0, 1)).select(
+        "conn", "position", "direction", "correlation_id", "acks")
+    return keys.groupBy("conn").applyInPandas(pairing.pair_frames, from_arrow_schema(pairing.PAIRS))
 
 
 def exchanges(frames: DataFrame) -> DataFrame:
-    """Requests joined with their responses by (connection, correlation id), decoded (``decode.EXCHANGES``).
-
-    A request without a response (acks=0 Produce, a capture that stopped) is kept with null response
-    columns.
-    """
+    """Every request with its response (``pairs``), decoded (``decode.EXCHANGES``); requests without a
+    response and responses without a request (orphans) are rows too, their other side null."""
     req = frames.where(F.col("direction") == 0).select(
-        "source", "conn", "correlation_id", "client_id", "api_key", "api_version",
-        F.col("ts_ns").alias("request_ts_ns"), F.col("frame").alias("request"))
+        "conn", F.col("position").alias("request_position"), F.col("source").alias("request_source"),
+        F.col("capture").alias("request_capture"), F.col("correlation_id").alias("request_correlation_id"),
+        "client_id", "api_key", "api_version", F.col("ts_ns").alias("request_ts_ns"), F.col("frame").alias("request"))
     resp = frames.where(F.col("direction") == 1).select(
-        "conn", "correlation_id", F.col("ts_ns").alias("response_ts_ns"), F.col("frame").alias("response"))
-    joined = req.join(resp, on=["conn", "correlation_id"], how="left")
+        "conn", F.col("position").alias("response_position"), F.col("source").alias("response_source"),
+        F.col("capture").alias("response_capture"), F.col("correlation_id").alias("response_correlation_id"),
+        F.col("ts_ns").alias("response_ts_ns"), F.col("frame").alias("response"))
+    joined = (pairs(frames).join(req, on=["conn", "request_position"], how="left")
+              .join(resp, on=["conn", "response_position"], how="left")
+              .select("*", F.coalesce("request_source", "response_source").alias("source"),
+                      F.coalesce("request_capture", "response_capture").alias("capture"),
+                      F.coalesce("request_correlation_id", "response_correlation_id").alias("correlation_id"),
+                      F.coalesce("request_position", "response_position").alias("exchange")))
     return joined.mapInArrow(decode.decode_exchanges, from_arrow_schema(decode.EXCHANGES))
 
 
 def orphan_responses(frames: DataFrame) -> DataFrame:
-    """Responses whose request the captures lack (connections captured mid-way)."""
-    req = frames.where(F.col("direction") == 0).select("conn", "correlation_id")
-    return frames.where(F.col("direction") == 1).join(req, on=["conn", "correlation_id"], how="left_anti")
+    """Responses whose request the captures lack (connections captured mid-way): ``pairs`` rows."""
+    return pairs(frames).where(F.col("pairing") == pairing.ORPHAN)
 
 
 def files(frames: DataFrame) -> DataFrame:
-    """One row per capture file: its summary (kind, frames, what reassembly skipped) as JSON."""
+    """One row per capture file: its summary (kind, capture, frames, what reassembly skipped) as JSON."""
     return frames.where(F.col("direction") == -1).select("source", F.col("size").alias("bytes"),
                                                           F.col("error").alias("summary"))

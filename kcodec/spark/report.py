@@ -16,11 +16,14 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict() for r in df.collect()]
 
 
-def aggregates(ex: DataFrame, frames: DataFrame, orphans: int) -> dict[str, Any]:
+PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
+
+
+def aggregates(ex: DataFrame, frames: DataFrame) -> dict[str, Any]:
     """Every figure the report shows, from the exchanges and frames tables."""
     total = ex.agg(
-        F.count("*").alias("exchanges"),
-        F.count("response_bytes").alias("answered"),
+        F.count("request_bytes").alias("exchanges"),
+        *[F.sum((F.col("pairing") == p).cast("long")).alias(f"pairing_{p}") for p in PAIRINGS],
         F.count("decode_error").alias("decode_errors"),
         F.sum("request_bytes").alias("request_bytes"),
         F.sum("response_bytes").alias("response_bytes"),
@@ -31,19 +34,24 @@ def aggregates(ex: DataFrame, frames: DataFrame, orphans: int) -> dict[str, Any]
     ).collect()[0].asDict()
     fr = frames.groupBy("direction").agg(F.count("*").alias("n"), F.sum("size").alias("bytes")).collect()
     by_dir = {r["direction"]: (r["n"], r["bytes"]) for r in fr}
+    for p in PAIRINGS:
+        total[f"pairing_{p}"] = total[f"pairing_{p}"] or 0
     total.update(requests=by_dir.get(0, (0, 0))[0], responses=by_dir.get(1, (0, 0))[0],
-                 capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=orphans,
+                 answered=total["pairing_answered"] + total["pairing_acks0_answered"],
+                 capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=total["pairing_orphan"],
+                 duplicate_files=frames.where((F.col("direction") == -1)
+                                              & F.col("error").contains('"duplicate_of"')).count(),
                  sasl_v0_tokens=by_dir.get(2, (0, 0))[0] + by_dir.get(3, (0, 0))[0],
                  header_errors=frames.where(F.col("error").isNotNull() & (F.col("direction") >= 0)).count())
 
     span = max(1, (total["t1"] or 0) - (total["t0"] or 0))
     bucket = max(1_000_000, -(-span // MAX_BUCKETS))  # ns, at least 1 ms
     t0 = total["t0"] or 0
-    over_time = _rows(ex.groupBy(F.floor((F.col("request_ts_ns") - F.lit(t0)) / F.lit(bucket)).alias("bucket"),
+    over_time = _rows(ex.where(F.col("request_ts_ns").isNotNull()).groupBy(F.floor((F.col("request_ts_ns") - F.lit(t0)) / F.lit(bucket)).alias("bucket"),
                                  "api_name")
                       .agg(F.sum(F.coalesce("request_bytes", F.lit(0)) + F.coalesce("response_bytes", F.lit(0)))
                            .alias("bytes")).orderBy("bucket"))
-    by_api = _rows(ex.groupBy("api_name", "api_key").agg(
+    by_api = _rows(ex.where(F.col("request_bytes").isNotNull()).groupBy("api_name", "api_key").agg(
         F.count("*").alias("requests"), F.sum("request_bytes").alias("request_bytes"),
         F.sum("response_bytes").alias("response_bytes"),
         (F.avg("latency_ns") / 1e6).alias("latency_ms_avg"),
@@ -174,9 +182,14 @@ def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> 
           f"Captures: {', '.join(captures)}  \nDecoded with kcodec ({backend} backend) on Spark.\n",
           "\n## Totals\n\n",
           _table([{"what": k, "value": t[k]} for k in (
-              "capture_files", "connections", "clients", "requests", "responses", "exchanges", "answered",
-              "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "request_bytes",
+              "capture_files", "duplicate_files", "connections", "clients", "requests", "responses", "exchanges",
+              "answered", "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "request_bytes",
               "response_bytes")], ["what", "value"]),
+          "\n## Pairing\n\nPer connection, in wire order, each response answers the earliest waiting request "
+          "with its correlation id (see docs/analyze.md).\n\n",
+          _table([{"pairing": p, "count": t[f"pairing_{p}"]} for p in PAIRINGS], ["pairing", "count"]),
+          *([f"\n**The broker answered {t['pairing_acks0_answered']} Produce request(s) sent with acks=0**, which "
+             "Kafka's brokers never answer.\n"] if t["pairing_acks0_answered"] else []),
           "\n## By API\n\n",
           _table(agg["by_api"], ["api_name", "api_key", "requests", "request_bytes", "response_bytes",
                                  "latency_ms_avg", "latency_ms_p99", "errors", "decode_errors"])]
@@ -208,6 +221,9 @@ def console(agg: dict[str, Any], print_: Any = print) -> None:
     print_(f"{t['capture_files']} capture files, {t['connections']} connections, {t['clients']} clients: "
            f"{t['requests']} requests, {t['responses']} responses ({t['orphan_responses']} without a request), "
            f"{t['decode_errors']} exchanges that did not decode")
+    print_("  pairing: " + ", ".join(f"{t[f'pairing_{p}']} {p}" for p in PAIRINGS)
+           + (f"; the broker answered {t['pairing_acks0_answered']} acks=0 Produce requests"
+              if t["pairing_acks0_answered"] else ""))
     for r in agg["by_api"][:10]:
         print_(f"  {str(r['api_name']):<28} {r['requests']:>9} requests {r['request_bytes'] or 0:>12} B out "
                f"{r['response_bytes'] or 0:>12} B back")

@@ -10,29 +10,29 @@ the frames. It is resynchronised: bytes are skipped (and counted) up to the firs
 plausible frame starts and is followed by another plausible frame or ends exactly where the bytes
 end. A request is plausible when its api key is one Kafka defines, its version and correlation id
 are sane, its client id fits and it decodes; a response when its correlation id is that of a request
-seen on the same connection and not yet answered, and it decodes as that request's answer. (Responses
-to requests sent before the capture began cannot be read anyway: they are skipped and counted.)
+seen on the same connection and not yet answered, and it decodes as that request's answer, or when
+responses follow it as a client counts up (``_orphan_chain``): answers to requests sent before the capture began
+are kept that way, as orphans, rather than skipped.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 from typing import Any, Iterable, Iterator, NamedTuple, Optional
 
 import kcodec
 from kcodec import definitions
 
+from . import pcapfile
 from .capture import CaptureError
 
-PCAP_MAGICS = {b"\xa1\xb2\xc3\xd4", b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\x3c\x4d", b"\x4d\x3c\xb2\xa1"}
-PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
 MAX_FRAME = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 _REQ = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
 _RESP = struct.Struct(">ii")    # size, correlation id
 _MOD = 1 << 32
 _KEYS = frozenset(definitions.api_keys())
+ORPHAN_CHAIN, ORPHAN_CHAIN_STEP = 3, 1024
 
 
 class Frame(NamedTuple):
@@ -40,6 +40,7 @@ class Frame(NamedTuple):
     direction: int  # 0: client -> broker (request), 1: broker -> client (response)
     ts_ns: int
     data: bytes
+    position: int = 0  # order within the capture (``kcodec.tap.frames``): frames of a connection sort by it
 
 
 class Stats:
@@ -61,8 +62,7 @@ class Stats:
         return dict(vars(self))
 
 
-def is_pcap(head: bytes) -> bool:
-    return head[:4] in PCAP_MAGICS or head[:4] == PCAPNG_MAGIC
+is_pcap = pcapfile.is_pcap
 
 
 def _plausible_request(buf: bytearray, i: int, max_frame: int) -> int:
@@ -79,10 +79,25 @@ def _plausible_request(buf: bytearray, i: int, max_frame: int) -> int:
 def _plausible_response(buf: bytearray, i: int, max_frame: int, corrs: dict[int, Any]) -> int:
     if len(buf) - i < _RESP.size:
         return -1
-    size, corr = _RESP.unpack_from(buf, i)
-    if not (6 <= size <= max_frame and corr in corrs):
+    size, _corr = _RESP.unpack_from(buf, i)
+    if not 6 <= size <= max_frame:
         return 0
     return 4 + size
+
+
+def _orphan_chain(buf: bytearray, i: int, max_frame: int) -> int:
+    """1 if ORPHAN_CHAIN responses start at i, one after the other, their correlation ids rising by at
+    most ORPHAN_CHAIN_STEP each (clients count up): answers to requests the capture lacks, believed
+    without decoding; 0 if not; -1 if more bytes are needed."""
+    prev = -1
+    for _ in range(ORPHAN_CHAIN):
+        if len(buf) - i < _RESP.size:
+            return -1
+        size, corr = _RESP.unpack_from(buf, i)
+        if not (8 <= size <= max_frame and corr >= 0 and (prev < 0 or 0 < corr - prev <= ORPHAN_CHAIN_STEP)):
+            return 0
+        prev, i = corr, i + 4 + size
+    return 1
 
 
 class _Half:
@@ -172,10 +187,15 @@ class _Half:
 
     def _verdict(self, i: int, r: "Reassembler") -> int:
         """1: a believable frame starts at i (it decodes, and its successor looks like a frame or it ends
-        the bytes); 0: not at i; -1: cannot tell until more bytes arrive."""
+        the bytes); 0: not at i; -1: cannot tell until more bytes arrive.
+
+        A response whose request the capture lacks cannot be decoded (its api key is unknown): it is
+        believed when responses follow it as a client's count up (``_orphan_chain``): an orphan, kept."""
         n = self._frame_at(i, r)
         if n <= 0:
             return n
+        if self.direction == 1 and _RESP.unpack_from(self.buf, i)[1] not in self.conn.corrs:
+            return _orphan_chain(self.buf, i, r.max_frame)
         if i + n > len(self.buf):
             return -1
         if not self._decodes(bytes(self.buf[i:i + n])):
@@ -363,53 +383,42 @@ def _ip_layer(linktype: int, buf: bytes) -> Any:
     raise ValueError(f"link type {linktype} is not supported")
 
 
-def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None,
-              max_buffered: int = 16 * 1024 * 1024) -> tuple[list[Frame], Stats]:
-    """Every Kafka frame in a pcap or pcapng capture held in memory, with what reassembly met."""
+def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None, max_buffered: int = 16 * 1024 * 1024,
+              reassembler: Optional[Reassembler] = None, last: bool = True) -> tuple[list[Frame], Stats]:
+    """Every Kafka frame in a pcap or pcapng capture held in memory, with what reassembly met.
+
+    Files of one rotated capture (``tcpdump -C`` / ``-G``) are read in order through one
+    ``reassembler``, ``last`` only for the final one: a connection, a frame cut by the rotation and the
+    requests awaiting their answers then carry over from file to file, and nothing at a boundary is lost.
+    """
     import dpkt
 
-    f = io.BytesIO(data)
     try:
-        reader: Any = dpkt.pcapng.Reader(f) if data[:4] == PCAPNG_MAGIC else dpkt.pcap.Reader(f)
-        linktype = reader.datalink()
-    except (dpkt.Error, ValueError, struct.error) as e:
-        raise CaptureError(f"damaged {'pcapng' if data[:4] == PCAPNG_MAGIC else 'pcap'} header: "
-                           f"{type(e).__name__}: {e}") from None
-    r = Reassembler(ports, max_buffered)
-    for ts, buf in _packets(reader, r.stats):
-        r.stats.packets += 1
-        try:
-            ip = _ip_layer(linktype, buf)
-        except (dpkt.UnpackError, ValueError, IndexError):
-            r.stats.undecodable_packets += 1
-            continue
-        tcp = getattr(ip, "data", None)
-        if not isinstance(tcp, dpkt.tcp.TCP):
-            r.stats.not_tcp += 1
-            continue
-        src = _addr(ip.src)
-        dst = _addr(ip.dst)
-        flags = tcp.flags
-        r.segment(src, tcp.sport, dst, tcp.dport, tcp.seq, bytes(tcp.data), syn=bool(flags & dpkt.tcp.TH_SYN),
-                  ack=bool(flags & dpkt.tcp.TH_ACK),
-                  ts_ns=int(round(float(ts) * 1e9)))
-    r.finish()
+        pkts = pcapfile.packets(data)
+    except pcapfile.FormatError as e:
+        raise CaptureError(str(e)) from None
+    r = reassembler or Reassembler(ports, max_buffered)
+    r.stats, r.out = Stats(), []
+    try:
+        for linktype, ts_ns, buf in pkts:
+            r.stats.packets += 1
+            try:
+                ip = _ip_layer(linktype, buf)
+            except (dpkt.UnpackError, ValueError, IndexError, struct.error):
+                r.stats.undecodable_packets += 1
+                continue
+            tcp = getattr(ip, "data", None)
+            if not isinstance(tcp, dpkt.tcp.TCP):
+                r.stats.not_tcp += 1
+                continue
+            flags = tcp.flags
+            r.segment(_addr(ip.src), tcp.sport, _addr(ip.dst), tcp.dport, tcp.seq, bytes(tcp.data),
+                      syn=bool(flags & dpkt.tcp.TH_SYN), ack=bool(flags & dpkt.tcp.TH_ACK), ts_ns=ts_ns)
+    except pcapfile.Truncated as e:
+        r.stats.stopped_early = str(e)
+    if last:
+        r.finish()
     return r.out, r.stats
-
-
-def _packets(reader: Any, stats: Stats) -> Iterator[tuple[Any, bytes]]:
-    """The reader's packets up to the first damaged or cut-short one (a capture whose writer died)."""
-    import dpkt
-
-    it = iter(reader)
-    while True:
-        try:
-            yield next(it)
-        except StopIteration:
-            return
-        except (dpkt.Error, ValueError, struct.error) as e:
-            stats.stopped_early = f"after packet {stats.packets}: {type(e).__name__}: {e}"
-            return
 
 
 def _addr(raw: bytes) -> str:

@@ -1,0 +1,101 @@
+"""Pairing responses with requests as Kafka defines it (what Spark's workers run per connection).
+
+A broker answers the requests of one connection in the order it received them, each response
+carrying its request's correlation id; a Produce request with acks=0 gets no answer at all. So, per
+connection, in the order the frames crossed the wire (``position``), a response answers the earliest
+request still waiting whose correlation id it carries, which in a healthy conversation is the oldest
+waiting request. What departs from that is resolved as librdkafka does (it looks the id up among its
+requests in flight) and counted:
+
+- ``answered``: the response answers the oldest waiting request;
+- ``overtaken``: a waiting request that a response to a later request passed (a mismatch: the broker
+  skipped it or its answer was lost); it stays unanswered;
+- ``no_response``: an acks=0 Produce request, unanswered as Kafka specifies;
+- ``acks0_answered``: an acks=0 Produce request that got a response anyway (a broker that does this
+  is wrong: Kafka's sends nothing, Tansu 0.6.0 answers);
+- ``unanswered``: a request still waiting when the capture ends (or the connection closed);
+- ``orphan``: a response whose correlation id no waiting request carries (its request was sent
+  before the capture began, or was never captured).
+
+Correlation ids may repeat on a connection (an int32 counter that wraps, clients that reuse ids):
+matching the earliest waiting request keeps each id's uses apart.
+
+A response can only follow its request, but a packet capture may write them the other way round
+(tcpdump on loopback takes packets from several CPUs, and a request's last segment can land after the
+first packets of its answer). So a response that matches nothing is held until the next response is
+matched: a request with its correlation id that arrives meanwhile is paired with it (its latency is
+then negative, as captured); what is still held then is an orphan.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Iterator, Optional
+
+import pandas as pd
+import pyarrow as pa
+
+ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN = (
+    "answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
+STATUSES = (ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN)
+MAX_WAITING = 1_000_000  # requests kept waiting per connection; older acks=0 ones are let go first
+
+PAIRS = pa.schema([
+    ("conn", pa.string()),
+    ("request_position", pa.int64()),   # null for an orphan
+    ("response_position", pa.int64()),  # null when unanswered
+    ("pairing", pa.string()),
+])
+
+
+def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[tuple[Optional[int], Optional[int], str]]:
+    """(request position, response position, status) for frames of one connection given in wire order
+    as (position, direction, correlation id, acks): direction 0 a request, 1 a response."""
+    out: list[tuple[Optional[int], Optional[int], str]] = []
+    waiting: "collections.deque[tuple[int, Optional[int], bool]]" = collections.deque()  # (position, corr, expects)
+    held: list[tuple[int, Optional[int]]] = []  # responses no waiting request matched, since the last match
+    for position, direction, corr, acks in rows:
+        if direction == 0:
+            early = next((i for i, h in enumerate(held) if h[1] == corr), None) if corr is not None else None
+            if early is not None:  # its answer was captured just before it (see the module's doc)
+                out.append((position, held.pop(early)[0], ANSWERED if acks != 0 else ACKS0_ANSWERED))
+                continue
+            waiting.append((position, corr, acks != 0))
+            if len(waiting) > MAX_WAITING:
+                p, _, expects = waiting.popleft()
+                out.append((p, None, UNANSWERED if expects else NO_RESPONSE))
+            continue
+        match = next((i for i, w in enumerate(waiting) if w[1] == corr), None) if corr is not None else None
+        if match is None:
+            held.append((position, corr))
+            continue
+        out.extend((None, h, ORPHAN) for h, _ in held)
+        held = []
+        for _ in range(match):
+            p, _, expects = waiting.popleft()
+            out.append((p, None, OVERTAKEN if expects else NO_RESPONSE))
+        p, _, expects = waiting.popleft()
+        out.append((p, position, ANSWERED if expects else ACKS0_ANSWERED))
+    out.extend((None, h, ORPHAN) for h, _ in held)
+    out.extend((p, None, UNANSWERED if expects else NO_RESPONSE) for p, _, expects in waiting)
+    return out
+
+
+def _nullable(v: Any) -> Optional[int]:
+    return None if v is None or v != v else int(v)  # pandas gives NaN for a null in a float column
+
+
+def pair_frames(pdf: pd.DataFrame) -> pd.DataFrame:
+    """applyInPandas over the frames of one connection (conn, position, direction, correlation_id,
+    acks): one PAIRS row per request and per orphan response."""
+    pdf = pdf.sort_values("position", kind="stable")
+    rows = zip(pdf["position"].tolist(), pdf["direction"].tolist(),
+               map(_nullable, pdf["correlation_id"].tolist()), map(_nullable, pdf["acks"].tolist()))
+    pairs = pair(rows)
+    conn = pdf["conn"].iloc[0] if len(pdf) else None
+    return pd.DataFrame({
+        "conn": [conn] * len(pairs),
+        "request_position": pd.array([p[0] for p in pairs], dtype="Int64"),
+        "response_position": pd.array([p[1] for p in pairs], dtype="Int64"),
+        "pairing": [p[2] for p in pairs],
+    })

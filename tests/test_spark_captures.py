@@ -1,0 +1,114 @@
+"""kcodec.spark on captures that depart from the easy case: ids that repeat, acks=0, a broker answering
+acks=0, rotated pcaps, captures that reuse address pairs, a file given twice."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+
+import pytest
+
+import kcodec
+from kcodec.messages import MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse
+from kcodec.tap import capture
+
+import pcap_writer as pcaps
+
+pytestmark = [pytest.mark.spark]
+
+
+def _produce(acks: int, corr: int, version: int = 9) -> bytes:
+    return kcodec.encode_request(ProduceRequest(acks=acks, timeout_ms=1000, topic_data=[]), version, corr,
+                                 client_id="p")
+
+
+def _produced(corr: int, version: int = 9) -> bytes:
+    return kcodec.encode_response(ProduceResponse(responses=[]), version, corr)
+
+
+def _md(corr: int) -> tuple[bytes, bytes]:
+    return (kcodec.encode_request(MetadataRequest(topics=[]), 12, corr, client_id="m"),
+            kcodec.encode_response(MetadataResponse(), 12, corr))
+
+
+def _exchanges(spark, paths):
+    from kcodec import spark as ks
+
+    frames = ks.read_frames(spark, [str(p) for p in paths]).cache()
+    return frames, ks.exchanges(frames).toPandas()
+
+
+def test_tap_capture_pairs_in_order(spark, tmp_path):
+    """One tap session, rotated every few records: repeated and wrapping ids, acks=0, a broker answering
+    acks=0, a response that overtakes a request, one without a request."""
+    top = 2**31 - 1
+    w = capture.CaptureWriter(tmp_path, session=5, max_bytes=200)
+    t = iter(range(10**6))
+    conn1 = [(0, _md(7)[0]), (1, _md(7)[1]), (0, _md(7)[0]), (1, _md(7)[1]),  # id 7 twice
+             (0, _md(top)[0]), (0, _md(-2**31)[0]), (1, _md(top)[1]), (1, _md(-2**31)[1]),  # the counter wraps
+             (0, _produce(0, 8)), (0, _produce(-1, 9)), (1, _produced(9)),  # acks=0 gets nothing
+             (0, _produce(1, 10)), (0, _produce(1, 11)), (1, _produced(11)),  # 10 overtaken
+             (1, _produced(55))]  # an orphan
+    conn2 = [(0, _produce(0, 1)), (1, _produced(1)), (0, _produce(0, 2)), (1, _produced(2))]  # Tansu's way
+    for d, f in conn1:
+        w.write(d, 1, next(t), f)
+    for d, f in conn2:
+        w.write(d, 2, next(t), f)
+    w.close()
+    assert len(w.files) > 3
+    frames, ex = _exchanges(spark, [tmp_path / "*.kcap"])
+    assert set(ex.capture) == {"tap-5"} and set(ex.conn) == {"tap-5/1", "tap-5/2"}
+    one = ex[ex.conn == "tap-5/1"].sort_values("exchange")
+    assert list(zip(one.correlation_id, one.pairing)) == [
+        (7, "answered"), (7, "answered"), (top, "answered"), (-2**31, "answered"), (8, "no_response"),
+        (9, "answered"), (10, "overtaken"), (11, "answered"), (55, "orphan")]
+    assert one.decode_error.isna().all() and (one.latency_ns.dropna() > 0).all()
+    answered = one[one.pairing == "answered"]
+    assert (answered.response_ts_ns > answered.request_ts_ns).all()
+    two = ex[ex.conn == "tap-5/2"]
+    assert list(two.sort_values("exchange").pairing) == ["acks0_answered"] * 2
+    assert two.decode_error.isna().all() and (two.api_name == "Produce").all()
+
+
+def _conversation(client: str, n: int) -> list[tuple[int, bytes]]:
+    out = []
+    for corr in range(n):
+        out.append((0, kcodec.encode_request(MetadataRequest(topics=None), 12, corr, client_id=client)))
+        out.append((1, kcodec.encode_response(MetadataResponse(
+            brokers=[MetadataResponse.Broker(node_id=1, host="b" * (corr % 50), port=9092)]), 12, corr)))
+    return out
+
+
+def test_rotated_pcaps_two_captures_on_the_same_addresses_and_a_file_given_twice(spark, tmp_path):
+    """One capture rotated as tcpdump -C names it, the same capture whole, a second capture reusing its
+    address pair (and ids), and a copy of one file: each capture's exchanges exact, none merged or doubled."""
+    a = _conversation("first", 40)
+    b = _conversation("second", 25)
+    pa_ = pcaps.conversation(a, segment=97)
+    pb = pcaps.conversation(b, segment=131, isn=(1000, 5000), t0=1_700_000_000.0)  # same 4-tuple, same ISNs
+    (tmp_path / "rot").mkdir()
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "copy").mkdir()
+    cuts = [0, 11, 12, 40, 77, len(pa_)]
+    for n, (x, y) in enumerate(zip(cuts, cuts[1:])):
+        pcaps.write(tmp_path / "rot" / f"kafka.pcap{n or ''}", pa_[x:y])
+    pcaps.write(tmp_path / "whole" / "a.pcapng", pa_, ng=True)
+    pcaps.write(tmp_path / "whole" / "b.pcap", pb)
+    shutil.copy(tmp_path / "rot" / "kafka.pcap2", tmp_path / "copy" / "again.pcap")
+    frames, ex = _exchanges(spark, [tmp_path / "rot", tmp_path / "whole", tmp_path / "copy", tmp_path / "whole" / "b.pcap"])
+    assert ex.pairing.eq("answered").all() and ex.decode_error.isna().all()
+    by_capture = Counter(c.rsplit("/", 1)[-1] for c in ex.capture)
+    assert by_capture == {"kafka.pcap": 40, "a.pcapng": 40, "b.pcap": 25}
+    assert ex.conn.nunique() == 3
+    for name, conv in (("kafka.pcap", a), ("a.pcapng", a), ("b.pcap", b)):
+        mine = ex[ex.capture.str.endswith("/" + name)].sort_values("exchange")
+        assert list(mine.request_bytes) == [len(f) for d, f in conv if d == 0]
+        assert list(mine.response_bytes) == [len(f) for d, f in conv if d == 1]
+        assert set(mine.client_id) == {"first" if conv is a else "second"}
+    from kcodec import spark as ks
+
+    files = ks.files(frames).toPandas()
+    assert len(files) == 8  # Spark lists b.pcap once though it was named twice
+    dup = files[files.summary.str.contains("duplicate_of")]
+    assert list(dup.source.str.rsplit("/", n=2).str[-2:].str.join("/")) == ["copy/again.pcap"]
+    assert dup.summary.iloc[0].endswith('rot/kafka.pcap2"}')
