@@ -231,3 +231,33 @@ def test_sasl_handshake_v0_raw_tokens(spark, tmp_path):
     got, summary = read_frames(pcap_writer.write(tmp_path / "v0.pcapng", packets, ng=True).read_bytes(), [9092])
     assert [f.data for f in got] == [f.data for f in kc] and summary["resyncs"] == 0
     assert sasl_v0_tokens(got) == [False, False, True, True, False, False]
+
+
+def test_sasl_handshake_v0_scram_tokens(spark, tmp_path):
+    """SCRAM after SaslHandshake v0 takes two bare rounds (client-first/server-first, client-final/
+    server-final): the tap and the analysis count both off, so kcodec's client's SCRAM login through the
+    tap leaves no garbage request and no orphan response."""
+    from kcodec import spark as ks
+    from kcodec.broker import Cluster
+    from kcodec.client import SyncClient
+    from kcodec.spark.decode import sasl_v0_tokens
+    from kcodec.tap.frames import read_frames
+    from kcodec.tap.process import tap_process
+
+    with Cluster(brokers=1, users={"u": "pw"}, sasl_mechanisms=["SCRAM-SHA-256"]) as cluster:
+        host, port = cluster.addresses[0]
+        with tap_process(f"{host}:{port}", tmp_path) as tap:
+            with SyncClient(f"127.0.0.1:{tap.port}", client_id="v0-scram", sasl_user="u", sasl_password="pw",
+                            sasl_mechanism="SCRAM-SHA-256", max_versions={17: 0}) as c:
+                assert c.list_topics() is not None
+            tap.stop()
+        served = cluster.requests_served()["v0-scram"]
+    assert served[("SaslHandshake", 0)] >= 1 and ("SaslAuthenticate", 0) not in served
+    kc = [f for p in sorted(tmp_path.glob("*.kcap")) for f in read_frames(p.read_bytes())[0]]
+    tokens = sasl_v0_tokens(kc)
+    per_login = [f.direction for f, t in zip(kc, tokens) if t]
+    assert per_login and per_login == [0, 1, 0, 1] * (len(per_login) // 4)
+    frames = ks.read_frames(spark, [str(tmp_path / "*.kcap")])
+    ex = ks.exchanges(frames).toPandas()
+    assert ex.decode_error.isna().all() and "SaslHandshake" in set(ex.api_name)
+    assert ks.orphan_responses(frames).count() == 0

@@ -20,14 +20,13 @@ import kcodec
 from kcodec import definitions
 from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
 from kcodec.tap.frames import CaptureReader
+from kcodec.tap.sasl_v0 import handshake_v0
 
 PRODUCE, METADATA = 0, 3
-SASL_HANDSHAKE = 17
-SASL_TOKEN = 2  # + direction: after SaslHandshake v0, bare SASL tokens (no Kafka header) cross each way once
+SASL_TOKEN = 2  # + direction: after SaslHandshake v0, bare SASL tokens (no Kafka header; kcodec.tap.sasl_v0)
 DTP_PARTITION_LIMIT = 2000  # DescribeTopicPartitions' default ResponsePartitionLimit
 BATCH_ROWS = 4096
 _CORR = struct.Struct(">i")
-_SASL_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 
 FRAMES = pa.schema([
     ("source", pa.string()),       # the capture file
@@ -119,23 +118,26 @@ def produce_acks(frame: bytes, pos: int, end: int, version: int) -> Optional[int
 
 
 def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) -> list[bool]:
-    """Which frames are raw SASL tokens. After a successful SaslHandshake v0 the client sends its token
-    as a bare size-prefixed blob and the broker answers likewise (KIP-43), neither with a Kafka header;
-    read as frames they would be garbage requests and orphan responses. ``state`` carries over to the
-    next file of the same capture."""
+    """Which frames are raw SASL tokens. After a successful SaslHandshake v0 the client sends its tokens
+    as bare size-prefixed blobs and the broker answers each likewise (KIP-43), neither with a Kafka
+    header: one round for PLAIN and OAUTHBEARER, two for SCRAM (kcodec.tap.sasl_v0). Read as frames they
+    would be garbage requests and orphan responses. ``state`` carries over to the next file of the same
+    capture."""
     out = [False] * len(frames)
-    state = {} if state is None else state  # conn -> correlation id of a pending handshake, "request" or "response"
+    # conn -> (correlation id of a pending handshake, rounds), or ("request" | "response", rounds left)
+    state = {} if state is None else state
     for i, f in enumerate(frames):
         st, data = state.get(f.conn), f.data
-        if f.direction == 0 and st == "request":
-            out[i], state[f.conn] = True, "response"
-        elif f.direction == 1 and st == "response":
-            out[i], state[f.conn] = True, None
-        elif f.direction == 0 and len(data) >= 12 and _SASL_HEAD.unpack_from(data, 4)[:2] == (SASL_HANDSHAKE, 0):
-            state[f.conn] = _SASL_HEAD.unpack_from(data, 4)[2]
-        elif f.direction == 1 and isinstance(st, int) and len(data) >= 10 and _CORR.unpack_from(data, 4)[0] == st:
+        if st is not None and st[0] == "request" and f.direction == 0:
+            out[i], state[f.conn] = True, ("response", st[1])
+        elif st is not None and st[0] == "response" and f.direction == 1:
+            out[i], state[f.conn] = True, (("request", st[1] - 1) if st[1] > 1 else None)
+        elif f.direction == 0 and (handshake := handshake_v0(data)) is not None:
+            state[f.conn] = handshake
+        elif (f.direction == 1 and st is not None and isinstance(st[0], int) and len(data) >= 10
+              and _CORR.unpack_from(data, 4)[0] == st[0]):
             ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
-            state[f.conn] = "request" if ok else None
+            state[f.conn] = ("request", st[1]) if ok else None
     return out
 
 

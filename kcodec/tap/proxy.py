@@ -25,11 +25,11 @@ from kcodec.security.tls import looks_like_tls
 
 from . import capture
 from .rewrite import REWRITTEN, rewrite_response
+from .sasl_v0 import handshake_v0
 
 _SIZE = struct.Struct(">i")
 _REQ_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _CORR = struct.Struct(">i")
-SASL_HANDSHAKE = 17
 
 
 class Recorder:
@@ -211,19 +211,20 @@ class Tap:
     async def _requests(self, conn: int, cr: asyncio.StreamReader, uw: asyncio.StreamWriter,
                         pending: dict[int, tuple[int, int]]) -> str:
         assert self.recorder is not None
-        raw_token_next = False
+        raw_tokens = 0  # after SaslHandshake v0 the client's tokens come bare, with no header
         while True:
             frame = await self._read_frame(cr, "client")
             if frame is None:
                 return "client closed"
             ts = time.time_ns()
-            if raw_token_next:  # after SaslHandshake v0 the client's token comes bare, with no header
-                raw_token_next = False
+            if raw_tokens:
+                raw_tokens -= 1
             elif len(frame) >= 12:
                 key, version, corr = _REQ_HEAD.unpack_from(frame, 4)
                 if key in REWRITTEN:
                     pending[corr] = (key, version)
-                raw_token_next = (key, version) == (SASL_HANDSHAKE, 0)
+                handshake = handshake_v0(frame)
+                raw_tokens = handshake[1] if handshake is not None else 0
             await self.recorder.record(capture.REQUEST, conn, ts, frame)
             self.frames += 1
             uw.write(frame)
