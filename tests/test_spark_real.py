@@ -20,6 +20,7 @@ import time
 from collections import Counter
 
 import pytest
+from needs import missing
 
 import kafka_upstream as ku
 import pcap_writer
@@ -28,16 +29,10 @@ import real_traffic
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 
-def _missing(what: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{what} (CI must run the real-capture tests; `make test` installs tcpdump as root)")
-    pytest.skip(what)
-
-
 def _tcpdump(port: int, *args: str) -> subprocess.Popen:
     tcpdump = shutil.which("tcpdump")
     if tcpdump is None:
-        _missing("no tcpdump")
+        missing("no tcpdump")
     # --immediate-mode: without it the kernel hands packets over about once a second, after we stopped.
     # -Z root: as root, tcpdump would otherwise become user tcpdump, who cannot open the rotated files.
     user = ["-Z", "root"] if os.geteuid() == 0 else []
@@ -48,7 +43,7 @@ def _tcpdump(port: int, *args: str) -> subprocess.Popen:
     line = proc.stderr.readline()
     if "listening" not in line:
         ku.stop(proc, signal.SIGINT)
-        _missing(f"tcpdump cannot capture on loopback here: {line.strip()}")
+        missing(f"tcpdump cannot capture on loopback here: {line.strip()}")
     return proc
 
 
@@ -94,7 +89,7 @@ def captured(tmp_path_factory, kafka_upstream):
                     try:
                         did[name] = run(t.bootstrap)
                     except FileNotFoundError as e:
-                        _missing(str(e))
+                        missing(str(e))
                 t.stop()
             _drained(kafka_upstream.port, base / "whole", base / "rot")
         finally:
