@@ -90,4 +90,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build site *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/_crecords.c kcodec/records/*.so tests/interop/js/node_modules
+	rm -rf $(VENV) build site *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/*.c kcodec/records/*.so tests/interop/js/node_modules

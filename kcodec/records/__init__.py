@@ -8,9 +8,9 @@
             print(record.offset, record.key, record.value)
 
 v2 RecordBatches (magic 2) and magic 0/1 message sets, read and written; CRC32C / CRC32 checked on read and
-written on build; none, gzip, snappy, lz4 and zstd, each decompression bounded. The record loops run in the
-Cython twin (``kcodec/records/_crecords.pyx``) when it is built, in the pure reference (``_pure.py``, the
-oracle) otherwise or with ``KCODEC_PURE=1``; ``BACKEND`` says which. See docs/records.md.
+written on build; none, gzip, snappy, lz4 and zstd, each decompression bounded. The record loops run in
+the Cython twin (``kcodec/records/_crecords.pyx``, ``_cwriter.pyx``) when it is built, in the pure reference
+(``_pure.py``, the oracle) otherwise or with ``KCODEC_PURE=1``; ``BACKEND`` says which. See docs/records.md.
 """
 
 from __future__ import annotations

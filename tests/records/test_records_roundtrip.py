@@ -18,7 +18,9 @@ def sample(n: int = 30) -> list[tuple]:
     for i in range(n):
         key = None if i % 7 == 3 else b"key-%d" % i
         value = None if i % 11 == 5 else bytes([i % 256]) * (i * 13)
-        headers = [("h%d" % j, None if j == 1 else b"v" * j) for j in range(i % 3)] + ([("ünï", b"\x00")] if i == 4 else [])
+        headers = [("h%d" % j, None if j == 1 else b"v" * j) for j in range(i % 3)]
+        if i == 4:
+            headers.append(("ünï", b"\x00"))
         out.append((key, value, headers, 1_700_000_000_000 + (i * 37) % 500))
     return out
 
@@ -40,8 +42,10 @@ def test_v2_round_trip(codec, zero_copy):
     assert b.encoded_size() == len(data)
     (batch,) = list(iter_batches(data, zero_copy=zero_copy))
     assert isinstance(batch, RecordBatch)
-    assert (batch.magic, batch.base_offset, batch.last_offset, batch.record_count, batch.size) == (2, 1000, 1029, 30, len(data))
-    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.partition_leader_epoch) == (42, 3, 17, 9)
+    assert (batch.magic, batch.base_offset, batch.last_offset, batch.record_count, batch.size) == \
+        (2, 1000, 1029, 30, len(data))
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.partition_leader_epoch) == \
+        (42, 3, 17, 9)
     assert batch.compression == codec and batch.timestamp_type == TimestampType.CREATE_TIME
     assert not batch.is_transactional and not batch.is_control
     assert batch.base_timestamp == rows[0][3] and batch.max_timestamp == max(r[3] for r in rows)

@@ -1,0 +1,214 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The writer half of the Cython twin (kcodec/records/_crecords.pyx re-exports it): v2 records written into a
+C buffer as they are appended, the twin of ``RecordsWriter`` in kcodec/records/_pure.py."""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
+
+from . import _pure
+from ._types import now_ms
+
+
+cdef inline int varint_size(int64_t v) noexcept nogil:
+    cdef uint64_t z = <uint64_t>((v << 1) ^ (v >> 63))
+    cdef int n = 1
+    while z > 0x7F:
+        z >>= 7
+        n += 1
+    return n
+
+
+cdef inline Py_ssize_t put_varint(unsigned char* p, Py_ssize_t pos, int64_t v) noexcept nogil:
+    cdef uint64_t z = <uint64_t>((v << 1) ^ (v >> 63))
+    while z > 0x7F:
+        p[pos] = <unsigned char>((z & 0x7F) | 0x80)
+        z >>= 7
+        pos += 1
+    p[pos] = <unsigned char>z
+    return pos + 1
+
+
+cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t* n, str what) except -1:
+    """0: bytes (no buffer taken); 1: a buffer to release; 2: None."""
+    if v is None:
+        n[0] = -1
+        return 2
+    if type(v) is bytes:
+        data[0] = PyBytes_AS_STRING(v)
+        n[0] = PyBytes_GET_SIZE(v)
+        return 0
+    if isinstance(v, (bytearray, memoryview)):
+        PyObject_GetBuffer(v, pb, PyBUF_SIMPLE)
+        data[0] = <const char*>pb.buf
+        n[0] = pb.len
+        return 1
+    raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
+
+
+cdef class RecordsWriter:
+    """The v2 records of a batch being built, written into a C buffer as each is appended (the base of
+    BatchBuilder; the reference's twin)."""
+    cdef unsigned char* _out
+    cdef Py_ssize_t _len, _cap
+    cdef int64_t _count, _base_ts, _max_ts
+
+    def __cinit__(self, *args, **kwargs):
+        self._cap = 4096
+        self._out = <unsigned char*>malloc(self._cap)
+        if self._out == NULL:
+            raise MemoryError()
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __dealloc__(self):
+        free(self._out)
+
+    cdef int _reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t cap = self._cap
+        cdef unsigned char* grown
+        if self._len + extra <= cap:
+            return 0
+        while cap < self._len + extra:
+            cap *= 2
+        grown = <unsigned char*>realloc(self._out, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self._out, self._cap = grown, cap
+        return 0
+
+    def append(self, key, value, headers=(), timestamp=None):
+        """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
+        timestamp: ms since the epoch, now when None); returns its offset delta."""
+        cdef int64_t ts
+        cdef Py_buffer kb, vb
+        cdef const char* kd = NULL
+        cdef const char* vd = NULL
+        cdef Py_ssize_t kn, vn
+        cdef int kk = 2, vk = 2
+        cdef list hs = None
+        if type(key) is bytes and type(value) is bytes and type(timestamp) is int and not headers:
+            # the common case: no buffers to take, no headers to encode
+            self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
+                        PyBytes_GET_SIZE(value), timestamp, None)
+            return self._count - 1
+        if timestamp is None:
+            ts = now_ms()
+        elif isinstance(timestamp, int):
+            ts = timestamp
+        else:
+            raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        try:
+            kk = get_data(key, &kb, &kd, &kn, "key")
+            vk = get_data(value, &vb, &vd, &vn, "value")
+            if headers:
+                hs = []
+                for h in headers:
+                    hk, hv = h
+                    if not isinstance(hk, str):
+                        raise TypeError(f"header key must be str, not {type(hk).__name__}")
+                    if hv is not None and type(hv) is not bytes:
+                        if not isinstance(hv, (bytearray, memoryview)):
+                            raise TypeError("header value must be bytes, bytearray, memoryview or None, not "
+                                            f"{type(hv).__name__}")
+                        hv = bytes(hv)
+                    hs.append(((<str>hk).encode("utf-8"), hv))
+            self._write(kd, kn, vd, vn, ts, hs)
+            return self._count - 1
+        finally:
+            if kk == 1:
+                PyBuffer_Release(&kb)
+            if vk == 1:
+                PyBuffer_Release(&vb)
+
+    cdef int _write(self, const char* kd, Py_ssize_t kn, const char* vd, Py_ssize_t vn, int64_t ts,
+                    list hs) except -1:
+        """One record (kn, vn: -1 for null; hs: encoded header pairs or None) at the end of the buffer."""
+        cdef Py_ssize_t body, pos
+        cdef bytes hk
+        if self._count == 0:
+            self._base_ts = self._max_ts = ts
+        elif ts > self._max_ts:
+            self._max_ts = ts
+        body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
+        body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
+        if hs is None:
+            body += 1
+        else:
+            body += varint_size(len(hs))
+            for hk, hv in hs:
+                body += varint_size(len(hk)) + len(hk)
+                body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+        if self._len + body + 5 > self._cap:
+            self._reserve(body + 5)
+        pos = put_varint(self._out, self._len, body)
+        self._out[pos] = 0
+        pos = put_varint(self._out, pos + 1, ts - self._base_ts)
+        pos = put_varint(self._out, pos, self._count)
+        pos = put_varint(self._out, pos, kn)
+        if kn > 0:
+            memcpy(self._out + pos, kd, kn)
+            pos += kn
+        pos = put_varint(self._out, pos, vn)
+        if vn > 0:
+            memcpy(self._out + pos, vd, vn)
+            pos += vn
+        if hs is None:
+            self._out[pos] = 0
+            pos += 1
+        else:
+            pos = put_varint(self._out, pos, len(hs))
+            for hk, hv in hs:
+                pos = put_varint(self._out, pos, len(hk))
+                memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
+                pos += len(hk)
+                if hv is None:
+                    pos = put_varint(self._out, pos, -1)
+                else:
+                    pos = put_varint(self._out, pos, len(hv))
+                    memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
+                    pos += len(hv)
+        self._len = pos
+        self._count += 1
+        return 0
+
+    def records_bytes(self):
+        return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
+
+    def finish(self, bytes header, crc_fn):
+        """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17:
+        an uncompressed v2 batch in one allocation."""
+        cdef Py_ssize_t hn = PyBytes_GET_SIZE(header)
+        cdef bytes out = PyBytes_FromStringAndSize(NULL, hn + self._len)
+        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+        cdef uint32_t crc
+        memcpy(p, PyBytes_AS_STRING(header), hn)
+        memcpy(p + hn, self._out, self._len)
+        with memoryview(out) as view:
+            crc = crc_fn(view[21:])
+        p[17] = crc >> 24
+        p[18] = (crc >> 16) & 0xFF
+        p[19] = (crc >> 8) & 0xFF
+        p[20] = crc & 0xFF
+        return out
+
+    def records_size(self):
+        return self._len
+
+    def writer_state(self):
+        """(record count, base timestamp, max timestamp)."""
+        return self._count, self._base_ts, self._max_ts
+
+    def clear_records(self):
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+
+
+def encode_records(records, int64_t base_timestamp):
+    """As _pure.encode_records (kept for the differential tests; builders use RecordsWriter)."""
+    return _pure.encode_records(records, base_timestamp)
