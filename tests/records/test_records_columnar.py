@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from needs import need_module
 
 from kcodec.records import (BatchBuilder, Compression, RecordsError, TimestampType, iter_batches, read_batches,
                             record_columns)
 
-np = pytest.importorskip("numpy")
+np = need_module("numpy")
 
 
 def field(n: int = 4, codec=Compression.NONE, base_offset: int = 0, **kw) -> bytes:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from needs import missing
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ FAST = available().get("cython")
 if FAST is None:
     if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
         raise RuntimeError("the Cython record backend is required (KCODEC_REQUIRE_EXTENSION) but not built")
-    pytest.skip("the Cython record backend is not built", allow_module_level=True)
+    missing("the Cython record backend (kcodec.records._crecords): a C compiler and Cython at install")
 
 blob = st.one_of(st.none(), st.binary(max_size=40))
 header = st.tuples(st.text(max_size=8), blob)
