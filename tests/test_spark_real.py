@@ -166,11 +166,16 @@ def test_produce_requests_are_what_each_client_sent(exchanges, captured):
     # (it expected none), so the answers to acks=0 requests already sent on it are never read, and a
     # request the client had queued on that connection may never leave it (acks=0 sends report success
     # once queued): at most n there.
+    # The tap stops reading a connection when the client closes it, so Tansu's answers to the last acks=0
+    # requests may cross the wire unread by the tap: those count as no_response (the test above bounds them
+    # to the tail of their connection).
     assert did["confluent-kafka"]["sent"] == {-1: n, 0: n}
-    assert by["ck-producer-acks-1", "answered"] == n and by["ck-producer-acks0", "acks0_answered"] == n
+    assert by["ck-producer-acks-1", "answered"] == n and by["ck-producer-acks0", "acks0_answered"] >= 1
+    assert by["ck-producer-acks0", "acks0_answered"] + by["ck-producer-acks0", "no_response"] == n
     assert did["kafkajs"]["sent"] == {"-1": n, "0": n}
-    js = prod[prod.client_id == "kafkajs-client"]
-    assert Counter(js.pairing) == {"answered": n, "acks0_answered": n}
+    js = Counter(prod[prod.client_id == "kafkajs-client"].pairing)
+    assert js["answered"] == n and js["acks0_answered"] >= 1
+    assert js["acks0_answered"] + js["no_response"] == n and sum(js.values()) == 2 * n, js
     assert did["kafka-python"]["sent"] == {1: n, 0: n} and did["aiokafka"]["sent"] == {"all": n, 0: n}
     for client, acked in (("kpy-producer", "acks1"), ("aio-producer", "acksall")):
         assert by[f"{client}-{acked}", "answered"] == n
