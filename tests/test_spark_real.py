@@ -36,7 +36,8 @@ def _tcpdump(port: int, *args: str) -> subprocess.Popen:
     # --immediate-mode: without it the kernel hands packets over about once a second, after we stopped.
     # -Z root: as root, tcpdump would otherwise become user tcpdump, who cannot open the rotated files.
     user = ["-Z", "root"] if os.geteuid() == 0 else []
-    proc = subprocess.Popen([tcpdump, "-i", "lo", "--immediate-mode", "-U", "-s", "0", *user, *args,
+    # -B: a 64 MiB kernel buffer, so that a tcpdump starved of CPU on a loaded machine drops nothing.
+    proc = subprocess.Popen([tcpdump, "-i", "lo", "--immediate-mode", "-U", "-s", "0", "-B", "65536", *user, *args,
                              "tcp port", str(port)],
                             stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
@@ -45,6 +46,17 @@ def _tcpdump(port: int, *args: str) -> subprocess.Popen:
         ku.stop(proc, signal.SIGINT)
         missing(f"tcpdump cannot capture on loopback here: {line.strip()}")
     return proc
+
+
+# What each tcpdump said at its end ("N packets dropped by kernel"): a failure of the exact comparisons
+# names it, since a dropped packet is the machine's doing, not the reader's.
+_TCPDUMP_END: dict[str, str] = {}
+
+
+def _stopped(name: str, proc: subprocess.Popen) -> None:
+    ku.stop(proc, signal.SIGINT)
+    assert proc.stderr is not None
+    _TCPDUMP_END[name] = " ".join(line.strip() for line in proc.stderr if "packets" in line)
 
 
 def _drained(port: int, *directories, timeout: float = 20.0) -> None:
@@ -93,9 +105,9 @@ def captured(tmp_path_factory, kafka_upstream):
                 t.stop()
             _drained(kafka_upstream.port, base / "whole", base / "rot")
         finally:
-            ku.stop(rotated, signal.SIGINT)
+            _stopped("rot", rotated)
     finally:
-        ku.stop(whole, signal.SIGINT)
+        _stopped("whole", whole)
     _moved(base / "whole" / "kafka.pcap", base / "second" / "again.pcap")
     print(f"clients: {time.monotonic() - started:.1f} s")
     return base, did
@@ -132,7 +144,7 @@ def test_every_capture_gives_the_same_exchanges(exchanges, captured):
     cols = ["client_id", "api_key", "api_version", "request_bytes", "response_bytes", "pairing", "error_count"]
     key = {k: Counter(tuple(None if v != v else v for v in row) for row in g[cols].itertuples(index=False))
            for k, g in ex.groupby("kind")}
-    assert key["rot"] == key["whole"] and key["second"] == key["whole"]  # tcpdump's views: exactly alike
+    assert key["rot"] == key["whole"] and key["second"] == key["whole"], _TCPDUMP_END  # tcpdump's views: alike
     # The tap's view: the same requests; a response the broker sent after the client had closed (a consumer
     # leaving with a Fetch in flight, aiokafka and kafka-python dropping a connection when Tansu answers
     # acks=0) crossed the wire, so tcpdump has it, but the tap, closing that connection, never read it.
@@ -165,7 +177,7 @@ def test_produce_requests_are_what_each_client_sent(exchanges, captured):
     # librdkafka and kafkajs shrug them off; aiokafka and kafka-python drop the connection at the first
     # (it expected none), so the answers to acks=0 requests already sent on it are never read, and a
     # request the client had queued on that connection may never leave it (acks=0 sends report success
-    # once queued): at most n there.
+    # once queued): at most n there, and the tap may have read none of them before the client closed.
     # The tap stops reading a connection when the client closes it, so Tansu's answers to the last acks=0
     # requests may cross the wire unread by the tap: those count as no_response (the test above bounds them
     # to the tail of their connection).
@@ -179,7 +191,6 @@ def test_produce_requests_are_what_each_client_sent(exchanges, captured):
     assert did["kafka-python"]["sent"] == {1: n, 0: n} and did["aiokafka"]["sent"] == {"all": n, 0: n}
     for client, acked in (("kpy-producer", "acks1"), ("aio-producer", "acksall")):
         assert by[f"{client}-{acked}", "answered"] == n
-        assert by[f"{client}-acks0", "acks0_answered"] >= 1
         assert 1 <= by[f"{client}-acks0", "acks0_answered"] + by[f"{client}-acks0", "no_response"] <= n
     assert not {p for c, p in by if c.endswith("acks0")} - {"acks0_answered", "no_response"}
     # Consumers fetched (in groups, but kafka-python's join Tansu does not finish: assigned there).
@@ -198,6 +209,6 @@ def test_the_report_counts_pairings_and_flags_answers_to_acks0(exchanges):
         assert t[f"pairing_{status}"] == counts.get(status, 0)
         assert f"| {status} | {counts.get(status, 0)} |" in report
     assert t["orphan_responses"] == 0 and t["duplicate_files"] == 0 and t["exchanges"] == len(ex)
-    assert t["pairing_acks0_answered"] >= 4 * 4  # four captures, each client's answers at least
+    assert t["pairing_acks0_answered"] >= 3 * 2  # tcpdump saw librdkafka's and kafkajs's in each capture
     assert f"The broker answered {t['pairing_acks0_answered']} Produce request(s) sent with acks=0" in report
     assert any(f"the broker answered {t['pairing_acks0_answered']} acks=0" in line for line in lines)
