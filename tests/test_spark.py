@@ -47,6 +47,7 @@ def real_capture(tmp_path_factory, kafka_upstream):
             p.produce("spark-ck", f"c{i}".encode(), partition=i % 3,
                       on_delivery=lambda err, msg: delivered.append(err is None))
         assert p.flush(15) == 0
+        del admin, p  # librdkafka's clients keep reconnecting to the stopped tap until they are freed
 
         kadmin = KafkaAdminClient(bootstrap_servers=t.bootstrap, client_id="kpy-admin", request_timeout_ms=10000)
         for _ in range(KPY_LIST_TOPICS):
