@@ -59,9 +59,32 @@ def _stopped(name: str, proc: subprocess.Popen) -> None:
     _TCPDUMP_END[name] = " ".join(line.strip() for line in proc.stderr if "packets" in line)
 
 
+def _quiet(port: int, deadline: float) -> None:
+    """Wait until no connection to the broker's port is open: the tap closes its upstream legs when its
+    clients leave, but the broker may still answer on a half-closed one (a long-polling Fetch answered at
+    its max wait), and such a late answer must be on the wire before the captures are cut."""
+    ours = f":{port:04X}"
+    while True:
+        open_ = []
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                lines = open(table).read().splitlines()[1:]
+            except OSError:
+                continue
+            for line in lines:
+                local, remote, state = line.split()[1:4]
+                # 06 TIME_WAIT and 0A LISTEN carry no more data; anything else may.
+                if (local.endswith(ours) or remote.endswith(ours)) and state not in ("06", "0A"):
+                    open_.append(line)
+        if not open_ or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
 def _drained(port: int, *directories, timeout: float = 20.0) -> None:
     """Wait until every tcpdump has written all it saw: a last connection to the broker, opened after
     the traffic, must be in each capture (tcpdump stopped earlier drops what it had not read yet)."""
+    _quiet(port, time.monotonic() + timeout / 2)
     with socket.create_connection(("127.0.0.1", port)) as s:
         mark = struct.pack(">HH", s.getsockname()[1], port)
     deadline = time.monotonic() + timeout
