@@ -14,7 +14,7 @@ import ssl
 import struct
 import sys
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import kcodec
 from kcodec import definitions
@@ -46,6 +46,16 @@ async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
         async with asyncio.timeout(timeout):
             return await reader.read(READ_CHUNK)
     return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
+
+
+class Pending:
+    """A response a handler finishes later (handlers.Later), encoded when it is ready."""
+
+    def __init__(self, server: "BrokerServer", later: "handlers.Later", key: int, version: int, corr: int) -> None:
+        self.server, self.later, self.key, self.version, self.corr = server, later, key, version, corr
+
+    async def encoded(self) -> bytes:
+        return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
 
 
 class Close(Exception):
@@ -117,6 +127,8 @@ class BrokerServer:
                 first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
+                    if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
+                        out = await out.encoded()
                     if out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines
@@ -163,7 +175,7 @@ class BrokerServer:
         return out
 
     # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
+    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, None, "Pending"]:
         """The response bytes for one whole frame (size prefix included), or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
             reply = raw_token(self.runtime, session, frame[4:])
@@ -217,6 +229,13 @@ class BrokerServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)
+        if resp is handlers.NO_RESPONSE:
+            return None
+        if isinstance(resp, handlers.Later):
+            return Pending(self, resp, key, version, corr)
+        return self._encode(resp, key, version, corr)
+
+    def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:
