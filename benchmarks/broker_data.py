@@ -102,6 +102,7 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -
                 got += 1
         consume_s = time.perf_counter() - t0
         c.close()
+        del p, admin  # before the broker stops: no reconnect attempts logged
         if got != n:
             raise RuntimeError(f"{kind}: consumed {got} of {n}")
         return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid))
