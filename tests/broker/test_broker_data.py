@@ -254,6 +254,9 @@ def test_delete_records_and_retention(one):
         assert r.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         p = w.call(fetch("small", 0, 3), 12).responses[0].partitions[0]
         assert p.log_start_offset == 3 and p.high_watermark == 5  # whole old batches dropped under 3000 bytes
+    with one.state.lock:
+        assert one.state.logs.bounds(one.topics()["t"].topic_id, 0) == (3, 5)
+        assert one.state.logs.bounds(one.topics()["t"].topic_id, 1) == (0, 0)
 
 
 def test_idempotent_producer_sequences():

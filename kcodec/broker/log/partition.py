@@ -140,7 +140,7 @@ class PartitionLog:
         while k < n:
             over = 0 <= retention_bytes < size
             old = 0 <= retention_ms and self.max_timestamps[k] < now_ms - retention_ms and \
-                self.appended[k] < now_ms - segment_ms
+                self.appended[k] <= now_ms - segment_ms
             if not (over or old):
                 break
             size -= len(self.batches[k])

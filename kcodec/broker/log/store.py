@@ -49,6 +49,12 @@ class LogStore:
             plog = self.logs[key] = PartitionLog()
         return plog
 
+    def bounds(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark) of a partition (0, 0 before any data): for consumer-group
+        lag and OffsetFetch; call it under the cluster lock, as handlers are."""
+        plog = self.logs.get((topic_id, partition))
+        return (plog.log_start, plog.next_offset) if plog is not None else (0, 0)
+
     def drop_topic(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.logs if k[0] == topic_id]:
             del self.logs[key]
