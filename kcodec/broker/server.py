@@ -59,6 +59,7 @@ class Pending:
         return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
 
 
+
 class Close(Exception):
     """End this connection (after logging why)."""
 
@@ -238,6 +239,8 @@ class BrokerServer:
         return self._encode(resp, key, version, corr)
 
     def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
+        if isinstance(resp, handlers.Encoded):
+            return resp.frame
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

@@ -35,6 +35,13 @@ HANDLERS: dict[int, Handler] = {}
 NO_RESPONSE: Any = object()
 
 
+class Encoded:
+    """A handler's answer already encoded as a whole response frame (Fetch splices stored batches in)."""
+
+    def __init__(self, frame: bytes) -> None:
+        self.frame = frame
+
+
 class Later:
     """A handler's answer computed later (a long-polling Fetch): the server awaits ``result()`` before
     it answers this connection's next request, so responses stay in order."""
