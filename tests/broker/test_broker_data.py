@@ -89,6 +89,9 @@ def test_acks_zero_gets_no_response_and_is_appended(one):
         w.send(kcodec.encode_request(produce("t", 0, batch(b"a"), acks=0), 9, correlation_id=1))
         r = w.call(fetch("t", 0, 0), 12)  # the next answer is this fetch's: nothing came for acks=0
         assert values(r.responses[0].partitions[0].records) == [b"a"]
+    with Wire(one.addresses[0]) as w:  # a failed acks=0 produce closes the connection, as Kafka does
+        w.send(kcodec.encode_request(produce("nope", 0, batch(b"a"), acks=0), 9, correlation_id=1))
+        assert w.closed_by_peer()
 
 
 def test_bad_batches_are_refused_and_nothing_is_appended(one):

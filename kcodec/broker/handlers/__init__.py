@@ -33,6 +33,8 @@ HANDLERS: dict[int, Handler] = {}
 
 # A handler's answer when the request gets no response at all (Produce with acks=0).
 NO_RESPONSE: Any = object()
+# ... and when the connection must close instead (an acks=0 Produce that failed: Kafka's only signal).
+CLOSE_CONNECTION: Any = object()
 
 
 class Encoded:
