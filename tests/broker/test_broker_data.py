@@ -369,3 +369,25 @@ def test_spliced_fetch_frames_equal_the_codecs_encoding(version):
         plain.responses[0].topic_id = spliced.responses[0].topic_id
     frame = encode_spliced(spliced, version, 7, [(m, b) for m, b in zip(markers, stored) if b])
     assert frame == kcodec.encode_response(plain, version, 7)
+
+
+def test_a_journal_of_mostly_dropped_data_is_rewritten_at_load(tmp_path):
+    state = tmp_path / "state.json"
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:
+        c.create_topic("gone", 1, 1)
+        c.create_topic("kept", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            pid = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id
+            for i in range(40):
+                w.call(produce("gone", 0, batch(b"x" * 100_000, pid=pid, epoch=0, seq=i)), 9)
+            w.call(produce("kept", 0, batch(b"k")), 9)
+        c.state.delete_topic(c.topics()["gone"])
+    before = (tmp_path / "state.json.data").stat().st_size
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
+        assert (tmp_path / "state.json.data").stat().st_size < before // 10
+        assert values(w.call(fetch("kept", 0, 0), 12).responses[0].partitions[0].records) == [b"k"]
+        again = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id
+        assert again > pid  # a producer id is never given out twice, even once its data is gone
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
+        assert values(w.call(fetch("kept", 0, 0), 12).responses[0].partitions[0].records) == [b"k"]
+        assert w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id > again
