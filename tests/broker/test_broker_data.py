@@ -391,3 +391,22 @@ def test_a_journal_of_mostly_dropped_data_is_rewritten_at_load(tmp_path):
     with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
         assert values(w.call(fetch("kept", 0, 0), 12).responses[0].partitions[0].records) == [b"k"]
         assert w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id > again
+
+
+def test_acls_cover_write_read_and_idempotent_write():
+    acls = ["ANONYMOUS:Read:topic:r", "ANONYMOUS:Write:topic:w", "ANONYMOUS:Describe:topic:*"]
+    with Cluster(brokers=1, system_topic_partitions=1, acls=acls) as c:
+        c.create_topic("r", 1, 1)
+        c.create_topic("w", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            assert _p(w.call(produce("r", 0, batch(b"a")), 9)).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            assert _p(w.call(produce("w", 0, batch(b"a")), 9)).error_code == 0
+            assert w.call(fetch("r", 0, 0), 12).responses[0].partitions[0].error_code == 0
+            assert w.call(fetch("w", 0, 0), 12).responses[0].partitions[0].error_code == \
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            # Write on some topic allows an idempotent producer id (KIP-679)
+            assert w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).error_code == 0
+    with Cluster(brokers=1, system_topic_partitions=1, acls=["ANONYMOUS:Read:topic:*"]) as c, \
+            Wire(c.addresses[0]) as w:
+        r = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4)
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
