@@ -14,7 +14,7 @@ import ssl
 import struct
 import sys
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import kcodec
 from kcodec import definitions
@@ -33,6 +33,7 @@ from .unsupported import error_response
 log = logging.getLogger("kcodec.broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
+PRODUCE = 0
 REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
 SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
@@ -46,6 +47,17 @@ async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
         async with asyncio.timeout(timeout):
             return await reader.read(READ_CHUNK)
     return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
+
+
+class Pending:
+    """A response a handler finishes later (handlers.Later), encoded when it is ready."""
+
+    def __init__(self, server: "BrokerServer", later: "handlers.Later", key: int, version: int, corr: int) -> None:
+        self.server, self.later, self.key, self.version, self.corr = server, later, key, version, corr
+
+    async def encoded(self) -> Union[bytes, list[Any]]:
+        return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
+
 
 
 class Close(Exception):
@@ -117,7 +129,13 @@ class BrokerServer:
                 first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
-                    if out:
+                    if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
+                        out = await out.encoded()
+                    if isinstance(out, list):  # pieces (handlers.Encoded): no joined copy of them
+                        for piece in out:
+                            writer.write(piece)
+                        await writer.drain()
+                    elif out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines
                         # requests and never reads cannot make responses pile up here
@@ -163,7 +181,7 @@ class BrokerServer:
         return out
 
     # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
+    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, list[Any], None, "Pending"]:
         """The response bytes for one whole frame (size prefix included), or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
             reply = raw_token(self.runtime, session, frame[4:])
@@ -189,7 +207,8 @@ class BrokerServer:
             return kcodec.encode_response(unsupported_version_response(), 0, corr)
         try:
             cls = kcodec.message_class(key, "request")
-            req: Any = kcodec.decode_from(cls, frame, version, body_start, end)[0]
+            # Produce's records stay views of the frame until the log copies the batch it keeps
+            req: Any = kcodec.decode_from(cls, frame, version, body_start, end, zero_copy=key == PRODUCE)[0]
         except kcodec.UnsupportedVersionError as e:
             raise Close(f"api key {key} version {version}: {e}") from None
         except kcodec.DecodeError as e:
@@ -217,6 +236,17 @@ class BrokerServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)
+        if resp is handlers.NO_RESPONSE:
+            return None
+        if resp is handlers.CLOSE_CONNECTION:
+            raise Close(f"{_api_name(key)} v{version} with acks=0 failed")
+        if isinstance(resp, handlers.Later):
+            return Pending(self, resp, key, version, corr)
+        return self._encode(resp, key, version, corr)
+
+    def _encode(self, resp: Any, key: int, version: int, corr: int) -> Union[bytes, list[Any]]:
+        if isinstance(resp, handlers.Encoded):
+            return resp.pieces
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

@@ -1,0 +1,181 @@
+"""Every partition's log of one cluster, the producer ids, the data file, and fetch waiters.
+
+The handlers call this under the cluster lock, on the event loop; long-polling fetches wait on
+``changed()``, a future completed by the next append (or by DeleteRecords / a topic deletion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+from .datafile import BATCH, LOG_START, PRODUCER_IDS, DataFile, entry, log_start_entry
+from .partition import PartitionLog, set_log_append_time
+from .sessions import FetchSessions
+from .producers import ProducerIds, check, record
+
+# base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, pid, epoch, seq,
+# count
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+# The default bound on one partition's bytes in memory (retention.bytes applies below it).
+DEFAULT_MAX_PARTITION_BYTES = 256 * 1024 * 1024
+COMPACT_SLACK = 1 << 20  # a journal is rewritten at load once over twice what it keeps plus this
+
+Key = tuple[uuid.UUID, int]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogStore:
+    def __init__(self, data_file: Optional[Path] = None,
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
+        self.logs: dict[Key, PartitionLog] = {}
+        self.producer_ids = ProducerIds()
+        self.max_partition_bytes = max_partition_bytes
+        self.file = DataFile(data_file) if data_file is not None else None
+        self._pending: list[bytes] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self.fetch_sessions = FetchSessions()
+
+    def log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog:
+        key = (topic_id, partition)
+        plog = self.logs.get(key)
+        if plog is None:
+            plog = self.logs[key] = PartitionLog()
+        return plog
+
+    def bounds(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark) of a partition (0, 0 before any data): for consumer-group
+        lag and OffsetFetch; call it under the cluster lock, as handlers are."""
+        plog = self.logs.get((topic_id, partition))
+        return (plog.log_start, plog.next_offset) if plog is not None else (0, 0)
+
+    def drop_topic(self, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self.logs if k[0] == topic_id]:
+            del self.logs[key]
+        self._wake()
+
+    # -- writes ----------------------------------------------------------------------------------------
+    def append(self, topic_id: uuid.UUID, partition: int, batch: Any, log_append_time: bool,
+               retention_bytes: int, retention_ms: int, segment_ms: int) -> tuple[Any, int, int]:
+        """Append one validated v2 batch (any buffer): (error code, base offset, log append time or -1).
+        An idempotent producer's duplicate is answered with its first offset and not appended."""
+        plog = self.log(topic_id, partition)
+        h = _HEADER.unpack_from(batch, 0)
+        pid, epoch, seq, count = h[9], h[10], h[11], h[12]
+        if pid >= 0 and seq >= 0:
+            error, duplicate = check(plog.producers, pid, epoch, seq, count)
+            if error or duplicate is not None:
+                return error, -1 if duplicate is None else duplicate, -1
+        data = bytearray(batch)
+        append_time = -1
+        max_ts = h[8]
+        now = now_ms()
+        if log_append_time:
+            append_time = max_ts = now
+            set_log_append_time(data, append_time)
+        base = plog.append(data, count, max_ts, now)
+        if pid >= 0 and seq >= 0:
+            record(plog.producers, pid, epoch, seq, count, base)
+        if self.file is not None:
+            self._pending.append(entry(BATCH, topic_id, partition, data))
+        bound = self.max_partition_bytes if retention_bytes < 0 else min(retention_bytes, self.max_partition_bytes)
+        plog.enforce(bound, retention_ms, segment_ms, now)
+        return 0, base, append_time
+
+    def init_producer_id(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[Any, int, int]:
+        """InitProducerId (producers.ProducerIds.init); a new id is journaled at once (fsynced), so that
+        no id is given out twice across restarts."""
+        before = self.producer_ids.next_id
+        out = self.producer_ids.init(transactional_id, pid, epoch)
+        if self.file is not None and self.producer_ids.next_id != before:
+            self._pending.append(self._producer_ids_entry())
+            self.flush(sync=True)
+        return out
+
+    def _producer_ids_entry(self) -> bytes:
+        return entry(PRODUCER_IDS, uuid.UUID(int=0), -1, struct.pack(">q", self.producer_ids.next_id))
+
+    def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
+        plog = self.log(topic_id, partition)
+        plog.delete_records(offset)
+        if self.file is not None:
+            self._pending.append(log_start_entry(topic_id, partition, plog.log_start))
+
+    def flush(self, sync: bool) -> None:
+        """Write this request's entries to the data file (and fsync it for acks=-1); wake fetchers."""
+        if self.file is not None and self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self.file.write(data)
+        if sync and self.file is not None:
+            self.file.sync()
+        self._wake()
+
+    # -- load ------------------------------------------------------------------------------------------
+    def load(self, topic_ids: set[uuid.UUID]) -> int:
+        """Replay the data file for the topics that still exist (each partition held to the memory
+        bound); the number of batches restored. A journal mostly made of what is gone is rewritten."""
+        if self.file is None:
+            return 0
+        n, now = 0, now_ms()
+        for kind, topic_id, partition, body in self.file.replay():
+            if kind == PRODUCER_IDS and len(body) == 8:
+                self.producer_ids.seen(struct.unpack(">q", body)[0] - 1, 0)
+                continue
+            if kind == BATCH and len(body) >= _HEADER.size:
+                h = _HEADER.unpack_from(body, 0)
+                base, count, max_ts, pid, epoch, seq = h[0], h[12], h[8], h[9], h[10], h[11]
+                if pid >= 0:  # ids stay taken even when their topic is gone
+                    self.producer_ids.seen(pid, epoch)
+                if topic_id not in topic_ids:
+                    continue
+                plog = self.log(topic_id, partition)
+                plog.restore(bytearray(body), base, count, max_ts, now)
+                if pid >= 0 and seq >= 0:
+                    record(plog.producers, pid, epoch, seq, count, base)
+                plog.enforce(self.max_partition_bytes, -1, 0, now)
+                n += 1
+            elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
+                self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
+        kept = sum(plog.size for plog in self.logs.values())
+        if self.file.size() > 2 * kept + COMPACT_SLACK:
+            self.file.rewrite(self._snapshot())
+        return n
+
+    def _snapshot(self) -> list[bytes]:
+        """The journal entries that rebuild the present logs: producer ids, then per partition its log
+        start and its batches."""
+        out = [self._producer_ids_entry()]
+        for (topic_id, partition), plog in self.logs.items():
+            out.append(log_start_entry(topic_id, partition, plog.log_start))
+            out += [entry(BATCH, topic_id, partition, b) for b in plog.batches]
+        return out
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.sync()
+            self.file.close()
+
+    # -- long polling ----------------------------------------------------------------------------------
+    def changed(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_complete, fut)
+
+
+def _complete(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
