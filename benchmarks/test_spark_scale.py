@@ -1,4 +1,4 @@
-"""Scale: `kcodec analyze`'s two Spark passes over a synthetic capture of >= 1 GB and >= 1 M frames, local[2].
+"""Scale: `kcodec analyze`'s three Spark passes over a synthetic capture of >= 1 GB and >= 1 M frames, local[2].
 
 Not in CI (marked slow; `make bench` leaves it out too). Run it with
 
