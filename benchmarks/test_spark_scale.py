@@ -1,11 +1,12 @@
-"""Scale: `kcodec analyze`'s two Spark passes over a synthetic capture of >= 1 GB and >= 1 M frames, local[2].
+"""Scale: `kcodec analyze`'s three Spark passes over a synthetic capture of >= 1 GB and >= 1 M frames, local[2].
 
 Not in CI (marked slow; `make bench` leaves it out too). Run it with
 
     .venv/bin/python -m pytest benchmarks/test_spark_scale.py -m slow -s --benchmark-disable-gc
 
 It writes rotated .kcap files like `kcodec tap` (64 MB each), then times pass 1 (captures -> frames
-Parquet) and pass 2 (join by connection and correlation id, decode -> exchanges Parquet), sampling the
+Parquet), pass 2 (pairing per connection, decode -> exchanges Parquet) and pass 3 (the record batches of
+every Produce request and Fetch response, records read as columns -> batches Parquet), sampling the
 RSS of the Python driver, the JVM (driver and, in local mode, executor) and the Python workers.
 KCODEC_SCALE_FRAMES sets the frame count (default 1,000,000).
 """
@@ -27,6 +28,7 @@ import pytest
 import kcodec
 from kcodec.messages import (FetchRequest, FetchResponse, MetadataRequest, MetadataResponse, ProduceRequest,
                              ProduceResponse)
+from kcodec.records import BatchBuilder
 from kcodec.tap import capture
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -38,7 +40,14 @@ CONNECTIONS = 200
 def _templates() -> list[tuple[float, bytes, bytes]]:
     """(share, request frame, response frame) of a producer/consumer-heavy mix, ~1.1 KB a frame."""
     rng = random.Random(7)
-    records = bytes(rng.getrandbits(8) for _ in range(1900))
+
+    def batch(n: int, size: int, offset: int) -> bytes:  # n records of ``size`` random value bytes
+        b = BatchBuilder(base_offset=offset, producer_id=42, producer_epoch=0, base_sequence=offset)
+        for i in range(n):
+            b.append(b"key-%d" % i, bytes(rng.getrandbits(8) for _ in range(size)), timestamp=1_700_000_000_000 + i)
+        return b.build()
+
+    records = batch(20, 80, 0)  # ~1.9 KB
     P, R, FQ, FR = ProduceRequest, ProduceResponse, FetchRequest, FetchResponse
     produce = kcodec.encode_request(P(acks=-1, timeout_ms=30000, topic_data=[P.TopicProduceData(
         name="orders", partition_data=[P.PartitionProduceData(index=3, records=records)])]), 9, 0, client_id="producer")
@@ -50,7 +59,8 @@ def _templates() -> list[tuple[float, bytes, bytes]]:
         topic="orders", partitions=[FQ.FetchPartition(partition=p, fetch_offset=1000, partition_max_bytes=1 << 20)
                                     for p in range(4)])]), 11, 0, client_id="consumer")
     fetched = kcodec.encode_response(FR(responses=[FR.FetchableTopicResponse(topic="orders", partitions=[
-        FR.PartitionData(partition_index=p, high_watermark=5000, records=records[:450]) for p in range(4)])]), 11, 0)
+        FR.PartitionData(partition_index=p, high_watermark=5000, records=batch(4, 80, 1000 + p * 4)) for p in range(4)])]),
+        11, 0)
     M = MetadataResponse
     md_request = kcodec.encode_request(MetadataRequest(topics=None), 12, 0, client_id="admin-tool")
     mix = [(0.70, produce, produced), (0.01, produce, rejected), (0.25, fetch, fetched)]
@@ -126,6 +136,7 @@ def test_spark_scale(benchmark):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from kcodec import spark as ks
+    from kcodec.spark import pipeline
 
     work = Path(tempfile.mkdtemp(prefix="kcodec-scale-"))
     try:
@@ -145,20 +156,29 @@ def test_spark_scale(benchmark):
                 str(work / "frames"))
             t1 = time.perf_counter()
             frames = spark.read.parquet(str(work / "frames"))
-            ks.exchanges(frames).write.mode("overwrite").parquet(str(work / "exchanges"))
-            times.update(frames_s=t1 - t0, exchanges_s=time.perf_counter() - t1)
+            paired = pipeline.pairs(frames).persist()  # as `kcodec analyze` does: both passes need it
+            ks.exchanges(frames, paired).write.mode("overwrite").parquet(str(work / "exchanges"))
+            t2 = time.perf_counter()
+            ks.batches(frames, paired).write.mode("overwrite").parquet(str(work / "batches"))
+            paired.unpersist()
+            times.update(frames_s=t1 - t0, exchanges_s=t2 - t1, batches_s=time.perf_counter() - t2)
 
         with PeakRSS() as mem:
             benchmark.pedantic(run, rounds=1, iterations=1)
         ex = spark.read.parquet(str(work / "exchanges"))
         n_ex, n_err = ex.count(), ex.where("decode_error is not null").count()
+        rb = spark.read.parquet(str(work / "batches"))
+        n_rb, rb_err = rb.count(), rb.where("error is not null").count()
+        n_records = rb.where("error is null").agg({"record_count": "sum"}).collect()[0][0]
         spark.stop()
-        total = times["frames_s"] + times["exchanges_s"]
+        total = times["frames_s"] + times["exchanges_s"] + times["batches_s"]
         figures = {
             "frames": FRAMES, "capture_bytes": nbytes, "files": nfiles, "backend": kcodec.BACKEND,
             "pass1_frames_s": round(times["frames_s"], 1), "pass2_decode_s": round(times["exchanges_s"], 1),
             "frames_per_s": round(FRAMES / total), "mb_per_s": round(nbytes / 1e6 / total, 1),
+            "pass3_batches_s": round(times["batches_s"], 1), "batches": n_rb, "records": n_records,
             "decode_frames_per_s": round(FRAMES / times["exchanges_s"]),
+            "batches_per_s": round(n_rb / times["batches_s"]), "records_per_s": round(n_records / times["batches_s"]),
             **{f"peak_rss_mb {k}": round(v / 1e6) for k, v in mem.peaks.items()},
         }
         benchmark.extra_info.update(figures)
@@ -166,5 +186,6 @@ def test_spark_scale(benchmark):
             print(f"  {k}: {v}")
         assert n_ex == FRAMES // 2
         assert 0 < n_err <= FRAMES // 2 // 10007 + 1
+        assert 0 < rb_err <= n_err  # the Fetch responses cut short (a Produce request is never cut)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -183,7 +183,7 @@ def test_report_tables_and_console(analyzed, spark):
     assert len(files) == 2 and files.summary.str.contains('"kind": "pcap"').sum() == 1
     frames = spark.read.parquet(str(out / "tables" / "frames"))
     assert frames.where("direction = 0").count() == t["requests"] == len(ex)
-    assert lines[0].startswith("[1/4]") and any(line.startswith("[4/4]") for line in lines)
+    assert lines[0].startswith("[1/5]") and any(line.startswith("[5/5]") for line in lines)
     assert any("Metadata for ck-admin" in line and "ListTopics v1" in line for line in lines)
 
 
@@ -221,5 +221,5 @@ def test_the_command_end_to_end(real_capture, tmp_path):
     run = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(real_capture[0]), "--out", str(tmp_path),
                           "--master", "local[2]"], capture_output=True, text=True, env=env, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "[1/4] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
+    assert "[1/5] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
     assert (tmp_path / "report.md").is_file() and (tmp_path / "tables" / "exchanges").is_dir()

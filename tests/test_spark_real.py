@@ -152,6 +152,14 @@ def exchanges(spark, captured, kafka_upstream):
     return ex, files, agg, (base / "report" / "report.md").read_text(), lines
 
 
+@pytest.fixture(scope="module")
+def batches(exchanges, captured, spark):
+    """The batches table of the same job: a row per record batch of every Produce request and Fetch response."""
+    base, _ = captured
+    rb = spark.read.parquet(str(base / "report" / "tables" / "batches")).toPandas()
+    return rb.assign(kind=rb.capture.map(_kind))
+
+
 def _kind(capture: str) -> str:
     return "kcap" if capture.startswith("tap-") else capture.split("/")[-2]
 
@@ -235,3 +243,49 @@ def test_the_report_counts_pairings_and_flags_answers_to_acks0(exchanges):
     assert t["pairing_acks0_answered"] >= 3 * 2  # tcpdump saw librdkafka's and kafkajs's in each capture
     assert f"The broker answered {t['pairing_acks0_answered']} Produce request(s) sent with acks=0" in report
     assert any(f"the broker answered {t['pairing_acks0_answered']} acks=0" in line for line in lines)
+
+
+TOPICS = {"confluent-kafka": "real-ck", "kafka-python": "real-kpy", "aiokafka": "real-aio", "kafkajs": "real-js"}
+
+
+def _offsets(rows) -> set:
+    return {(r.topic, r.partition, o) for r in rows.itertuples() for o in range(r.base_offset, r.last_offset + 1)}
+
+
+def test_record_counts_per_topic_are_what_the_clients_did(batches, exchanges, captured):
+    """The records in the batches the clients sent and fetched, per topic, against what each client did."""
+    rb = batches
+    ex, _, agg, report, lines = exchanges
+    _, did = captured
+    n = real_traffic.N
+    assert rb.error.isna().all(), rb.error.dropna().tolist()[:5]
+    assert rb.crc_valid.fillna(True).all() and rb.topic.notna().all() and set(rb.kind) == {"kcap", "whole", "rot", "second"}
+    data = rb[rb.record_count.notna() & ~rb.control.fillna(False)]
+    produced = {k: g.groupby("topic").record_count.sum().to_dict()
+                for k, g in data[data.direction == "produced"].groupby("kind")}
+    assert produced["whole"] == produced["rot"] == produced["second"] == produced["kcap"]
+    tap = data[data.kind == "kcap"]
+    # Each client sent one message a Produce request, so its records are its Produce requests (as the tap
+    # saw them: aiokafka and kafka-python may keep back up to n acks=0 messages, see the test above).
+    prod = ex[(ex.api_name == "Produce") & ex.capture.str.startswith("tap-")]
+    requests = prod.client_id.str.rsplit("-acks", n=1).str[0].value_counts().to_dict()
+    per_topic = produced["kcap"]
+    assert per_topic[TOPICS["confluent-kafka"]] == sum(did["confluent-kafka"]["sent"].values()) == 2 * n
+    assert per_topic[TOPICS["kafkajs"]] == sum(did["kafkajs"]["sent"].values()) == 2 * n
+    for client, prefix in (("kafka-python", "kpy-producer"), ("aiokafka", "aio-producer")):
+        assert n + 1 <= per_topic[TOPICS[client]] == requests[prefix] <= sum(did[client]["sent"].values())
+    assert sum(per_topic.values()) == len(prod)
+    # Fetched: every offset a consumer was given crossed the wire in a Fetch response, and only those.
+    fetched = tap[(tap.direction == "fetched") & ~tap.partial.fillna(False)]
+    for client, topic in TOPICS.items():
+        mine = fetched[fetched.topic == topic]
+        assert len(_offsets(mine)) == did[client]["consumed"], (client, len(_offsets(mine)), did[client])
+    # tcpdump may see more: a Fetch answered after its consumer left crossed the wire, unread by the tap
+    # (the aiokafka consumer's last long poll carries what its acks=0 producer sent next).
+    seen = {k: _offsets(data[(data.kind == k) & (data.direction == "fetched")]) for k in ("whole", "rot", "second")}
+    assert seen["whole"] == seen["second"] and _offsets(fetched) <= seen["whole"] and _offsets(fetched) <= seen["rot"]
+    # The report: per-topic totals over the four captures, and its summary lines.
+    topics = {r["topic"]: r for r in agg["batches"]["by_topic"]}
+    for topic, count in per_topic.items():
+        assert topics[topic]["produced_records"] == 4 * count
+    assert "## Record batches" in report and any(line.startswith("  record batches:") for line in lines)

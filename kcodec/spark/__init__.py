@@ -4,8 +4,9 @@
     spark = ks.session("local[*]")
     frames = ks.read_frames(spark, ["captures/*.kcap", "s3a://bucket/pcaps/*.pcap"], ports=[9092])
     ex = ks.exchanges(frames)        # one row per request, its response, latency, errors, Metadata what-if
+    rb = ks.batches(frames)          # one row per record batch of every Produce request and Fetch response
 
-``decode`` holds what the workers run (Arrow batches in and out), ``pipeline`` the DataFrames,
+``decode`` and ``record_batches`` hold what the workers run (Arrow batches in and out), ``pipeline`` the DataFrames,
 ``report`` the tables, plots and Markdown of `kcodec analyze`.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["exchanges", "files", "orphan_responses", "read_frames", "session"]
+__all__ = ["batches", "exchanges", "files", "orphan_responses", "read_frames", "session"]
 
 
 def __getattr__(name: str) -> Any:

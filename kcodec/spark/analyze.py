@@ -1,6 +1,6 @@
 """`kcodec analyze CAPTURE... --out DIR [--master local[*]]`: captures -> Parquet tables and a report.
 
-Writes ``DIR/tables/{frames,exchanges,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
+Writes ``DIR/tables/{frames,exchanges,batches,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
 HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit, leave
 ``--master`` out: the master spark-submit was given is used.
 """
@@ -84,7 +84,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
     started = time.perf_counter()
 
     def step(n: int, what: str) -> None:
-        print_(f"[{n}/4] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
+        print_(f"[{n}/5] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}/frames")
@@ -92,11 +92,16 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
         frames = spark.read.parquet(f"{tables}/frames")
         pipeline.files(frames).write.mode("overwrite").parquet(f"{tables}/files")
         step(2, f"pairing and decoding exchanges into {tables}/exchanges")
-        pipeline.exchanges(frames).write.mode("overwrite").parquet(f"{tables}/exchanges")
+        paired = pipeline.pairs(frames).persist()  # the exchanges and the Fetch batches both need it
+        pipeline.exchanges(frames, paired).write.mode("overwrite").parquet(f"{tables}/exchanges")
         ex = spark.read.parquet(f"{tables}/exchanges")
-        step(3, "aggregating")
-        agg = report.aggregates(ex, frames)
-    step(4, f"writing the report to {out}")
+        step(3, f"decoding the record batches of Produce and Fetch into {tables}/batches")
+        pipeline.batches(frames, paired).write.mode("overwrite").parquet(f"{tables}/batches")
+        paired.unpersist()
+        batches = spark.read.parquet(f"{tables}/batches")
+        step(4, "aggregating")
+        agg = report.aggregates(ex, frames, batches)
+    step(5, f"writing the report to {out}")
     path = report.write(agg, out, captures, kcodec.BACKEND)
     report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)

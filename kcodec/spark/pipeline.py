@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from . import captures, decode, pairing
+from . import captures, decode, pairing, record_batches
 
 
 # Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
@@ -87,9 +87,10 @@ def pairs(frames: DataFrame) -> DataFrame:
     return keys.groupBy("conn").applyInPandas(pairing.pair_frames, from_arrow_schema(pairing.PAIRS))
 
 
-def exchanges(frames: DataFrame) -> DataFrame:
-    """Every request with its response (``pairs``), decoded (``decode.EXCHANGES``); requests without a
-    response and responses without a request (orphans) are rows too, their other side null."""
+def exchanges(frames: DataFrame, paired: Optional[DataFrame] = None) -> DataFrame:
+    """Every request with its response (``pairs``, or ``paired`` when already computed), decoded
+    (``decode.EXCHANGES``); requests without a response and responses without a request (orphans) are
+    rows too, their other side null."""
     req = frames.where(F.col("direction") == 0).select(
         "conn", F.col("position").alias("request_position"), F.col("source").alias("request_source"),
         F.col("capture").alias("request_capture"), F.col("correlation_id").alias("request_correlation_id"),
@@ -98,13 +99,44 @@ def exchanges(frames: DataFrame) -> DataFrame:
         "conn", F.col("position").alias("response_position"), F.col("source").alias("response_source"),
         F.col("capture").alias("response_capture"), F.col("correlation_id").alias("response_correlation_id"),
         F.col("ts_ns").alias("response_ts_ns"), F.col("frame").alias("response"))
-    joined = (pairs(frames).join(req, on=["conn", "request_position"], how="left")
+    joined = ((pairs(frames) if paired is None else paired).join(req, on=["conn", "request_position"], how="left")
               .join(resp, on=["conn", "response_position"], how="left")
               .select("*", F.coalesce("request_source", "response_source").alias("source"),
                       F.coalesce("request_capture", "response_capture").alias("capture"),
                       F.coalesce("request_correlation_id", "response_correlation_id").alias("correlation_id"),
                       F.coalesce("request_position", "response_position").alias("exchange")))
     return joined.mapInArrow(decode.decode_exchanges, from_arrow_schema(decode.EXCHANGES))
+
+
+def batches(frames: DataFrame, paired: Optional[DataFrame] = None) -> DataFrame:
+    """One row per record batch of every Produce request and answered Fetch response
+    (``kcodec.spark.batches.BATCHES``), keyed to its exchange by ``(conn, exchange)``. Topics named by
+    id (Fetch and Produce v13+) get their names from the captures' Metadata responses (v10+)."""
+    paired = pairs(frames) if paired is None else paired
+    req = frames.where(F.col("direction") == 0).select(
+        "conn", F.col("position").alias("exchange"), "source", "capture", "client_id", "api_key", "api_version",
+        F.col("ts_ns").alias("request_ts_ns"), F.col("frame").alias("request"))
+    resp = frames.where(F.col("direction") == 1).select(
+        "conn", F.col("position").alias("response_position"), F.col("ts_ns").alias("response_ts_ns"),
+        F.col("frame").alias("response"))
+    produce = (req.where(F.col("api_key") == record_batches.PRODUCE)
+               .select("*", F.lit(None).cast("long").alias("response_ts_ns"), F.lit(None).cast("binary").alias("response")))
+    answered = paired.where(F.col("request_position").isNotNull() & F.col("response_position").isNotNull()).select(
+        "conn", F.col("request_position").alias("exchange"), "response_position")
+
+    def with_response(key: int) -> DataFrame:
+        return (answered.join(req.where(F.col("api_key") == key), on=["conn", "exchange"])
+                .join(resp, on=["conn", "response_position"]).drop("response_position"))
+
+    rows = (produce.unionByName(with_response(record_batches.FETCH).drop("request").select(
+        "*", F.lit(None).cast("binary").alias("request")))
+            .mapInArrow(record_batches.decode_batches, from_arrow_schema(record_batches.BATCHES)))
+    ids = (with_response(record_batches.METADATA).where(F.col("api_version") >= 10).select("response", "api_version")
+           .mapInArrow(record_batches.decode_topic_ids, from_arrow_schema(record_batches.TOPIC_IDS))
+           .dropDuplicates(["topic_id"]))
+    return (rows.join(F.broadcast(ids), on="topic_id", how="left")
+            .select(*[F.coalesce("topic", "topic_name").alias("topic") if c == "topic" else F.col(c)
+                      for c in record_batches.BATCHES.names]))
 
 
 def orphan_responses(frames: DataFrame) -> DataFrame:

@@ -9,6 +9,8 @@ from typing import Any, Optional
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from . import batch_report
+
 MAX_BUCKETS = 60
 
 
@@ -19,8 +21,9 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
 PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
 
 
-def aggregates(ex: DataFrame, frames: DataFrame) -> dict[str, Any]:
-    """Every figure the report shows, from the exchanges and frames tables."""
+def aggregates(ex: DataFrame, frames: DataFrame, batches: Optional[DataFrame] = None) -> dict[str, Any]:
+    """Every figure the report shows, from the exchanges and frames tables (and the batches table's,
+    ``batch_report``, when given)."""
     total = ex.agg(
         F.count("request_bytes").alias("exchanges"),
         *[F.sum((F.col("pairing") == p).cast("long")).alias(f"pairing_{p}") for p in PAIRINGS],
@@ -76,7 +79,8 @@ def aggregates(ex: DataFrame, frames: DataFrame) -> dict[str, Any]:
                           .groupBy(F.substring("decode_error", 1, 120).alias("decode_error")).count()
                           .orderBy(F.desc("count")).limit(20))
     return {"total": total, "bucket_ns": bucket, "over_time": over_time, "by_api": by_api, "versions": versions,
-            "metadata": metadata, "errors": errors, "decode_errors": decode_errors}
+            "metadata": metadata, "errors": errors, "decode_errors": decode_errors,
+            "batches": batch_report.aggregates(batches) if batches is not None else None}
 
 
 def error_name(code: int) -> str:
@@ -137,6 +141,8 @@ def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
         ax.invert_yaxis()
         ax.set_xlabel("requests")
         save(fig, "versions.png", "API version usage")
+    if agg.get("batches"):
+        batch_report.plots(agg["batches"], save)
     fig, ax = plt.subplots(figsize=(9, 3.5))
     counts: dict[str, int] = {}
     for r in agg["errors"]:
@@ -193,7 +199,11 @@ def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> 
           "\n## By API\n\n",
           _table(agg["by_api"], ["api_name", "api_key", "requests", "request_bytes", "response_bytes",
                                  "latency_ms_avg", "latency_ms_p99", "errors", "decode_errors"])]
+    if agg.get("batches"):
+        md += batch_report.markdown(agg["batches"], _table, plots)
     for name, title in plots.items():
+        if name in batch_report.PLOTS:
+            continue  # in the record batches' section
         md.append(f"\n## {title}\n\n![{title}]({name})\n")
         if name == "metadata_vs_list_topics.png":
             rows = [dict(r, saved=f"{100 * s:.1f} %" if (s := savings(r)) is not None else "")
@@ -224,6 +234,7 @@ def console(agg: dict[str, Any], print_: Any = print) -> None:
     print_("  pairing: " + ", ".join(f"{t[f'pairing_{p}']} {p}" for p in PAIRINGS)
            + (f"; the broker answered {t['pairing_acks0_answered']} acks=0 Produce requests"
               if t["pairing_acks0_answered"] else ""))
+    batch_report.console(agg.get("batches"), print_)
     for r in agg["by_api"][:10]:
         print_(f"  {str(r['api_name']):<28} {r['requests']:>9} requests {r['request_bytes'] or 0:>12} B out "
                f"{r['response_bytes'] or 0:>12} B back")
