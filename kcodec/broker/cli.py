@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a scope every OAUTHBEARER token must carry (repeat)")
     p.add_argument("--tls-cert", type=Path, metavar="FILE", help="PEM certificate (chain): SSL / SASL_SSL listeners")
     p.add_argument("--tls-key", type=Path, metavar="FILE", help="PEM private key of --tls-cert")
-    p.add_argument("--acl", action="append", metavar="USER:OP:topic:NAME|USER:OP:cluster",
+    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",

@@ -9,12 +9,13 @@ sends stops the server.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import ssl
 import struct
 import sys
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any, Awaitable, Optional, Union
 
 import kcodec
 from kcodec import definitions
@@ -104,7 +105,7 @@ class BrokerServer:
         assert task is not None
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        session = Session()
+        session = Session(host=f"/{peer[0]}" if isinstance(peer, tuple) else "")
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
@@ -117,6 +118,10 @@ class BrokerServer:
                 first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
+                    if inspect.isawaitable(out):
+                        # an answer that waits (a JoinGroup for the other members): this connection's
+                        # next request waits too, as Kafka mutes a channel with a request in flight
+                        out = await out
                     if out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines
@@ -163,8 +168,9 @@ class BrokerServer:
         return out
 
     # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Optional[bytes]:
-        """The response bytes for one whole frame (size prefix included), or Close."""
+    def handle_frame(self, frame: bytes, session: Session) -> Union[None, bytes, Awaitable[Optional[bytes]]]:
+        """The response bytes for one whole frame (size prefix included), an awaitable of them when the
+        handler's answer waits for something, or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
             reply = raw_token(self.runtime, session, frame[4:])
             if reply is None:
@@ -217,6 +223,14 @@ class BrokerServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)
+        if inspect.isawaitable(resp):
+            return self._encode_later(resp, key, version, corr)
+        return self._encode(resp, key, version, corr)
+
+    async def _encode_later(self, pending: Awaitable[Any], key: int, version: int, corr: int) -> Optional[bytes]:
+        return self._encode(await pending, key, version, corr)
+
+    def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

@@ -22,6 +22,8 @@ ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "Create
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics", "DescribeUserScramCredentials",
               "AlterUserScramCredentials"}
+GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+              "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups"}
 
 
 @pytest.mark.parametrize("version", range(0, 5))
@@ -32,7 +34,7 @@ def test_api_versions_every_version(cluster, version):
     assert r.error_code == 0
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
-    assert set(advertised) == ADMIN_APIS
+    assert set(advertised) == ADMIN_APIS | GROUP_APIS
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)
 

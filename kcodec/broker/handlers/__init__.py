@@ -42,4 +42,5 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 
 
 # Registration happens on import; the order does not matter.
-from . import acls, api_versions, configs, listing, metadata, sasl, scram, topics  # noqa: E402,F401
+from . import (acls, api_versions, configs, group_admin, group_offsets, groups, listing, metadata, sasl,  # noqa: E402,F401
+               scram, topics)
