@@ -1,0 +1,156 @@
+"""Real clients' consumer groups on kcodec's broker: three members with a rebalance when one joins and
+one leaves, committed offsets a restarted member reads back, and the admin calls around groups."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator
+
+import pytest
+from needs import need_module
+from interop_support import record
+
+from kcodec.broker import Cluster, GroupSettings
+
+pytestmark = pytest.mark.interop
+ck = need_module("confluent_kafka")
+kafka = need_module("kafka")
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from kafka import KafkaConsumer  # noqa: E402
+from kafka import TopicPartition as KTopicPartition  # noqa: E402
+from kafka.admin import KafkaAdminClient  # noqa: E402
+from kafka.structs import OffsetAndMetadata  # noqa: E402
+
+CK = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
+KP = "kafka-python " + kafka.__version__
+TOPIC, PARTITIONS = "events", 6
+TIMEOUT = 20
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with Cluster(brokers=3, system_topic_partitions=5, groups=GroupSettings(min_session_timeout_ms=500)) as c:
+        c.create_topic(TOPIC, PARTITIONS, 2)
+        yield c
+
+
+def until(step: Callable[[], None], done: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        step()
+
+
+def covers_all(assigned: dict[str, list[int]], members: list[str]) -> bool:
+    """Every partition assigned once, over exactly these members, each with some."""
+    parts = [p for m in members for p in assigned.get(m, [])]
+    return sorted(parts) == list(range(PARTITIONS)) and all(assigned.get(m) for m in members)
+
+
+# -- confluent-kafka ---------------------------------------------------------------------------------------
+def _ck_consumer(cluster: Cluster, name: str, assigned: dict[str, list[int]], group: str = "ck-group") -> Consumer:
+    def on_assign(consumer: Consumer, parts: list[TopicPartition]) -> None:
+        assigned[name] = sorted(p.partition for p in parts)
+
+    def on_revoke(consumer: Consumer, parts: list[TopicPartition]) -> None:
+        assigned[name] = []
+
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": name,
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 100, "enable.auto.commit": False,
+                  "auto.offset.reset": "latest", "log_level": 2})
+    c.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_revoke)
+    return c
+
+
+def test_confluent_kafka_group_rebalances_commits_and_resumes(cluster):
+    assigned: dict[str, list[int]] = {}
+    members = {n: _ck_consumer(cluster, n, assigned) for n in ("a", "b")}
+
+    def poll() -> None:
+        for c in members.values():
+            c.poll(0.02)
+    until(poll, lambda: covers_all(assigned, ["a", "b"]), "a and b to share the partitions")
+    members["c"] = _ck_consumer(cluster, "c", assigned)  # a third joins: a rebalance over three
+    until(poll, lambda: covers_all(assigned, ["a", "b", "c"]), "the rebalance over three members")
+    a = members["a"]
+    mine = assigned["a"][0]
+    a.commit(offsets=[TopicPartition(TOPIC, mine, 42)], asynchronous=False)
+    members.pop("a").close()  # one leaves: the other two take its partitions
+    assigned.pop("a")
+    until(poll, lambda: covers_all(assigned, ["b", "c"]), "the rebalance after a left")
+    restarted = _ck_consumer(cluster, "a2", {})
+    try:
+        [tp] = restarted.committed([TopicPartition(TOPIC, mine)], timeout=TIMEOUT)
+        assert tp.offset == 42
+    finally:
+        restarted.close()
+        for c in members.values():
+            c.close()
+        record(CK, cluster)
+    group = cluster.runtime.groups.get("ck-group")
+    assert group is not None and group.generation >= 3
+
+
+def test_confluent_kafka_admin_groups_and_offsets(cluster):
+    assigned: dict[str, list[int]] = {}
+    consumer = _ck_consumer(cluster, "solo", assigned, group="ck-admin")
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 2})
+    try:
+        until(lambda: consumer.poll(0.02), lambda: covers_all(assigned, ["solo"]), "the member's assignment")
+        listed = admin.list_consumer_groups().result(timeout=TIMEOUT)
+        assert [g.group_id for g in listed.valid] == ["ck-admin"] and not listed.errors
+        described = admin.describe_consumer_groups(["ck-admin"])["ck-admin"].result(timeout=TIMEOUT)
+        assert described.state.name == "STABLE" and [m.client_id for m in described.members] == ["solo"]
+        assert sorted(tp.partition for tp in described.members[0].assignment.topic_partitions) == list(range(PARTITIONS))
+        consumer.close()
+        altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
+            "ck-admin", [TopicPartition(TOPIC, 1, 7), TopicPartition(TOPIC, 4, 9)])])
+        altered["ck-admin"].result(timeout=TIMEOUT)
+        offsets = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("ck-admin")])
+        got = offsets["ck-admin"].result(timeout=TIMEOUT)
+        assert sorted((tp.partition, tp.offset) for tp in got.topic_partitions) == [(1, 7), (4, 9)]
+        admin.delete_consumer_groups(["ck-admin"])["ck-admin"].result(timeout=TIMEOUT)
+        assert admin.list_consumer_groups().result(timeout=TIMEOUT).valid == []
+    finally:
+        consumer.close()
+        record(CK, cluster)
+
+
+# -- kafka-python ------------------------------------------------------------------------------------------
+def _kp_consumer(cluster: Cluster, name: str, group: str = "kp-group") -> KafkaConsumer:
+    c = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=group, client_id=name, session_timeout_ms=6000,
+                      heartbeat_interval_ms=100, enable_auto_commit=False, auto_offset_reset="latest",
+                      request_timeout_ms=10000)
+    c.subscribe([TOPIC])
+    return c
+
+
+def test_kafka_python_admin_groups_and_offsets(cluster):
+    assigned: dict[str, list[int]] = {}
+    consumer = _ck_consumer(cluster, "solo", assigned, group="kp-admin")
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=10000)
+    try:
+        until(lambda: consumer.poll(0.02), lambda: covers_all(assigned, ["solo"]), "the member's assignment")
+        consumer.commit(offsets=[TopicPartition(TOPIC, 2, 11)], asynchronous=False)
+        assert [(g["group_id"], g["group_state"]) for g in admin.list_groups()] == [("kp-admin", "Stable")]
+        described = admin.describe_groups(["kp-admin"])["kp-admin"]
+        assert described["group_state"] == "Stable" and [m["client_id"] for m in described["members"]] == ["solo"]
+        assert described["members"][0]["member_metadata"]["topics"] == [TOPIC]
+        assert described["members"][0]["member_assignment"]["assigned_partitions"] == [
+            {"topic": TOPIC, "partitions": list(range(PARTITIONS))}]
+
+        def committed() -> dict[int, int]:
+            return {tp.partition: o.offset for tp, o in admin.list_group_offsets({"kp-admin": None})["kp-admin"].items()}
+        assert committed() == {2: 11}
+        consumer.close()
+        admin.alter_group_offsets("kp-admin", {KTopicPartition(TOPIC, 3): OffsetAndMetadata(5, "", -1)})
+        assert committed() == {2: 11, 3: 5}
+        admin.delete_group_offsets("kp-admin", [KTopicPartition(TOPIC, 3)])
+        assert committed() == {2: 11}
+        assert admin.delete_groups(["kp-admin"]) == {"kp-admin": "OK"}
+        assert admin.list_groups() == []
+    finally:
+        consumer.close()
+        admin.close()
+        record(KP, cluster)
