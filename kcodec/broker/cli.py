@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
-    p.add_argument("--state", type=Path, metavar="FILE", help="keep topics and configs here across restarts")
+    p.add_argument("--state", type=Path, metavar="FILE", help="keep topics, configs and data (FILE.data) here across restarts")
     p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
                    help="a SASL user (repeat); any user turns SASL on with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 "
                         "(the broker keeps SCRAM credentials, not the password)")
@@ -45,6 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics "
                         "and CreatePartitions, as ZooKeeper-era Kafka did (default: any broker takes them)")
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--max-partition-bytes", type=int, metavar="N",
+                   help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from kcodec import definitions
 
     from .cluster import Cluster
+    from .log import DEFAULT_MAX_PARTITION_BYTES
 
     try:
         if args.list_topics_api_key is not None and definitions.list_topics_api_key() != args.list_topics_api_key:
@@ -83,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
-                          racks=racks, forward_admin=not args.controller_only_admin)
+                          racks=racks, forward_admin=not args.controller_only_admin,
+                          max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES)
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

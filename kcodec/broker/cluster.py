@@ -22,6 +22,7 @@ from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
 from .mechanisms import DEFAULT_MECHANISMS, SaslSettings
 from .groups import GroupSettings
+from .log import DEFAULT_MAX_PARTITION_BYTES
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
 from .state import ClusterState, Topic
@@ -45,7 +46,10 @@ class Cluster:
     tls: (certificate file, key file) or an ``ssl.SSLContext``: SSL (or SASL_SSL) listeners.
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
-    state_file: topics and configs survive restarts there (written atomically after every change).
+    state_file: topics and configs survive restarts there (written atomically after every change), and
+        the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before the answer).
+    max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
+        retention.bytes, which applies below it).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
         CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
@@ -68,7 +72,8 @@ class Cluster:
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
-                 racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None) -> None:
+                 racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.host, self.port, self.advertised_host = host, port, advertised_host
@@ -76,7 +81,8 @@ class Cluster:
                              default_replication_factor=default_replication_factor,
                              auto_create_topics=auto_create_topics, state_file=state_file,
                              system_topic_partitions=system_topic_partitions,
-                             max_partitions_per_topic=max_partitions_per_topic)
+                             max_partitions_per_topic=max_partitions_per_topic,
+                             max_partition_bytes=max_partition_bytes)
         if users:
             with state.lock:
                 state.credentials.add_passwords(users)
@@ -220,6 +226,7 @@ class Cluster:
             await server.stop()
         with self.state.lock:
             self.runtime.groups.close()
+        self.state.logs.close()
 
     async def __aenter__(self) -> "Cluster":
         return await self.start_async()

@@ -9,13 +9,12 @@ sends stops the server.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import ssl
 import struct
 import sys
 from functools import lru_cache
-from typing import Any, Awaitable, Optional, Union
+from typing import Any, Optional, Union
 
 import kcodec
 from kcodec import definitions
@@ -47,6 +46,16 @@ async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
         async with asyncio.timeout(timeout):
             return await reader.read(READ_CHUNK)
     return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
+
+
+class Pending:
+    """A response a handler finishes later (handlers.Later), encoded when it is ready."""
+
+    def __init__(self, server: "BrokerServer", later: "handlers.Later", key: int, version: int, corr: int) -> None:
+        self.server, self.later, self.key, self.version, self.corr = server, later, key, version, corr
+
+    async def encoded(self) -> bytes:
+        return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
 
 
 class Close(Exception):
@@ -118,10 +127,8 @@ class BrokerServer:
                 first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
-                    if inspect.isawaitable(out):
-                        # an answer that waits (a JoinGroup for the other members): this connection's
-                        # next request waits too, as Kafka mutes a channel with a request in flight
-                        out = await out
+                    if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
+                        out = await out.encoded()
                     if out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines
@@ -168,9 +175,8 @@ class BrokerServer:
         return out
 
     # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Union[None, bytes, Awaitable[Optional[bytes]]]:
-        """The response bytes for one whole frame (size prefix included), an awaitable of them when the
-        handler's answer waits for something, or Close."""
+    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, None, "Pending"]:
+        """The response bytes for one whole frame (size prefix included), or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
             reply = raw_token(self.runtime, session, frame[4:])
             if reply is None:
@@ -223,12 +229,11 @@ class BrokerServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)
-        if inspect.isawaitable(resp):
-            return self._encode_later(resp, key, version, corr)
+        if resp is handlers.NO_RESPONSE:
+            return None
+        if isinstance(resp, handlers.Later):
+            return Pending(self, resp, key, version, corr)
         return self._encode(resp, key, version, corr)
-
-    async def _encode_later(self, pending: Awaitable[Any], key: int, version: int, corr: int) -> Optional[bytes]:
-        return self._encode(await pending, key, version, corr)
 
     def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
         try:

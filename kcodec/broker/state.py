@@ -24,6 +24,7 @@ from kcodec.errors import ErrorCode
 from . import configs as cfg
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
+from .log import DEFAULT_MAX_PARTITION_BYTES, LogStore
 
 log = logging.getLogger("kcodec.broker")
 
@@ -95,7 +96,8 @@ class ClusterState:
     def __init__(self, broker_ids: list[int], *, num_partitions: int = 1, default_replication_factor: int = 1,
                  auto_create_topics: bool = True, system_topic_partitions: int = 50,
                  max_partitions_per_topic: int = MAX_PARTITIONS_PER_TOPIC,
-                 state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None) -> None:
+                 state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None,
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
         if default_replication_factor < 1:  # above the broker count is allowed: creations then get 38
@@ -123,7 +125,14 @@ class ClusterState:
                 rf = min(3, len(self.broker_ids))
                 self.topics[name] = Topic(name, uuid.uuid4(), self.assign(system_topic_partitions, rf),
                                           {"cleanup.policy": "compact"})
+        # the data (batches, log starts) lives in a journal beside the state file: FILE.data
+        self.logs = LogStore(self.data_file, max_partition_bytes)
+        self.logs.load({t.topic_id for t in self.topics.values()})
         self.save()
+
+    @property
+    def data_file(self) -> Optional[Path]:
+        return self.state_file.with_name(self.state_file.name + ".data") if self.state_file is not None else None
 
     # -- queries ---------------------------------------------------------------------------------------
     @property
@@ -301,6 +310,7 @@ class ClusterState:
         self.check_deletable(topic)
         del self.topics[topic.name]
         self.offsets.delete_topic(topic.name)
+        self.logs.drop_topic(topic.topic_id)
         log.info("deleted topic %s", topic.name)
         self.save()
 

@@ -24,6 +24,7 @@ ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "Create
               "AlterUserScramCredentials"}
 GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
               "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups"}
+DATA_APIS = {"Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "DeleteRecords", "InitProducerId"}
 
 
 @pytest.mark.parametrize("version", range(0, 5))
@@ -34,7 +35,8 @@ def test_api_versions_every_version(cluster, version):
     assert r.error_code == 0
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
-    assert set(advertised) == ADMIN_APIS | GROUP_APIS
+    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS
+    assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)
 
@@ -184,16 +186,16 @@ def test_unimplemented_apis_get_their_own_error_form_and_unknown_keys_close(clus
     with Wire(cluster.addresses[0]) as w:
         produce = ProduceRequest(acks=1, timeout_ms=100, topic_data=[ProduceRequest.TopicProduceData(
             name="t", partition_data=[ProduceRequest.PartitionProduceData(index=3, records=None)])])
-        r = w.call(produce, 8)
+        r = w.call(produce, 2)  # Produce before v3 (message sets) is not served
         assert r.responses[0].name == "t"
         assert [(p.index, p.error_code) for p in r.responses[0].partition_responses] == [(3, ErrorCode.UNSUPPORTED_VERSION)]
         fetch = w.call(FetchRequest(max_wait_ms=1, topics=[FetchRequest.FetchTopic(topic="t", partitions=[
-            FetchRequest.FetchPartition(partition=0)])]), 4)
+            FetchRequest.FetchPartition(partition=0)])]), 3)
         assert fetch.responses[0].topic == "t"
         assert fetch.responses[0].partitions[0].error_code == ErrorCode.UNSUPPORTED_VERSION
         assert w.call(MetadataRequest(topics=None), 12).error_code == 0  # still serving
-    with Wire(cluster.addresses[0]) as w:  # an empty Fetch v4 response has no error code to carry
-        w.send(kcodec.encode_request(FetchRequest(max_wait_ms=1), 4, correlation_id=1))
+    with Wire(cluster.addresses[0]) as w:  # an empty Fetch v3 response has no error code to carry
+        w.send(kcodec.encode_request(FetchRequest(max_wait_ms=1), 3, correlation_id=1))
         assert w.closed_by_peer()
     with Wire(cluster.addresses[0]) as w:
         frame = bytearray(kcodec.encode_request(MetadataRequest(topics=None), 1, correlation_id=1))

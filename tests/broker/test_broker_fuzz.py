@@ -49,6 +49,10 @@ def _exchange(fuzzed, key: int, version: int, data, address: int):
     req = data.draw(instances(kcodec.message_class(key, "request"), version))
     if key == 11:  # a JoinGroup to a group an earlier example joined waits for that member: a group of its own
         req.group_id = f"fuzz-{uuid.uuid4()}"
+    if key == 0 and req.acks == 0:  # Produce acks=0 is never answered (tested in test_broker_data)
+        req.acks = 1
+    if key == 1:  # a long poll waits max_wait_ms (up to 24 days) when no data comes
+        req.max_wait_ms = min(req.max_wait_ms, 50)
     with Wire(cluster.addresses[address], timeout=10) as w:
         w.send(kcodec.encode_request(req, version, correlation_id=5, client_id="fuzz"))
         try:

@@ -7,7 +7,7 @@ Importing this package registers every handler; ``HANDLERS`` maps api key -> Han
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from ..context import Context
 
@@ -19,20 +19,32 @@ class Handler:
     request: type
     response: type
     fn: HandlerFn
+    min_version: int = 0  # the oldest version served (Produce v3+, Fetch v4+: record batches only)
 
     @property
     def versions(self) -> tuple[int, int]:
-        lo = max(self.request.VALID_VERSIONS[0], self.response.VALID_VERSIONS[0])  # type: ignore[attr-defined]
+        lo = max(self.request.VALID_VERSIONS[0], self.response.VALID_VERSIONS[0], self.min_version)  # type: ignore[attr-defined]
         hi = min(self.request.VALID_VERSIONS[1], self.response.VALID_VERSIONS[1])  # type: ignore[attr-defined]
         return lo, hi
 
 
 HANDLERS: dict[int, Handler] = {}
 
+# A handler's answer when the request gets no response at all (Produce with acks=0).
+NO_RESPONSE: Any = object()
 
-def handles(request: type, response: type) -> Callable[[HandlerFn], HandlerFn]:
+
+class Later:
+    """A handler's answer computed later (a long-polling Fetch): the server awaits ``result()`` before
+    it answers this connection's next request, so responses stay in order."""
+
+    def __init__(self, result: Callable[[], Awaitable[Any]]) -> None:
+        self.result = result
+
+
+def handles(request: type, response: type, min_version: int = 0) -> Callable[[HandlerFn], HandlerFn]:
     def register(fn: HandlerFn) -> HandlerFn:
-        HANDLERS[request.API_KEY] = Handler(request, response, fn)  # type: ignore[attr-defined]
+        HANDLERS[request.API_KEY] = Handler(request, response, fn, min_version)  # type: ignore[attr-defined]
         return fn
     return register
 
@@ -44,3 +56,4 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 # Registration happens on import; the order does not matter.
 from . import (acls, api_versions, configs, group_admin, group_offsets, groups, listing, metadata, sasl,  # noqa: E402,F401
                scram, topics)
+from . import fetch, offsets, produce, producer_id  # noqa: E402,F401

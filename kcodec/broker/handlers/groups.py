@@ -19,20 +19,20 @@ from ..context import Context
 from ..groups.coordinator import JoinRequest
 from ..groups.group import JoinResult, Membership, SyncResult
 from ..groups.placement import GROUP_KEY, INTERNAL_TOPICS, coordinator_for
-from . import handles
+from . import Later, handles
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-def then(value: Union[T, Awaitable[T]], build: Callable[[T], R]) -> Union[R, Awaitable[R]]:
-    """``build(value)`` now, or once the awaited value is there."""
+def then(value: Union[T, Awaitable[T]], build: Callable[[T], R]) -> Union[R, Later]:
+    """``build(value)`` now, or a ``Later`` answer once the awaited value is there."""
     if isinstance(value, Awaitable):
         pending = value
 
         async def later() -> R:
             return build(await pending)
-        return later()
+        return Later(later)
     return build(value)
 
 

@@ -1,0 +1,156 @@
+"""Fetch v4 and later: whole stored batches, long polling, KIP-74 size rules, KIP-227 sessions.
+
+Size rules (KIP-74): the first batch of the first partition with data is returned whole even when it
+exceeds max_bytes or partition_max_bytes; after it a partition gets batches up to
+min(partition_max_bytes, what is left of max_bytes). A request with less than min_bytes ready waits up to
+max_wait_ms on the event loop (the handler answers ``Later``) and is answered as soon as appends make
+min_bytes, or at the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import FetchRequest, FetchResponse
+
+from ..context import Context
+from ..log.sessions import FetchSession, FetchSessions, Key
+from . import Later, handles
+
+_Part = FetchResponse.PartitionData
+READ_COMMITTED = 1
+
+
+def _sessions(ctx: Context) -> FetchSessions:
+    return ctx.state.logs.fetch_sessions
+
+
+def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int]], list[Key]]:
+    by_id = ctx.version >= 13
+    wanted = [((t.topic_id if by_id else t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
+              for t in req.topics for p in t.partitions]
+    forgotten = [(t.topic_id if by_id else t.topic, p) for t in req.forgotten_topics_data or () for p in t.partitions] \
+        if ctx.version >= 7 else []
+    return wanted, forgotten
+
+
+def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
+          first: bool) -> tuple[_Part, int]:
+    """One partition's answer and its record bytes."""
+    state = ctx.state
+    name_or_id, index = key
+    out = _Part(partition_index=index, error_code=0, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
+                aborted_transactions=[] if committed else None, preferred_read_replica=-1, records=b"")
+    if ctx.version >= 13:
+        topic = next((t for t in state.topics.values() if t.topic_id == name_or_id), None)
+        if topic is None or not ctx.allowed("Read", "topic", topic.name):
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            return out, 0
+    else:
+        topic = state.topics.get(name_or_id)
+        if not ctx.allowed("Read", "topic", name_or_id):
+            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            return out, 0
+    if topic is None or not 0 <= index < len(topic.replicas):
+        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return out, 0
+    leader, _ = state.leader_and_offline(topic.replicas[index])
+    if leader != ctx.node_id:
+        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if ctx.version >= 12:
+            out.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
+        return out, 0
+    if leader_epoch > 0:  # every partition's leader epoch is 0
+        out.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+        return out, 0
+    plog = state.logs.log(topic.topic_id, index)
+    out.high_watermark = out.last_stable_offset = plog.next_offset
+    out.log_start_offset = plog.log_start
+    if not plog.in_range(offset):
+        out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return out, 0
+    batches, size = plog.read(offset, max(max_bytes, 0))
+    if batches and not first and size > max_bytes:
+        return out, 0  # only the response's first batch may exceed the limits
+    if batches:
+        out.records = b"".join(batches) if len(batches) > 1 else bytes(batches[0])
+    return out, size
+
+
+def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session: Optional[FetchSession],
+             incremental: bool, final: bool) -> tuple[Optional[FetchResponse], int]:
+    """The response (None when not final and under min_bytes) and its record bytes."""
+    committed = req.isolation_level == READ_COMMITTED
+    epochs = {((t.topic_id if ctx.version >= 13 else t.topic), p.partition): p.current_leader_epoch
+              for t in req.topics for p in t.partitions} if ctx.version >= 9 else {}
+    if session is not None:
+        wanted = [(k, v[0], v[1]) for k, v in session.partitions.items()]
+    left = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    total = 0
+    results: list[tuple[Key, _Part]] = []
+    for key, offset, pmax in wanted:
+        part, size = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0)
+        total += size
+        left -= size
+        results.append((key, part))
+    if not final and total < req.min_bytes and not any(p.error_code for _, p in results):
+        return None, total
+    topics: dict[Any, list[_Part]] = {}
+    sessions = _sessions(ctx)
+    for key, part in results:
+        if incremental and session is not None and not sessions.changed(
+                session, key, part.high_watermark, part.last_stable_offset, part.log_start_offset, part.error_code,
+                bool(part.records)):
+            continue
+        if session is not None and not incremental:
+            sessions.changed(session, key, part.high_watermark, part.last_stable_offset, part.log_start_offset,
+                             part.error_code, bool(part.records))
+        topics.setdefault(key[0], []).append(part)
+    responses = []
+    for name_or_id, parts in topics.items():
+        r = FetchResponse.FetchableTopicResponse(partitions=parts)
+        if ctx.version >= 13:
+            r.topic_id = name_or_id
+        else:
+            r.topic = name_or_id
+        responses.append(r)
+    return FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses), total
+
+
+@handles(FetchRequest, FetchResponse, min_version=4)
+def fetch(ctx: Context, req: Any) -> Any:
+    if ctx.version >= 15 and req.replica_state.replica_id >= 0 or ctx.version < 15 and req.replica_id >= 0:
+        return FetchResponse(error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER, session_id=0, responses=[])
+    wanted, forgotten = _wanted(ctx, req)
+    session: Optional[FetchSession] = None
+    incremental = False
+    if ctx.version >= 7:
+        error, session, incremental = _sessions(ctx).resolve(ctx.node_id, req.session_id, req.session_epoch,
+                                                              wanted, forgotten)
+        if error:
+            return FetchResponse(error_code=error, session_id=0, responses=[])
+    resp, _ = _respond(ctx, req, wanted, session, incremental, final=req.max_wait_ms <= 0)
+    if resp is not None:
+        return resp
+    deadline = time.monotonic() + req.max_wait_ms / 1000.0
+    lock = ctx.state.lock
+
+    async def wait() -> FetchResponse:
+        while True:
+            left = deadline - time.monotonic()
+            with lock:
+                changed = ctx.state.logs.changed() if left > 0 else None
+            if changed is not None:
+                try:
+                    await asyncio.wait_for(changed, left)
+                except asyncio.TimeoutError:
+                    pass
+            with lock:
+                out, _ = _respond(ctx, req, wanted, session, incremental, final=time.monotonic() >= deadline)
+            if out is not None:
+                return out
+    return Later(wait)
+

@@ -1,0 +1,124 @@
+"""ListOffsets (earliest, latest, by timestamp, max timestamp), OffsetForLeaderEpoch and DeleteRecords.
+
+Every partition's leader epoch is 0 (leadership moves when a broker stops, without a new epoch).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import (DeleteRecordsRequest, DeleteRecordsResponse, ListOffsetsRequest, ListOffsetsResponse,
+                             OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)
+
+from ..context import Context
+from ..log import PartitionLog
+from . import handles
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+LEADER_EPOCH = 0
+
+
+def _partition(ctx: Context, name: str, index: int, operation: str) -> tuple[ErrorCode, Optional[PartitionLog]]:
+    """The leader's log of ``name``/``index`` on this broker, or the error Kafka gives."""
+    state = ctx.state
+    if not ctx.allowed(operation, "topic", name):
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, None
+    topic = state.topics.get(name)
+    if topic is None or not 0 <= index < len(topic.replicas):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if state.leader_and_offline(topic.replicas[index])[0] != ctx.node_id:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+    return ErrorCode.NONE, state.logs.log(topic.topic_id, index)
+
+
+def _epoch_error(current_leader_epoch: int) -> ErrorCode:
+    if current_leader_epoch > LEADER_EPOCH:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.NONE
+
+
+def _each(topics: Any, parts: Callable[[Any], Any], one: Callable[[str, Any], Any]) -> list[tuple[Any, list[Any]]]:
+    return [(t, [one(t.name if hasattr(t, "name") else t.topic, p) for p in parts(t)]) for t in topics]
+
+
+def _list_one(ctx: Context, name: str, p: Any) -> Any:
+    out = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
+                                                           timestamp=-1, offset=-1, leader_epoch=-1)
+    code, plog = _partition(ctx, name, p.partition_index, "Describe")
+    if not code and ctx.version >= 4:
+        code = _epoch_error(p.current_leader_epoch)
+    if code or plog is None:
+        out.error_code = code
+        return out
+    ts = p.timestamp
+    if ts == LATEST:
+        offset, found = plog.next_offset, -1
+    elif ts in (EARLIEST, EARLIEST_LOCAL):
+        offset, found = plog.log_start, -1
+    elif ts == LATEST_TIERED:
+        offset, found = -1, -1  # nothing is tiered
+    elif ts == MAX_TIMESTAMP:
+        offset, found = plog.max_timestamp_offset()
+    elif ts < 0:
+        out.error_code = ErrorCode.INVALID_REQUEST
+        return out
+    else:
+        offset, found = plog.offset_for_timestamp(ts)
+    out.offset, out.timestamp = offset, found
+    out.leader_epoch = LEADER_EPOCH if offset >= 0 else -1
+    if ctx.version == 0:
+        out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+    return out
+
+
+@handles(ListOffsetsRequest, ListOffsetsResponse)
+def list_offsets(ctx: Context, req: Any) -> ListOffsetsResponse:
+    return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts)
+                                       for t, parts in _each(req.topics, lambda t: t.partitions,
+                                                             lambda n, p: _list_one(ctx, n, p))])
+
+
+def _epoch_one(ctx: Context, name: str, p: Any) -> Any:
+    out = OffsetForLeaderEpochResponse.EpochEndOffset(partition=p.partition, error_code=0, leader_epoch=-1,
+                                                      end_offset=-1)
+    code, plog = _partition(ctx, name, p.partition, "Describe")
+    if not code and ctx.version >= 2:
+        code = _epoch_error(p.current_leader_epoch)
+    if code or plog is None:
+        out.error_code = code
+    elif p.leader_epoch == LEADER_EPOCH:  # the one epoch ends at the log end; a later one is unknown
+        out.leader_epoch, out.end_offset = LEADER_EPOCH, plog.next_offset
+    return out
+
+
+@handles(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse)
+def offset_for_leader_epoch(ctx: Context, req: Any) -> OffsetForLeaderEpochResponse:
+    return OffsetForLeaderEpochResponse(topics=[
+        OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts)
+        for t, parts in _each(req.topics, lambda t: t.partitions, lambda n, p: _epoch_one(ctx, n, p))])
+
+
+def _delete_one(ctx: Context, name: str, p: Any) -> Any:
+    out = DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                                             error_code=0)
+    code, plog = _partition(ctx, name, p.partition_index, "Delete")
+    if code or plog is None:
+        out.error_code = code
+        return out
+    offset = plog.next_offset if p.offset == -1 else p.offset
+    if not 0 <= offset <= plog.next_offset:
+        out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        return out
+    topic = ctx.state.topics[name]
+    ctx.state.logs.delete_records(topic.topic_id, p.partition_index, offset)
+    out.low_watermark = plog.log_start
+    return out
+
+
+@handles(DeleteRecordsRequest, DeleteRecordsResponse)
+def delete_records(ctx: Context, req: Any) -> DeleteRecordsResponse:
+    results = _each(req.topics, lambda t: t.partitions, lambda n, p: _delete_one(ctx, n, p))
+    ctx.state.logs.flush(sync=True)
+    return DeleteRecordsResponse(topics=[DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts)
+                                         for t, parts in results])

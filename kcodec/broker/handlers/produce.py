@@ -1,0 +1,129 @@
+"""Produce v3 and later: one validated v2 batch per partition, appended as received.
+
+acks=0 gets no response at all (``NO_RESPONSE``). A refused batch leaves the log untouched: a frame or CRC
+that does not check is CORRUPT_MESSAGE, a batch Kafka's validator refuses (not magic 2, not exactly one
+batch, a count that disagrees with the offset range, a control batch) INVALID_RECORD.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.messages import ProduceRequest, ProduceResponse
+from kcodec.records import RecordsError, iter_batches
+
+from .. import configs as cfg
+from ..context import Context
+from ..state import Topic
+from . import NO_RESPONSE, handles
+
+INTERNAL_PRODUCER = "__admin_client"  # Kafka lets only its admin client write system topics
+_Partition = ProduceResponse.PartitionProduceResponse
+
+
+def _config(topic: Topic, name: str) -> str:
+    value = topic.configs.get(name)
+    return value if value is not None else (cfg.TOPIC_CONFIGS[name].default or "")
+
+
+def check_batch(records: Optional[bytes], max_message_bytes: int) -> tuple[ErrorCode, Optional[str], Any]:
+    """(error, message, batch header) for a Produce v3+ records field: exactly one whole v2 batch."""
+    if not records:
+        return ErrorCode.INVALID_RECORD, "Produce requests must contain exactly one record batch", None
+    try:
+        batches = list(iter_batches(records, verify_crc=True))
+    except RecordsError as e:
+        return ErrorCode.CORRUPT_MESSAGE, str(e), None
+    if len(batches) != 1 or batches[0].size != len(records):
+        if sum(b.size for b in batches) != len(records):
+            return ErrorCode.CORRUPT_MESSAGE, "The records end inside a batch", None
+        return ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above must contain exactly one " \
+            "record batch per partition", None
+    b = batches[0]
+    if b.magic != 2:
+        return ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above are only allowed to " \
+            f"contain record batches with magic version 2, not {b.magic}", None
+    if b.record_count < 1 or b.record_count != b.last_offset_delta + 1:
+        return ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range (last offset delta " \
+            f"{b.last_offset_delta}) and count of records ({b.record_count})", None
+    if b.is_control:
+        return ErrorCode.INVALID_RECORD, "Clients may not write control batches", None
+    if b.size > max_message_bytes:
+        return ErrorCode.MESSAGE_TOO_LARGE, f"The batch of {b.size} bytes exceeds max.message.bytes " \
+            f"{max_message_bytes}", None
+    return ErrorCode.NONE, None, b
+
+
+def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes]) -> _Partition:
+    out = _Partition(index=index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
+    state = ctx.state
+    if not 0 <= index < len(topic.replicas):
+        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return out
+    leader, _ = state.leader_and_offline(topic.replicas[index])
+    if leader != ctx.node_id:
+        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if ctx.version >= 10:
+            out.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
+        return out
+    code, message, _batch = check_batch(records, int(_config(topic, "max.message.bytes")))
+    if code:
+        out.error_code = code
+        if ctx.version >= 8:
+            out.error_message = message
+        return out
+    code, base, append_time = state.logs.append(
+        topic.topic_id, index, records, _config(topic, "message.timestamp.type") == "LogAppendTime",
+        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")))
+    out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
+    out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
+    return out
+
+
+def _topic(ctx: Context, t: Any) -> tuple[Optional[Topic], ErrorCode]:
+    state = ctx.state
+    if ctx.version >= 13:
+        topic = next((x for x in state.topics.values() if x.topic_id == t.topic_id), None)
+        if topic is None or not ctx.allowed("Describe", "topic", topic.name):
+            return None, ErrorCode.UNKNOWN_TOPIC_ID
+    else:
+        topic = state.topics.get(t.name)
+        if not ctx.allowed("Write", "topic", t.name):
+            return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        if topic is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if not ctx.allowed("Write", "topic", topic.name):
+        return None, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if topic.system and ctx.header.client_id != INTERNAL_PRODUCER:
+        return None, ErrorCode.INVALID_TOPIC_EXCEPTION  # KIP-619: clients cannot write system topics
+    return topic, ErrorCode.NONE
+
+
+@handles(ProduceRequest, ProduceResponse, min_version=3)
+def produce(ctx: Context, req: Any) -> Any:
+    if req.acks not in (0, 1, -1):
+        code: ErrorCode = ErrorCode.INVALID_REQUIRED_ACKS
+    else:
+        code = ErrorCode.NONE
+    responses = []
+    for t in req.topic_data:
+        topic, topic_code = _topic(ctx, t) if not code else (None, code)
+        parts = []
+        for p in t.partition_data:
+            if topic is None:
+                parts.append(_Partition(index=p.index, error_code=topic_code, base_offset=-1, log_append_time_ms=-1,
+                                        log_start_offset=-1))
+            else:
+                parts.append(_produce_partition(ctx, topic, p.index, p.records))
+        r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
+        if ctx.version >= 13:
+            r.topic_id = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
+        else:
+            r.name = t.name
+        responses.append(r)
+    ctx.state.logs.flush(sync=req.acks == -1)
+    if req.acks == 0:
+        return NO_RESPONSE
+    return ProduceResponse(responses=responses)

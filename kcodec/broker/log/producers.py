@@ -1,0 +1,111 @@
+"""Idempotent producers: producer ids and epochs (InitProducerId) and per-partition sequence checks.
+
+Kafka's rules (ProducerStateManager): a batch repeating one of the producer's last five batches on the
+partition is a duplicate, acknowledged with the original base offset and not appended; a sequence that
+does not follow the last one is OUT_OF_ORDER_SEQUENCE_NUMBER; an epoch older than the partition has seen
+is INVALID_PRODUCER_EPOCH; a new epoch starts at sequence 0. A producer the partition has not seen may
+start anywhere (its earlier batches may have been removed by retention).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Optional
+
+from kcodec.errors import ErrorCode
+
+DUPLICATES_KEPT = 5
+MAX_SEQUENCE = 2**31 - 1
+MAX_EPOCH = 32767
+
+
+class ProducerEntry:
+    """One producer on one partition: its epoch and its last batches (first seq, last seq, base offset)."""
+
+    __slots__ = ("epoch", "recent")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.recent: deque[tuple[int, int, int]] = deque(maxlen=DUPLICATES_KEPT)
+
+
+def _last_sequence(first: int, record_count: int) -> int:
+    return (first + record_count - 1) % (MAX_SEQUENCE + 1)
+
+
+def check(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: int,
+          record_count: int) -> tuple[ErrorCode, Optional[int]]:
+    """(error, duplicate's base offset): NONE and None to append, NONE and an offset for a duplicate."""
+    entry = producers.get(pid)
+    if entry is None:
+        return ErrorCode.NONE, None
+    if epoch < entry.epoch:
+        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+    if epoch > entry.epoch:
+        return (ErrorCode.NONE if first_seq == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
+    last = _last_sequence(first_seq, record_count)
+    for f, l, base in entry.recent:
+        if f == first_seq and l == last:
+            return ErrorCode.NONE, base
+    if entry.recent and first_seq != (entry.recent[-1][1] + 1) % (MAX_SEQUENCE + 1):
+        return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
+    return ErrorCode.NONE, None
+
+
+def record(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: int, record_count: int,
+           base_offset: int) -> None:
+    """Note an appended batch (also replayed from the data file at load)."""
+    entry = producers.get(pid)
+    if entry is None or entry.epoch != epoch:
+        entry = producers[pid] = ProducerEntry(epoch)
+    entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset))
+
+
+class ProducerIds:
+    """The cluster's producer id allocator and the current epoch of every id it gave out."""
+
+    def __init__(self) -> None:
+        self.next_id = 1000
+        self.epochs: dict[int, int] = {}
+        self.transactional: dict[str, int] = {}
+
+    def seen(self, pid: int, epoch: int) -> None:
+        """A producer id found in the data file at load: never given out again."""
+        if pid >= self.next_id:
+            self.next_id = pid + 1
+        if epoch > self.epochs.get(pid, -1):
+            self.epochs[pid] = epoch
+
+    def _new(self) -> tuple[int, int]:
+        pid = self.next_id
+        self.next_id += 1
+        self.epochs[pid] = 0
+        return pid, 0
+
+    def init(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[ErrorCode, int, int]:
+        """InitProducerId: (error, producer id, epoch). A transactional id keeps its producer id and bumps
+        its epoch; an idempotent producer naming its id and current epoch (KIP-360) gets the epoch bumped;
+        an epoch exhausted gives a new id."""
+        if transactional_id:
+            known = self.transactional.get(transactional_id)
+            if known is None:
+                pid, epoch = self._new()
+                self.transactional[transactional_id] = pid
+                return ErrorCode.NONE, pid, epoch
+            pid = known
+        elif pid < 0:
+            return (ErrorCode.NONE, *self._new())
+        else:
+            current = self.epochs.get(pid)
+            if current is None:
+                return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
+            if epoch != current:
+                return ErrorCode.PRODUCER_FENCED, -1, -1
+        current = self.epochs[pid]
+        if current >= MAX_EPOCH - 1:
+            new_pid, new_epoch = self._new()
+            if transactional_id:
+                self.transactional[transactional_id] = new_pid
+            return ErrorCode.NONE, new_pid, new_epoch
+        self.epochs[pid] = current + 1
+        return ErrorCode.NONE, pid, current + 1

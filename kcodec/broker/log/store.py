@@ -1,0 +1,143 @@
+"""Every partition's log of one cluster, the producer ids, the data file, and fetch waiters.
+
+The handlers call this under the cluster lock, on the event loop; long-polling fetches wait on
+``changed()``, a future completed by the next append (or by DeleteRecords / a topic deletion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+from .datafile import BATCH, LOG_START, DataFile, entry, log_start_entry
+from .partition import PartitionLog, set_log_append_time
+from .sessions import FetchSessions
+from .producers import ProducerIds, check, record
+
+# base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, pid, epoch, seq,
+# count
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+# The default bound on one partition's bytes in memory (retention.bytes applies below it).
+DEFAULT_MAX_PARTITION_BYTES = 256 * 1024 * 1024
+
+Key = tuple[uuid.UUID, int]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogStore:
+    def __init__(self, data_file: Optional[Path] = None,
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
+        self.logs: dict[Key, PartitionLog] = {}
+        self.producer_ids = ProducerIds()
+        self.max_partition_bytes = max_partition_bytes
+        self.file = DataFile(data_file) if data_file is not None else None
+        self._pending: list[bytes] = []
+        self._waiters: list[asyncio.Future[None]] = []
+        self.fetch_sessions = FetchSessions()
+
+    def log(self, topic_id: uuid.UUID, partition: int) -> PartitionLog:
+        key = (topic_id, partition)
+        plog = self.logs.get(key)
+        if plog is None:
+            plog = self.logs[key] = PartitionLog()
+        return plog
+
+    def drop_topic(self, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self.logs if k[0] == topic_id]:
+            del self.logs[key]
+        self._wake()
+
+    # -- writes ----------------------------------------------------------------------------------------
+    def append(self, topic_id: uuid.UUID, partition: int, batch: Any, log_append_time: bool,
+               retention_bytes: int, retention_ms: int) -> tuple[Any, int, int]:
+        """Append one validated v2 batch (any buffer): (error code, base offset, log append time or -1).
+        An idempotent producer's duplicate is answered with its first offset and not appended."""
+        plog = self.log(topic_id, partition)
+        h = _HEADER.unpack_from(batch, 0)
+        pid, epoch, seq, count = h[9], h[10], h[11], h[12]
+        if pid >= 0 and seq >= 0:
+            error, duplicate = check(plog.producers, pid, epoch, seq, count)
+            if error or duplicate is not None:
+                return error, -1 if duplicate is None else duplicate, -1
+        data = bytearray(batch)
+        append_time = -1
+        max_ts = h[8]
+        if log_append_time:
+            append_time = max_ts = now_ms()
+            set_log_append_time(data, append_time)
+        base = plog.append(data, count, max_ts)
+        if pid >= 0 and seq >= 0:
+            record(plog.producers, pid, epoch, seq, count, base)
+        if self.file is not None:
+            self._pending.append(entry(BATCH, topic_id, partition, data))
+        bound = self.max_partition_bytes if retention_bytes < 0 else min(retention_bytes, self.max_partition_bytes)
+        plog.enforce(bound, retention_ms, now_ms() if retention_ms >= 0 else 0)
+        return 0, base, append_time
+
+    def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
+        plog = self.log(topic_id, partition)
+        plog.delete_records(offset)
+        if self.file is not None:
+            self._pending.append(log_start_entry(topic_id, partition, plog.log_start))
+
+    def flush(self, sync: bool) -> None:
+        """Write this request's entries to the data file (and fsync it for acks=-1); wake fetchers."""
+        if self.file is not None and self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self.file.write(data)
+        if sync and self.file is not None:
+            self.file.sync()
+        self._wake()
+
+    # -- load ------------------------------------------------------------------------------------------
+    def load(self, topic_ids: set[uuid.UUID]) -> int:
+        """Replay the data file for the topics that still exist; the number of batches restored."""
+        if self.file is None:
+            return 0
+        n = 0
+        for kind, topic_id, partition, body in self.file.replay():
+            if topic_id not in topic_ids:
+                continue
+            plog = self.log(topic_id, partition)
+            if kind == BATCH and len(body) >= _HEADER.size:
+                h = _HEADER.unpack_from(body, 0)
+                base, count, max_ts, pid, epoch, seq = h[0], h[12], h[8], h[9], h[10], h[11]
+                plog.restore(bytearray(body), base, count, max_ts)
+                if pid >= 0:
+                    self.producer_ids.seen(pid, epoch)
+                    if seq >= 0:
+                        record(plog.producers, pid, epoch, seq, count, base)
+                n += 1
+            elif kind == LOG_START and len(body) == 8:
+                plog.delete_records(struct.unpack(">q", body)[0])
+        return n
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.sync()
+            self.file.close()
+
+    # -- long polling ----------------------------------------------------------------------------------
+    def changed(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        return fut
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.get_loop().call_soon_threadsafe(_complete, fut)
+
+
+def _complete(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
