@@ -33,6 +33,7 @@ from .unsupported import error_response
 log = logging.getLogger("kcodec.broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
+PRODUCE = 0
 REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
 SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
@@ -201,7 +202,8 @@ class BrokerServer:
             return kcodec.encode_response(unsupported_version_response(), 0, corr)
         try:
             cls = kcodec.message_class(key, "request")
-            req: Any = kcodec.decode_from(cls, frame, version, body_start, end)[0]
+            # Produce's records stay views of the frame until the log copies the batch it keeps
+            req: Any = kcodec.decode_from(cls, frame, version, body_start, end, zero_copy=key == PRODUCE)[0]
         except kcodec.UnsupportedVersionError as e:
             raise Close(f"api key {key} version {version}: {e}") from None
         except kcodec.DecodeError as e:

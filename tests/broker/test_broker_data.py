@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import struct
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -12,7 +15,7 @@ from broker_wire import Wire
 
 from kcodec.broker import Cluster
 from kcodec.errors import ErrorCode
-from kcodec.messages import (DeleteRecordsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
+from kcodec.messages import (CreateTopicsRequest, DeleteRecordsRequest, FetchRequest, InitProducerIdRequest, ListOffsetsRequest,
                              OffsetForLeaderEpochRequest, ProduceRequest)
 from kcodec.records import BatchBuilder, Compression, TimestampType, iter_batches
 
@@ -22,7 +25,7 @@ import kcodec
 def batch(*values: bytes, pid: int = -1, epoch: int = -1, seq: int = -1, ts: int = 0,
           compression: int = Compression.NONE) -> bytes:
     b = BatchBuilder(compression=compression, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
-    ts = ts or int(time.time() * 1000)  # older than retention.ms (7 days) would be dropped at once
+    ts = ts or int(time.time() * 1000)
     for i, v in enumerate(values):
         b.append(None, v, timestamp=ts + i)
     return b.build()
@@ -213,7 +216,6 @@ def test_incremental_fetch_sessions(one):
 
 
 def test_list_offsets_and_leader_epochs(one):
-    one.state.set_configs(one.topics()["t"], {"retention.ms": "-1"})
     with Wire(one.addresses[0]) as w:
         w.call(produce("t", 0, batch(b"a", b"b", ts=1000)), 9)
         w.call(produce("t", 0, batch(b"c", ts=5000)), 9)
@@ -252,6 +254,9 @@ def test_delete_records_and_retention(one):
         assert r.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
         p = w.call(fetch("small", 0, 3), 12).responses[0].partitions[0]
         assert p.log_start_offset == 3 and p.high_watermark == 5  # whole old batches dropped under 3000 bytes
+    with one.state.lock:
+        assert one.state.logs.bounds(one.topics()["t"].topic_id, 0) == (3, 5)
+        assert one.state.logs.bounds(one.topics()["t"].topic_id, 1) == (0, 0)
 
 
 def test_idempotent_producer_sequences():
@@ -296,3 +301,43 @@ def test_data_survives_a_restart_and_a_torn_tail(tmp_path):
         assert (p.log_start_offset, p.high_watermark, values(p.records)) == (1, 3, [b"1", b"2"])
         assert _p(w.call(produce("t", 0, batch(b"3")), 9)).base_offset == 3
     assert not data.read_bytes().endswith(b"torn")
+
+
+def test_retention_by_time_spares_the_newest_segment(one):
+    one.create_topic("aged", 1, configs={"retention.ms": "60000", "segment.ms": "0"})
+    with Wire(one.addresses[0]) as w:
+        w.call(produce("aged", 0, batch(b"old", ts=1000)), 9)
+        w.call(produce("aged", 0, batch(b"new")), 9)
+        p = w.call(fetch("aged", 0, 1), 12).responses[0].partitions[0]
+    assert (p.log_start_offset, values(p.records)) == (1, [b"new"])
+
+
+def _start_broker(state, port: int = 0):
+    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--listen", f"127.0.0.1:{port}",
+                             "--state", str(state)], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    bootstrap = line.split("bootstrap ")[1].split(",")[0]
+    host, _, p = bootstrap.rpartition(":")
+    return proc, (host, int(p))
+
+
+def test_sigkill_loses_nothing_acknowledged(tmp_path):
+    state = tmp_path / "state.json"
+    proc, address = _start_broker(state)
+    try:
+        with Wire(address) as w:
+            w.call(CreateTopicsRequest(timeout_ms=1000, topics=[CreateTopicsRequest.CreatableTopic(
+                name="t", num_partitions=1, replication_factor=1)]), 5)
+            acked = [_p(w.call(produce("t", 0, batch(b"m%d" % i)), 9)).base_offset for i in range(50)]
+        assert acked == list(range(50))
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    proc, address = _start_broker(state)
+    try:
+        with Wire(address) as w:
+            p = w.call(fetch("t", 0, 0), 12).responses[0].partitions[0]
+        assert p.high_watermark == 50 and values(p.records) == [b"m%d" % i for i in range(50)]
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -76,7 +76,7 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
         return out
     code, base, append_time = state.logs.append(
         topic.topic_id, index, records, _config(topic, "message.timestamp.type") == "LogAppendTime",
-        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")))
+        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")), int(_config(topic, "segment.ms")))
     out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
     out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
     return out

@@ -34,12 +34,13 @@ def set_log_append_time(batch: bytearray, now_ms: int) -> None:
 class PartitionLog:
     """Batches in offset order; ``bases[i]`` is the base offset of ``batches[i]``."""
 
-    __slots__ = ("batches", "bases", "max_timestamps", "size", "log_start", "next_offset", "producers")
+    __slots__ = ("batches", "bases", "max_timestamps", "appended", "size", "log_start", "next_offset", "producers")
 
     def __init__(self) -> None:
         self.batches: list[Any] = []
         self.bases: list[int] = []
         self.max_timestamps: list[int] = []
+        self.appended: list[int] = []  # when each batch came (ms): Kafka's active segment is never removed
         self.size = 0
         self.log_start = 0
         self.next_offset = 0      # log end offset = high watermark = last stable offset
@@ -49,27 +50,29 @@ class PartitionLog:
     def high_watermark(self) -> int:
         return self.next_offset
 
-    def append(self, batch: bytearray, record_count: int, max_timestamp: int, leader_epoch: int = 0) -> int:
+    def append(self, batch: bytearray, record_count: int, max_timestamp: int, now_ms: int,
+               leader_epoch: int = 0) -> int:
         """Store ``batch`` (owned by the log from now on) at the log end; its base offset."""
         base = self.next_offset
         _BASE.pack_into(batch, 0, base)
         _EPOCH.pack_into(batch, 12, leader_epoch)
-        self._put(batch, base, record_count, max_timestamp)
+        self._put(batch, base, record_count, max_timestamp, now_ms)
         return base
 
-    def restore(self, batch: Any, base: int, record_count: int, max_timestamp: int) -> None:
+    def restore(self, batch: Any, base: int, record_count: int, max_timestamp: int, now_ms: int) -> None:
         """Put back a batch read from the data file at its recorded offset (gaps from DeleteRecords or
         retention are allowed)."""
         if base < self.next_offset:
             return  # already held: the data file repeats nothing, but stay idempotent
         if not self.batches:  # the batches before it were dropped before the restart
             self.log_start = max(self.log_start, base)
-        self._put(batch, base, record_count, max_timestamp)
+        self._put(batch, base, record_count, max_timestamp, now_ms)
 
-    def _put(self, batch: Any, base: int, record_count: int, max_timestamp: int) -> None:
+    def _put(self, batch: Any, base: int, record_count: int, max_timestamp: int, now_ms: int) -> None:
         self.batches.append(batch)
         self.bases.append(base)
         self.max_timestamps.append(max_timestamp)
+        self.appended.append(now_ms)
         self.size += len(batch)
         self.next_offset = base + record_count
 
@@ -129,13 +132,15 @@ class PartitionLog:
         if k > 0:
             self._drop(k)
 
-    def enforce(self, retention_bytes: int, retention_ms: int, now_ms: int) -> None:
+    def enforce(self, retention_bytes: int, retention_ms: int, segment_ms: int, now_ms: int) -> None:
         """Drop whole batches from the start: while the log exceeds ``retention_bytes`` (-1: no limit) or
-        the oldest batch's newest record is older than ``retention_ms`` (-1: kept forever)."""
+        the oldest batch's newest record is older than ``retention_ms`` (-1: kept forever) and the batch
+        came more than ``segment_ms`` ago (Kafka deletes by time only segments rolled, by segment.ms)."""
         k, size, n = 0, self.size, len(self.batches)
         while k < n:
             over = 0 <= retention_bytes < size
-            old = retention_ms >= 0 and self.max_timestamps[k] < now_ms - retention_ms
+            old = 0 <= retention_ms and self.max_timestamps[k] < now_ms - retention_ms and \
+                self.appended[k] <= now_ms - segment_ms
             if not (over or old):
                 break
             size -= len(self.batches[k])
@@ -147,4 +152,4 @@ class PartitionLog:
     def _drop(self, k: int) -> None:
         """Forget the first ``k`` batches (one slice deletion, not k)."""
         self.size -= sum(len(b) for b in self.batches[:k])
-        del self.batches[:k], self.bases[:k], self.max_timestamps[:k]
+        del self.batches[:k], self.bases[:k], self.max_timestamps[:k], self.appended[:k]

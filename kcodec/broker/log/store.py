@@ -49,6 +49,12 @@ class LogStore:
             plog = self.logs[key] = PartitionLog()
         return plog
 
+    def bounds(self, topic_id: uuid.UUID, partition: int) -> tuple[int, int]:
+        """(log start offset, high watermark) of a partition (0, 0 before any data): for consumer-group
+        lag and OffsetFetch; call it under the cluster lock, as handlers are."""
+        plog = self.logs.get((topic_id, partition))
+        return (plog.log_start, plog.next_offset) if plog is not None else (0, 0)
+
     def drop_topic(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self.logs if k[0] == topic_id]:
             del self.logs[key]
@@ -56,7 +62,7 @@ class LogStore:
 
     # -- writes ----------------------------------------------------------------------------------------
     def append(self, topic_id: uuid.UUID, partition: int, batch: Any, log_append_time: bool,
-               retention_bytes: int, retention_ms: int) -> tuple[Any, int, int]:
+               retention_bytes: int, retention_ms: int, segment_ms: int) -> tuple[Any, int, int]:
         """Append one validated v2 batch (any buffer): (error code, base offset, log append time or -1).
         An idempotent producer's duplicate is answered with its first offset and not appended."""
         plog = self.log(topic_id, partition)
@@ -69,16 +75,17 @@ class LogStore:
         data = bytearray(batch)
         append_time = -1
         max_ts = h[8]
+        now = now_ms()
         if log_append_time:
-            append_time = max_ts = now_ms()
+            append_time = max_ts = now
             set_log_append_time(data, append_time)
-        base = plog.append(data, count, max_ts)
+        base = plog.append(data, count, max_ts, now)
         if pid >= 0 and seq >= 0:
             record(plog.producers, pid, epoch, seq, count, base)
         if self.file is not None:
             self._pending.append(entry(BATCH, topic_id, partition, data))
         bound = self.max_partition_bytes if retention_bytes < 0 else min(retention_bytes, self.max_partition_bytes)
-        plog.enforce(bound, retention_ms, now_ms() if retention_ms >= 0 else 0)
+        plog.enforce(bound, retention_ms, segment_ms, now)
         return 0, base, append_time
 
     def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
@@ -102,7 +109,7 @@ class LogStore:
         """Replay the data file for the topics that still exist; the number of batches restored."""
         if self.file is None:
             return 0
-        n = 0
+        n, now = 0, now_ms()
         for kind, topic_id, partition, body in self.file.replay():
             if topic_id not in topic_ids:
                 continue
@@ -110,7 +117,7 @@ class LogStore:
             if kind == BATCH and len(body) >= _HEADER.size:
                 h = _HEADER.unpack_from(body, 0)
                 base, count, max_ts, pid, epoch, seq = h[0], h[12], h[8], h[9], h[10], h[11]
-                plog.restore(bytearray(body), base, count, max_ts)
+                plog.restore(bytearray(body), base, count, max_ts, now)
                 if pid >= 0:
                     self.producer_ids.seen(pid, epoch)
                     if seq >= 0:

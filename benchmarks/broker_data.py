@@ -1,0 +1,124 @@
+"""confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
+`kcodec broker` or Tansu 0.6.0 (in memory), measured alike. `python benchmarks/broker_data.py` prints a
+table; benchmarks/test_broker_data.py runs the same under pytest-benchmark."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from broker_load import start_broker  # noqa: E402
+
+TOPIC = "bench-data"
+CASES = [(100, 1), (100, 12), (1000, 1), (1000, 12)]  # (message bytes, partitions)
+TOTAL_BYTES = 50_000_000  # per case: 500,000 messages of 100 bytes, 50,000 of 1 KB
+
+
+@dataclass
+class Result:
+    broker: str
+    size: int
+    partitions: int
+    messages: int
+    produce_s: float
+    consume_s: float
+    peak_rss_mb: float
+
+    def rate(self, seconds: float) -> tuple[float, float]:
+        return self.messages / seconds, self.messages * self.size / seconds / 1e6
+
+    def row(self) -> str:
+        pm, pb = self.rate(self.produce_s)
+        cm, cb = self.rate(self.consume_s)
+        return (f"| {self.broker} | {self.size} B | {self.partitions} | {pm:,.0f} msg/s ({pb:.0f} MB/s) | "
+                f"{cm:,.0f} msg/s ({cb:.0f} MB/s) | {self.peak_rss_mb:.0f} MiB |")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@contextlib.contextmanager
+def broker(kind: str) -> Iterator[tuple[str, int]]:
+    """(bootstrap, pid) of a fresh broker subprocess, stopped afterwards."""
+    if kind == "tansu":
+        import kafka_upstream as ku
+
+        with ku.tansu() as upstream:
+            yield upstream.address, upstream.process.pid
+        return
+    proc, host, port = start_broker(("--max-partition-bytes", str(2 * TOTAL_BYTES)))
+    try:
+        yield f"{host}:{port}", proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -> Result:
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    n = total_bytes // size
+    value = b"x" * size
+    with broker(kind) as (bootstrap, pid):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(20)
+        time.sleep(0.5)  # Tansu answers CreateTopics before its metadata has the topic
+        p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                         "batch.size": 1_000_000, "queue.buffering.max.messages": 2_000_000,
+                         "message.timeout.ms": 60_000})
+        failed: list[str] = []
+        p.produce(TOPIC, value, partition=0, on_delivery=lambda e, _m: e and failed.append(str(e)))
+        p.flush(30)  # the producer knows the leaders before the clock starts
+        t0 = time.perf_counter()
+        for i in range(n - 1):
+            p.produce(TOPIC, value, partition=i % partitions)
+            if i % 100_000 == 0:
+                p.poll(0)
+        left = p.flush(120)
+        produce_s = time.perf_counter() - t0
+        if left or failed:
+            raise RuntimeError(f"{kind}: {left} undelivered, {failed[:3]}")
+        c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+        c.assign([ck.TopicPartition(TOPIC, q, 0) for q in range(partitions)])
+        got = 0
+        t0 = time.perf_counter()
+        deadline = t0 + 120
+        while got < n and time.perf_counter() < deadline:
+            for m in c.consume(10_000, 0.5):
+                if m.error():
+                    raise RuntimeError(f"{kind}: {m.error()}")
+                got += 1
+        consume_s = time.perf_counter() - t0
+        c.close()
+        del p, admin  # before the broker stops: no reconnect attempts logged
+        if got != n:
+            raise RuntimeError(f"{kind}: consumed {got} of {n}")
+        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid))
+
+
+HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS |\n"
+          "|---|---|---|---|---|---|")
+
+
+def main() -> int:
+    print(HEADER)
+    for size, partitions in CASES:
+        for kind in ("kcodec", "tansu"):
+            print(run(kind, size, partitions).row(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
