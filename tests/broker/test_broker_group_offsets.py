@@ -210,3 +210,16 @@ def test_group_acls():
             assert fetched(got, 9) == {("orders", 0): (-1, -1, "", E.TOPIC_AUTHORIZATION_FAILED)}
             assert w.call(DeleteGroupsRequest(groups_names=["app-1"]), 2).results[0].error_code == \
                 E.GROUP_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("version", range(1, 4))
+def test_list_offsets_before_leader_epochs(groups, version):
+    # a group member without a committed offset asks where to start: aiokafka sends ListOffsets v1-3,
+    # whose answer has no leader epoch (v4+) to carry
+    from kcodec.messages import ListOffsetsRequest
+    node = groups.topics()["audit"].replicas[0][0]
+    with Wire((groups.server(node).host, groups.server(node).port)) as w:
+        r = w.call(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(name="audit", partitions=[
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1)])]), version)
+    p = r.topics[0].partitions[0]
+    assert (p.error_code, p.offset) == (0, 0)

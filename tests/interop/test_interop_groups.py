@@ -3,6 +3,7 @@ one leaves, committed offsets a restarted member reads back, and the admin calls
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Callable, Iterator
 
@@ -16,6 +17,8 @@ from kcodec.broker import Cluster, GroupSettings
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 kafka = need_module("kafka")
+aiokafka = need_module("aiokafka")
+from aiokafka import AIOKafkaConsumer  # noqa: E402
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 from kafka import KafkaConsumer  # noqa: E402
@@ -25,6 +28,7 @@ from kafka.structs import OffsetAndMetadata  # noqa: E402
 
 CK = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
 KP = "kafka-python " + kafka.__version__
+AK = "aiokafka " + aiokafka.__version__
 TIMEOUT = 20
 
 
@@ -187,3 +191,44 @@ def test_kafka_python_admin_groups_and_offsets(cluster):
         consumer.close()
         admin.close()
         record(KP, cluster)
+
+
+# -- aiokafka --------------------------------------------------------------------------------------------
+class AiokafkaDriver:
+    """Each member's thread runs its own event loop; the consumer's heartbeat task runs while it polls."""
+
+    def open(self, cluster: Cluster, name: str, group: str) -> tuple[asyncio.AbstractEventLoop, AIOKafkaConsumer]:
+        loop = asyncio.new_event_loop()
+
+        async def start() -> AIOKafkaConsumer:
+            c = AIOKafkaConsumer(TOPIC, bootstrap_servers=cluster.bootstrap, group_id=group, client_id=name,
+                                 session_timeout_ms=6000, heartbeat_interval_ms=100, enable_auto_commit=False,
+                                 auto_offset_reset="earliest")
+            await c.start()
+            return c
+        return loop, loop.run_until_complete(start())
+
+    def poll(self, member: tuple[asyncio.AbstractEventLoop, AIOKafkaConsumer]) -> list[tuple[int, bytes]]:
+        loop, c = member
+        got = loop.run_until_complete(c.getmany(timeout_ms=100))
+        return [(tp.partition, r.value) for tp, records in got.items() for r in records]
+
+    def assignment(self, member: tuple[asyncio.AbstractEventLoop, AIOKafkaConsumer]) -> list[int]:
+        return [tp.partition for tp in member[1].assignment()]
+
+    def commit(self, member: tuple[asyncio.AbstractEventLoop, AIOKafkaConsumer]) -> None:
+        member[0].run_until_complete(member[1].commit())
+
+    def close(self, member: tuple[asyncio.AbstractEventLoop, AIOKafkaConsumer]) -> None:
+        loop, c = member
+        try:
+            loop.run_until_complete(c.stop())
+        finally:
+            loop.close()
+
+
+def test_aiokafka_group_consumes_rebalances_commits_and_resumes(cluster):
+    try:
+        check_scenario(play(AiokafkaDriver(), cluster, "ak-group"))
+    finally:
+        record(AK, cluster)
