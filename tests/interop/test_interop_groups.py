@@ -4,11 +4,17 @@ one leaves, committed offsets a restarted member reads back, and the admin calls
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import select
+import subprocess
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
-from needs import need_module
+from needs import missing, need_module, need_tool
 from group_members import PARTITIONS, TOPIC, play
 from interop_support import record
 
@@ -232,3 +238,71 @@ def test_aiokafka_group_consumes_rebalances_commits_and_resumes(cluster):
         check_scenario(play(AiokafkaDriver(), cluster, "ak-group"))
     finally:
         record(AK, cluster)
+
+
+# -- kafkajs -----------------------------------------------------------------------------------------------
+JS = Path(__file__).resolve().parent / "js"
+KJ = "kafkajs 2.2.4"
+
+
+@dataclass
+class JsMember:
+    proc: subprocess.Popen
+    assigned: list[int] = field(default_factory=list)
+    pending: bytes = b""
+
+
+class KafkajsDriver:
+    """A node process per member (js/group_member.js) reporting its assignments and messages as JSON lines;
+    it commits each message before the next."""
+
+    def __init__(self) -> None:
+        self.node = need_tool("node", "Node.js 18+ and npm; Debian's nodejs and npm packages")
+        if not (JS / "node_modules" / "kafkajs").is_dir():
+            missing("kafkajs in tests/interop/js/node_modules (`make test` runs npm ci there)")
+
+    def open(self, cluster: Cluster, name: str, group: str) -> JsMember:
+        return JsMember(subprocess.Popen([self.node, str(JS / "group_member.js"), cluster.bootstrap, group, TOPIC, name],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+
+    def poll(self, member: JsMember) -> list[tuple[int, bytes]]:
+        out = member.proc.stdout
+        assert out is not None
+        if select.select([out], [], [], 0.05)[0]:
+            chunk = os.read(out.fileno(), 65536)
+            assert chunk or member.proc.poll() is None, f"the kafkajs member exited with {member.proc.returncode}"
+            member.pending += chunk
+        *lines, member.pending = member.pending.split(b"\n")
+        got = []
+        for line in lines:
+            event = json.loads(line)
+            assert "error" not in event, event["error"]
+            if "assigned" in event:
+                member.assigned = list(event["assigned"])
+            else:
+                got.append((-1, bytes.fromhex(event["value"])))
+        return got
+
+    def assignment(self, member: JsMember) -> list[int]:
+        return member.assigned
+
+    def commit(self, member: JsMember) -> None:
+        pass  # committed by the member itself, message by message
+
+    def close(self, member: JsMember) -> None:
+        assert member.proc.stdin is not None
+        try:
+            member.proc.stdin.write(b"stop\n")
+            member.proc.stdin.close()
+            assert member.proc.wait(timeout=20) == 0
+        finally:
+            if member.proc.poll() is None:
+                member.proc.kill()
+                member.proc.wait()
+
+
+def test_kafkajs_group_consumes_rebalances_commits_and_resumes(cluster):
+    try:
+        check_scenario(play(KafkajsDriver(), cluster, "js-group"))
+    finally:
+        record(KJ, cluster)
