@@ -23,7 +23,8 @@ ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "Create
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics", "DescribeUserScramCredentials",
               "AlterUserScramCredentials"}
 GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
-              "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups"}
+              "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
+              "ConsumerGroupDescribe"}
 DATA_APIS = {"Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "DeleteRecords", "InitProducerId"}
 
 

@@ -133,6 +133,7 @@ def play(driver: Driver, cluster: Cluster, group: str) -> dict[str, Any]:
         time.sleep(0.3)  # anything read again would arrive by now
     finally:
         d.stop()
-    group_state = cluster.runtime.groups.get(group)
-    return {"restarted": d.snapshot()[1], "fourth": batches[3], "generation": group_state and group_state.generation,
+    classic, kip848 = cluster.runtime.groups.get(group), cluster.runtime.groups.consumer.groups.get(group)
+    generation = classic.generation if classic is not None else kip848.epoch if kip848 is not None else None
+    return {"restarted": d.snapshot()[1], "fourth": batches[3], "generation": generation,
             "committed": {p: c.offset for (t, p), c in cluster.state.offsets.of(group).items() if t == TOPIC}}

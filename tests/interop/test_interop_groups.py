@@ -40,7 +40,8 @@ TIMEOUT = 20
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    with Cluster(brokers=3, system_topic_partitions=5, groups=GroupSettings(min_session_timeout_ms=500)) as c:
+    with Cluster(brokers=3, system_topic_partitions=5, groups=GroupSettings(
+            min_session_timeout_ms=500, consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=100)) as c:
         yield c
 
 
@@ -73,9 +74,13 @@ def _ck_consumer(cluster: Cluster, name: str, assigned: dict[str, list[int]], gr
 
 
 class ConfluentDriver:
+    def __init__(self, protocol: str = "classic") -> None:
+        self.protocol = protocol  # "consumer": KIP-848, the broker assigns (session and heartbeat are its own)
+
     def open(self, cluster: Cluster, name: str, group: str) -> Consumer:
+        classic = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 100} if self.protocol == "classic" else {}
         c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "client.id": name,
-                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 100, "enable.auto.commit": False,
+                      "group.protocol": self.protocol, **classic, "enable.auto.commit": False,
                       "auto.offset.reset": "earliest", "log_level": 2})
         c.subscribe([TOPIC])
         return c
@@ -100,12 +105,13 @@ class ConfluentDriver:
 def check_scenario(result: dict) -> None:
     assert sorted(result["restarted"]) == sorted(result["fourth"])  # resumed: nothing read twice
     assert result["committed"] == {p: 16 for p in range(PARTITIONS)}  # 4 batches of 24 over 6 partitions
-    assert result["generation"] >= 3  # joins, a join, a leave: at least three generations
+    assert result["generation"] >= 3  # joins, a join, a leave: at least three generations (KIP-848: epochs)
 
 
-def test_confluent_kafka_group_consumes_rebalances_commits_and_resumes(cluster):
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_confluent_kafka_group_consumes_rebalances_commits_and_resumes(cluster, protocol):
     try:
-        check_scenario(play(ConfluentDriver(), cluster, "ck-group"))
+        check_scenario(play(ConfluentDriver(protocol), cluster, f"ck-{protocol}"))
     finally:
         record(CK, cluster)
 

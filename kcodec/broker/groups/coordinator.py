@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Optional, Union
 
 from kcodec.errors import ErrorCode
 
+from .consumer import ConsumerGroups
 from .group import Group, GroupState, JoinResult, Member, Membership, SyncResult
 
 if TYPE_CHECKING:
@@ -33,12 +34,14 @@ Synced = Union[SyncResult, "asyncio.Future[SyncResult]"]
 @dataclass(frozen=True)
 class GroupSettings:
     """Kafka's group.* broker settings. ``initial_rebalance_delay_ms`` is 3000 in Kafka; 0 here, so tests
-    do not wait; ``max_size`` None: no limit."""
+    do not wait; ``max_size`` None: no limit. The consumer_* ones are the KIP-848 groups'."""
 
     min_session_timeout_ms: int = 6000
     max_session_timeout_ms: int = 1_800_000
     initial_rebalance_delay_ms: int = 0
     max_size: Optional[int] = None
+    consumer_session_timeout_ms: int = 45_000     # KIP-848 groups: group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5_000   # group.consumer.heartbeat.interval.ms
 
 
 @dataclass
@@ -63,12 +66,13 @@ class GroupCoordinator:
         self.state = state
         self.settings = settings or GroupSettings()
         self.groups: dict[str, Group] = {g: Group(g) for g in state.offsets.groups()}
+        self.consumer = ConsumerGroups(self)  # KIP-848 groups
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _loop(self) -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
 
-    def _later(self, seconds: float, fn: object, *args: object) -> asyncio.TimerHandle:
+    def later(self, seconds: float, fn: object, *args: object) -> asyncio.TimerHandle:
         def run() -> None:
             with self.state.lock:
                 fn(*args)  # type: ignore[operator]
@@ -80,7 +84,7 @@ class GroupCoordinator:
     def _schedule_expiry(self, group: Group, member: Member) -> None:
         if member.expiry is not None:
             member.expiry.cancel()
-        member.expiry = self._later(member.session_timeout_ms / 1000, self._expire, group, member)
+        member.expiry = self.later(member.session_timeout_ms / 1000, self._expire, group, member)
 
     def _expire(self, group: Group, member: Member) -> None:
         member.expiry = None
@@ -103,6 +107,11 @@ class GroupCoordinator:
             return JoinResult(E.INVALID_GROUP_ID, req.member_id)
         if not s.min_session_timeout_ms <= req.joined.session_timeout_ms <= s.max_session_timeout_ms:
             return JoinResult(E.INVALID_SESSION_TIMEOUT, req.member_id)
+        kip848 = self.consumer.groups.get(req.group_id)
+        if kip848 is not None:
+            if kip848.members:  # a KIP-848 group takes no classic members
+                return JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+            del self.consumer.groups[req.group_id]  # an empty one becomes classic (its offsets stay)
         group = self.get(req.group_id)
         if group is None:
             if req.member_id:
@@ -127,7 +136,7 @@ class GroupCoordinator:
             return JoinResult(E.GROUP_MAX_SIZE_REACHED, "")
         if req.instance_id is None and req.require_known_member:
             # KIP-394: hand out the id first; the member joins with it (or the id expires)
-            group.pending[new_id] = self._later(req.joined.session_timeout_ms / 1000, self._expire_pending, group,
+            group.pending[new_id] = self.later(req.joined.session_timeout_ms / 1000, self._expire_pending, group,
                                                 new_id)
             return JoinResult(E.MEMBER_ID_REQUIRED, new_id)
         return self._add_and_rebalance(group, new_id, req)
@@ -226,7 +235,7 @@ class GroupCoordinator:
         group.initial_delay = delay_ms > 0
         if not group.initial_delay:
             delay_ms = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-        group.join_timer = self._later(delay_ms / 1000, self._complete_join, group)
+        group.join_timer = self.later(delay_ms / 1000, self._complete_join, group)
         log.info("group %s: rebalancing (generation %d): %s", group.group_id, group.generation, reason)
         if complete:
             self._try_complete_join(group)
@@ -363,7 +372,16 @@ class GroupCoordinator:
     # -- offsets and administration -------------------------------------------------------------------
     def validate_commit(self, group_id: str, generation: int, member_id: str, instance_id: Optional[str]) -> int:
         """Whether an OffsetCommit may store offsets: members of the current generation, or anyone with
-        generation -1 while the group has no members (a simple consumer; the group is created)."""
+        generation -1 while the group has no members (a simple consumer; the group is created). In a
+        KIP-848 group the generation is the member's epoch."""
+        cg = self.consumer.groups.get(group_id)
+        if cg is not None:
+            cm = cg.members.get(member_id)
+            if member_id or generation >= 0:
+                if cm is None:
+                    return E.UNKNOWN_MEMBER_ID
+                return E.NONE if generation in (cm.epoch, cm.previous_epoch) else E.STALE_MEMBER_EPOCH
+            return E.NONE if not cg.members else E.UNKNOWN_MEMBER_ID
         group = self.get(group_id)
         if group is None:
             if generation >= 0 or member_id or instance_id is not None:
@@ -381,6 +399,14 @@ class GroupCoordinator:
         return E.NONE if group.state == GroupState.EMPTY else E.UNKNOWN_MEMBER_ID
 
     def delete(self, group_id: str) -> int:
+        cg = self.consumer.groups.get(group_id)
+        if cg is not None:
+            if cg.members:
+                return E.NON_EMPTY_GROUP
+            del self.consumer.groups[group_id]
+            self.state.offsets.delete_group(group_id)
+            self.state.save()
+            return E.NONE
         group = self.get(group_id)
         if group is None:
             return E.GROUP_ID_NOT_FOUND
@@ -394,6 +420,7 @@ class GroupCoordinator:
 
     def close(self) -> None:
         """Stop every timer (the cluster stops)."""
+        self.consumer.close()
         for group in self.groups.values():
             if group.join_timer is not None:
                 group.join_timer.cancel()

@@ -60,16 +60,19 @@ def list_groups(ctx: Context, req: Any) -> ListGroupsResponse:
     states = {s.lower() for s in req.states_filter} if v >= 4 else set()
     types = {t.lower() for t in req.types_filter} if v >= 5 else set()
     every = ctx.allowed("Describe", "cluster")
+    coordinator = ctx.runtime.groups
+    # (id, protocol type, state, type): the classic groups and the KIP-848 consumer groups
+    listed = [(gid, g.protocol_type or "", g.state.value, GROUP_TYPE) for gid, g in coordinator.groups.items()
+              if g.state != GroupState.DEAD]
+    listed += [(gid, "consumer", g.state, "consumer") for gid, g in coordinator.consumer.groups.items()]
     out = []
-    for gid, group in sorted(ctx.runtime.groups.groups.items()):
-        if group.state == GroupState.DEAD or coordinator_for(ctx.state, gid) != ctx.node_id:
+    for gid, protocol_type, state, group_type in sorted(listed):
+        if coordinator_for(ctx.state, gid) != ctx.node_id or not (every or ctx.allowed("Describe", "group", gid)):
             continue
-        if not every and not ctx.allowed("Describe", "group", gid):
+        if (states and state.lower() not in states) or (types and group_type not in types):
             continue
-        if (states and group.state.value.lower() not in states) or (types and GROUP_TYPE not in types):
-            continue
-        out.append(ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=group.protocol_type or "",
-                                                  group_state=group.state.value, group_type=GROUP_TYPE))
+        out.append(ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=protocol_type, group_state=state,
+                                                  group_type=group_type))
     return ListGroupsResponse(groups=out)
 
 
