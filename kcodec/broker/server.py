@@ -59,6 +59,7 @@ class Pending:
         return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
 
 
+
 class Close(Exception):
     """End this connection (after logging why)."""
 
@@ -233,11 +234,15 @@ class BrokerServer:
                       session.principal)
         if resp is handlers.NO_RESPONSE:
             return None
+        if resp is handlers.CLOSE_CONNECTION:
+            raise Close(f"{_api_name(key)} v{version} with acks=0 failed")
         if isinstance(resp, handlers.Later):
             return Pending(self, resp, key, version, corr)
         return self._encode(resp, key, version, corr)
 
     def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
+        if isinstance(resp, handlers.Encoded):
+            return resp.frame
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

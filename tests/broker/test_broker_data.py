@@ -89,6 +89,9 @@ def test_acks_zero_gets_no_response_and_is_appended(one):
         w.send(kcodec.encode_request(produce("t", 0, batch(b"a"), acks=0), 9, correlation_id=1))
         r = w.call(fetch("t", 0, 0), 12)  # the next answer is this fetch's: nothing came for acks=0
         assert values(r.responses[0].partitions[0].records) == [b"a"]
+    with Wire(one.addresses[0]) as w:  # a failed acks=0 produce closes the connection, as Kafka does
+        w.send(kcodec.encode_request(produce("nope", 0, batch(b"a"), acks=0), 9, correlation_id=1))
+        assert w.closed_by_peer()
 
 
 def test_bad_batches_are_refused_and_nothing_is_appended(one):
@@ -341,3 +344,28 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.mark.parametrize("version", range(4, 19))
+def test_spliced_fetch_frames_equal_the_codecs_encoding(version):
+    from kcodec.broker.handlers.fetch_frame import encode_spliced, new_marker
+    from kcodec.messages import FetchResponse
+
+    stored = [[batch(b"a" * 300), batch(b"b")], [], [batch(b"c" * 70_000)]]  # 70 KB: a 3-byte uvarint
+
+    def response(records):
+        parts = [FetchResponse.PartitionData(partition_index=i, high_watermark=9, records=r)
+                 for i, r in enumerate(records)]
+        topic = FetchResponse.FetchableTopicResponse(partitions=parts)
+        if version >= 13:
+            topic.topic_id = uuid.uuid4()
+        else:
+            topic.topic = "t"
+        return FetchResponse(responses=[topic])
+    markers = [new_marker() if b else b"" for b in stored]
+    spliced = response(markers)
+    plain = response([b"".join(b) for b in stored])
+    if version >= 13:
+        plain.responses[0].topic_id = spliced.responses[0].topic_id
+    frame = encode_spliced(spliced, version, 7, [(m, b) for m, b in zip(markers, stored) if b])
+    assert frame == kcodec.encode_response(plain, version, 7)

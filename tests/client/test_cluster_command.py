@@ -32,16 +32,16 @@ def test_describe_cluster_names_id_controller_brokers_racks_and_release():
             assert [(b.node_id, b.port, b.rack) for b in d.brokers] == [
                 (s.node_id, s.port, {1: "eu-1a", 3: "eu-1c"}.get(s.node_id)) for s in cluster.servers]
             assert {a.name: a.max_version for a in d.apis}["CreateTopics"] == 7
-            # kcodec broker speaks Kafka 4.3's definitions, whose admin APIs last changed in 4.0
-            assert d.release.startswith("4.0 (or 4.1, 4.2, 4.3") and d.release_exact
+            # kcodec broker speaks Kafka 4.3's definitions; with Produce v13 and Fetch v18 it reads as 4.2+
+            assert d.release.startswith("4.2 (or 4.3") and d.release_exact
     run(main())
 
 
 # What each peer advertises, and the guess that is plausible for it:
 PLAUSIBLE = {
-    # kcodec broker serves Kafka 4.3's definitions of the admin APIs, which last changed in 4.0
-    "kcodec-broker": ("4.0 (or 4.1, 4.2, 4.3: same API ranges)", True),
-    "kcodec-broker-sasl": ("4.0 (or 4.1, 4.2, 4.3: same API ranges)", True),
+    # kcodec broker serves Kafka 4.3's definitions; its data APIs (Produce v13, Fetch v18) came in 4.2
+    "kcodec-broker": ("4.2 (or 4.3: same API ranges)", True),
+    "kcodec-broker-sasl": ("4.2 (or 4.3: same API ranges)", True),
     # Tansu 0.6.0 advertises Kafka 3.9's ranges for the APIs it serves
     "tansu": ("3.9", True),
     # librdkafka's mock is no Kafka release: it mixes old ranges with 4.1's share APIs and a

@@ -20,11 +20,12 @@ class Handler:
     response: type
     fn: HandlerFn
     min_version: int = 0  # the oldest version served (Produce v3+, Fetch v4+: record batches only)
+    max_version: int = 1 << 15  # the newest served, below the definitions' (a version Kafka does not ship)
 
     @property
     def versions(self) -> tuple[int, int]:
         lo = max(self.request.VALID_VERSIONS[0], self.response.VALID_VERSIONS[0], self.min_version)  # type: ignore[attr-defined]
-        hi = min(self.request.VALID_VERSIONS[1], self.response.VALID_VERSIONS[1])  # type: ignore[attr-defined]
+        hi = min(self.request.VALID_VERSIONS[1], self.response.VALID_VERSIONS[1], self.max_version)  # type: ignore[attr-defined]
         return lo, hi
 
 
@@ -32,6 +33,15 @@ HANDLERS: dict[int, Handler] = {}
 
 # A handler's answer when the request gets no response at all (Produce with acks=0).
 NO_RESPONSE: Any = object()
+# ... and when the connection must close instead (an acks=0 Produce that failed: Kafka's only signal).
+CLOSE_CONNECTION: Any = object()
+
+
+class Encoded:
+    """A handler's answer already encoded as a whole response frame (Fetch splices stored batches in)."""
+
+    def __init__(self, frame: bytes) -> None:
+        self.frame = frame
 
 
 class Later:
@@ -42,9 +52,10 @@ class Later:
         self.result = result
 
 
-def handles(request: type, response: type, min_version: int = 0) -> Callable[[HandlerFn], HandlerFn]:
+def handles(request: type, response: type, min_version: int = 0,
+            max_version: int = 1 << 15) -> Callable[[HandlerFn], HandlerFn]:
     def register(fn: HandlerFn) -> HandlerFn:
-        HANDLERS[request.API_KEY] = Handler(request, response, fn, min_version)  # type: ignore[attr-defined]
+        HANDLERS[request.API_KEY] = Handler(request, response, fn, min_version, max_version)  # type: ignore[attr-defined]
         return fn
     return register
 

@@ -18,7 +18,8 @@ from kcodec.messages import FetchRequest, FetchResponse
 
 from ..context import Context
 from ..log.sessions import FetchSession, FetchSessions, Key
-from . import Later, handles
+from . import Encoded, Later, handles
+from .fetch_frame import encode_spliced, new_marker
 
 _Part = FetchResponse.PartitionData
 READ_COMMITTED = 1
@@ -38,8 +39,9 @@ def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int]], list[Ke
 
 
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
-          first: bool) -> tuple[_Part, int]:
-    """One partition's answer and its record bytes."""
+          first: bool, spliced: dict[bytes, list[Any]]) -> tuple[_Part, int]:
+    """One partition's answer and its record bytes (the batches go to ``spliced`` under the marker that
+    stands for them in ``records``)."""
     state = ctx.state
     name_or_id, index = key
     out = _Part(partition_index=index, error_code=0, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
@@ -76,13 +78,14 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if batches and not first and size > max_bytes:
         return out, 0  # only the response's first batch may exceed the limits
     if batches:
-        out.records = b"".join(batches) if len(batches) > 1 else bytes(batches[0])
+        out.records = new_marker()
+        spliced[out.records] = batches
     return out, size
 
 
 def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session: Optional[FetchSession],
-             incremental: bool, final: bool) -> tuple[Optional[FetchResponse], int]:
-    """The response (None when not final and under min_bytes) and its record bytes."""
+             incremental: bool, final: bool) -> Optional[Encoded]:
+    """The response frame, or None when not final and under min_bytes."""
     committed = req.isolation_level == READ_COMMITTED
     epochs = {((t.topic_id if ctx.version >= 13 else t.topic), p.partition): p.current_leader_epoch
               for t in req.topics for p in t.partitions} if ctx.version >= 9 else {}
@@ -91,13 +94,14 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session
     left = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     results: list[tuple[Key, _Part]] = []
+    spliced: dict[bytes, list[Any]] = {}
     for key, offset, pmax in wanted:
-        part, size = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0)
+        part, size = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0, spliced)
         total += size
         left -= size
         results.append((key, part))
     if not final and total < req.min_bytes and not any(p.error_code for _, p in results):
-        return None, total
+        return None
     topics: dict[Any, list[_Part]] = {}
     sessions = _sessions(ctx)
     for key, part in results:
@@ -117,7 +121,9 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session
         else:
             r.topic = name_or_id
         responses.append(r)
-    return FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses), total
+    resp = FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses)
+    order = [(p.records, spliced[p.records]) for r in responses for p in r.partitions if p.records in spliced]
+    return Encoded(encode_spliced(resp, ctx.version, ctx.header.correlation_id, order))
 
 
 @handles(FetchRequest, FetchResponse, min_version=4)
@@ -132,13 +138,13 @@ def fetch(ctx: Context, req: Any) -> Any:
                                                               wanted, forgotten)
         if error:
             return FetchResponse(error_code=error, session_id=0, responses=[])
-    resp, _ = _respond(ctx, req, wanted, session, incremental, final=req.max_wait_ms <= 0)
+    resp = _respond(ctx, req, wanted, session, incremental, final=req.max_wait_ms <= 0)
     if resp is not None:
         return resp
     deadline = time.monotonic() + req.max_wait_ms / 1000.0
     lock = ctx.state.lock
 
-    async def wait() -> FetchResponse:
+    async def wait() -> Encoded:
         while True:
             left = deadline - time.monotonic()
             with lock:
@@ -149,7 +155,7 @@ def fetch(ctx: Context, req: Any) -> Any:
                 except asyncio.TimeoutError:
                     pass
             with lock:
-                out, _ = _respond(ctx, req, wanted, session, incremental, final=time.monotonic() >= deadline)
+                out = _respond(ctx, req, wanted, session, incremental, final=time.monotonic() >= deadline)
             if out is not None:
                 return out
     return Later(wait)

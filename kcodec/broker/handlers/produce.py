@@ -1,6 +1,7 @@
 """Produce v3 and later: one validated v2 batch per partition, appended as received.
 
-acks=0 gets no response at all (``NO_RESPONSE``). A refused batch leaves the log untouched: a frame or CRC
+acks=0 gets no response at all (``NO_RESPONSE``), or, when a partition failed, a closed connection as in
+Kafka (``CLOSE_CONNECTION``): the client's only way to learn of it. A refused batch leaves the log untouched: a frame or CRC
 that does not check is CORRUPT_MESSAGE, a batch Kafka's validator refuses (not magic 2, not exactly one
 batch, a count that disagrees with the offset range, a control batch) INVALID_RECORD.
 """
@@ -17,7 +18,7 @@ from kcodec.records import RecordsError, iter_batches
 from .. import configs as cfg
 from ..context import Context
 from ..state import Topic
-from . import NO_RESPONSE, handles
+from . import CLOSE_CONNECTION, NO_RESPONSE, handles
 
 INTERNAL_PRODUCER = "__admin_client"  # Kafka lets only its admin client write system topics
 _Partition = ProduceResponse.PartitionProduceResponse
@@ -125,5 +126,6 @@ def produce(ctx: Context, req: Any) -> Any:
         responses.append(r)
     ctx.state.logs.flush(sync=req.acks == -1)
     if req.acks == 0:
-        return NO_RESPONSE
+        failed = any(p.error_code for r in responses for p in r.partition_responses)
+        return CLOSE_CONNECTION if failed else NO_RESPONSE
     return ProduceResponse(responses=responses)

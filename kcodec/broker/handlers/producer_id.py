@@ -20,7 +20,8 @@ def _may_write_idempotently(ctx: Context) -> bool:
     return ctx.allowed("IdempotentWrite", "cluster") or any(ctx.allowed("Write", "topic", t) for t in ctx.state.topics)
 
 
-@handles(InitProducerIdRequest, InitProducerIdResponse)
+# v6 (KIP-939's two-phase commit) is not in any Kafka release yet (4.3 advertises v5)
+@handles(InitProducerIdRequest, InitProducerIdResponse, max_version=5)
 def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
     if not req.transactional_id and not _may_write_idempotently(ctx):
         return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
