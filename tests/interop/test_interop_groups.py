@@ -116,6 +116,31 @@ def test_confluent_kafka_group_consumes_rebalances_commits_and_resumes(cluster, 
         record(CK, cluster)
 
 
+def test_confluent_kafka_static_member_restarts_without_a_rebalance(cluster):
+    cluster.create_topic(TOPIC, PARTITIONS, 2)
+    assigned: dict[str, list[int]] = {}
+
+    def static(name: str) -> Consumer:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ck-static", "group.instance.id": name,
+                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 100, "log_level": 2})
+        c.subscribe([TOPIC], on_assign=lambda _, ps: assigned.__setitem__(name, sorted(p.partition for p in ps)))
+        return c
+    members = {n: static(n) for n in ("a", "b")}
+    try:
+        until(lambda: [m.poll(0.02) for m in members.values()], lambda: covers_all(assigned, ["a", "b"]), "a and b")
+        group = cluster.runtime.groups.get("ck-static")
+        before = (group.generation, dict(assigned))
+        members.pop("b").close()  # a static member leaves no LeaveGroup behind (KIP-345)
+        del assigned["b"]
+        members["b"] = static("b")  # back with its instance id before its session ends
+        until(lambda: [m.poll(0.02) for m in members.values()], lambda: "b" in assigned, "b's assignment")
+        assert (group.generation, assigned) == before
+    finally:
+        for m in members.values():
+            m.close()
+        record(CK, cluster)
+
+
 def test_confluent_kafka_admin_groups_and_offsets(cluster):
     cluster.create_topic(TOPIC, PARTITIONS, 2)
     assigned: dict[str, list[int]] = {}
