@@ -259,3 +259,12 @@ def test_a_member_that_hangs_up_while_waiting_does_not_break_the_group(groups):
         b.close()  # gone while its join waits
         ra2 = a.call(join_req(member=ra.member_id), 9)
         assert ra2.error_code == 0 and ra2.generation_id == 2 and len(ra2.members) == 2
+
+
+def test_cli_group_settings():
+    from kcodec.broker.cli import group_settings
+    s = group_settings(["min_session_timeout_ms=100", "max_size=3"])
+    assert (s.min_session_timeout_ms, s.max_size, s.max_session_timeout_ms) == (100, 3, 1_800_000)
+    for bad in ("max_size", "nope=1", "max_size=x"):
+        with pytest.raises(ValueError):
+            group_settings([bad])
