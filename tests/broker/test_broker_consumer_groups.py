@@ -104,3 +104,17 @@ def test_leave_timeout_offsets_and_the_classic_apis(cluster):
         assert commit("", -1) == 0
         assert w.call(DeleteGroupsRequest(groups_names=["g"]), 2).results[0].error_code == 0
         assert cluster.state.offsets.of("g") == {}
+
+
+def test_offset_fetch_checks_the_member_epoch(cluster):
+    from kcodec.messages import OffsetFetchRequest
+
+    def fetch(w: Wire, member: Optional[str], epoch: int) -> int:
+        return w.call(OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+            group_id="g", member_id=member, member_epoch=epoch, topics=None)]), 9).groups[0].error_code
+    with at_coordinator(cluster, "g") as w:
+        a = hb(w, "member-a", 0, ["orders"])
+        assert fetch(w, "member-a", a.member_epoch) == 0
+        assert fetch(w, "member-a", a.member_epoch + 3) == E.STALE_MEMBER_EPOCH
+        assert fetch(w, "stranger", 1) == E.UNKNOWN_MEMBER_ID
+        assert fetch(w, None, -1) == 0  # an admin's fetch names no member

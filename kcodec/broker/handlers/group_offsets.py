@@ -116,12 +116,27 @@ def _fetch_group(ctx: Context, group_id: str, topics: Optional[list[Any]], by_id
     return ErrorCode.NONE, out
 
 
+def _member_error(ctx: Context, group_id: str, member_id: Optional[str], epoch: int) -> Optional[int]:
+    """OffsetFetch v9+ from a KIP-848 member: UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH when it is not current."""
+    group = ctx.runtime.groups.consumer.groups.get(group_id)
+    if not member_id or group is None or group_error(ctx, group_id, "Describe") is not None:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    return None if epoch in (member.epoch, member.previous_epoch) else ErrorCode.STALE_MEMBER_EPOCH
+
+
 @handles(OffsetFetchRequest, OffsetFetchResponse)
 def offset_fetch(ctx: Context, req: Any) -> OffsetFetchResponse:
     v, Resp = ctx.version, OffsetFetchResponse
     if v >= 8:
         groups = []
         for g in req.groups:
+            stale = _member_error(ctx, g.group_id, g.member_id, g.member_epoch) if v >= 9 else None
+            if stale is not None:
+                groups.append(Resp.Group(group_id=g.group_id, error_code=stale))
+                continue
             error, topics = _fetch_group(ctx, g.group_id, g.topics, v >= 10, Resp.Topics, Resp.Partitions)
             groups.append(Resp.Group(group_id=g.group_id, error_code=error, topics=topics))
         return Resp(groups=groups)
