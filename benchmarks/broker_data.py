@@ -5,6 +5,7 @@ table; benchmarks/test_broker_data.py runs the same under pytest-benchmark."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ class Result:
     produce_s: float
     consume_s: float
     peak_rss_mb: float
+    cpu_s: float  # the broker process's user + system CPU over the whole run (robust to a busy machine)
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.messages / seconds, self.messages * self.size / seconds / 1e6
@@ -37,7 +39,7 @@ class Result:
         pm, pb = self.rate(self.produce_s)
         cm, cb = self.rate(self.consume_s)
         return (f"| {self.broker} | {self.size} B | {self.partitions} | {pm:,.0f} msg/s ({pb:.0f} MB/s) | "
-                f"{cm:,.0f} msg/s ({cb:.0f} MB/s) | {self.peak_rss_mb:.0f} MiB |")
+                f"{cm:,.0f} msg/s ({cb:.0f} MB/s) | {self.peak_rss_mb:.0f} MiB | {self.cpu_s:.2f} s |")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -45,6 +47,12 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its reaped children so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager
@@ -105,11 +113,11 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -
         del p, admin  # before the broker stops: no reconnect attempts logged
         if got != n:
             raise RuntimeError(f"{kind}: consumed {got} of {n}")
-        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid))
+        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid))
 
 
-HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS |\n"
-          "|---|---|---|---|---|---|")
+HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS | broker CPU |\n"
+          "|---|---|---|---|---|---|---|")
 
 
 def main() -> int:

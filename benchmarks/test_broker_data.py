@@ -27,5 +27,5 @@ def test_broker_data_throughput(benchmark, size, partitions, kind):
     (pm, pb), (cm, cb) = result.rate(result.produce_s), result.rate(result.consume_s)
     benchmark.extra_info.update(messages=result.messages, produce_msgs_per_s=round(pm), produce_mb_per_s=round(pb, 1),
                                 consume_msgs_per_s=round(cm), consume_mb_per_s=round(cb, 1),
-                                broker_peak_rss_mib=round(result.peak_rss_mb))
+                                broker_peak_rss_mib=round(result.peak_rss_mb), broker_cpu_s=round(result.cpu_s, 2))
     print("\n" + result.row())

@@ -55,7 +55,7 @@ class Pending:
     def __init__(self, server: "BrokerServer", later: "handlers.Later", key: int, version: int, corr: int) -> None:
         self.server, self.later, self.key, self.version, self.corr = server, later, key, version, corr
 
-    async def encoded(self) -> bytes:
+    async def encoded(self) -> Union[bytes, list[Any]]:
         return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
 
 
@@ -131,7 +131,11 @@ class BrokerServer:
                     out = self.handle_frame(frame, session)
                     if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
                         out = await out.encoded()
-                    if out:
+                    if isinstance(out, list):  # pieces (handlers.Encoded): no joined copy of them
+                        for piece in out:
+                            writer.write(piece)
+                        await writer.drain()
+                    elif out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines
                         # requests and never reads cannot make responses pile up here
@@ -177,7 +181,7 @@ class BrokerServer:
         return out
 
     # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, None, "Pending"]:
+    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, list[Any], None, "Pending"]:
         """The response bytes for one whole frame (size prefix included), or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
             reply = raw_token(self.runtime, session, frame[4:])
@@ -240,9 +244,9 @@ class BrokerServer:
             return Pending(self, resp, key, version, corr)
         return self._encode(resp, key, version, corr)
 
-    def _encode(self, resp: Any, key: int, version: int, corr: int) -> bytes:
+    def _encode(self, resp: Any, key: int, version: int, corr: int) -> Union[bytes, list[Any]]:
         if isinstance(resp, handlers.Encoded):
-            return resp.frame
+            return resp.pieces
         try:
             return kcodec.encode_response(resp, version, corr)
         except kcodec.KcodecError:

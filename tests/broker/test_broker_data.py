@@ -367,5 +367,47 @@ def test_spliced_fetch_frames_equal_the_codecs_encoding(version):
     plain = response([b"".join(b) for b in stored])
     if version >= 13:
         plain.responses[0].topic_id = spliced.responses[0].topic_id
-    frame = encode_spliced(spliced, version, 7, [(m, b) for m, b in zip(markers, stored) if b])
-    assert frame == kcodec.encode_response(plain, version, 7)
+    pieces = encode_spliced(spliced, version, 7, [(m, b) for m, b in zip(markers, stored) if b])
+    assert b"".join(pieces) == kcodec.encode_response(plain, version, 7)
+    assert any(p is stored[2][0] for p in pieces)  # the stored batch itself, not a copy
+
+
+def test_a_journal_of_mostly_dropped_data_is_rewritten_at_load(tmp_path):
+    state = tmp_path / "state.json"
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:
+        c.create_topic("gone", 1, 1)
+        c.create_topic("kept", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            pid = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id
+            for i in range(40):
+                w.call(produce("gone", 0, batch(b"x" * 100_000, pid=pid, epoch=0, seq=i)), 9)
+            w.call(produce("kept", 0, batch(b"k")), 9)
+        c.state.delete_topic(c.topics()["gone"])
+    before = (tmp_path / "state.json.data").stat().st_size
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
+        assert (tmp_path / "state.json.data").stat().st_size < before // 10
+        assert values(w.call(fetch("kept", 0, 0), 12).responses[0].partitions[0].records) == [b"k"]
+        again = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id
+        assert again > pid  # a producer id is never given out twice, even once its data is gone
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
+        assert values(w.call(fetch("kept", 0, 0), 12).responses[0].partitions[0].records) == [b"k"]
+        assert w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).producer_id > again
+
+
+def test_acls_cover_write_read_and_idempotent_write():
+    acls = ["ANONYMOUS:Read:topic:r", "ANONYMOUS:Write:topic:w", "ANONYMOUS:Describe:topic:*"]
+    with Cluster(brokers=1, system_topic_partitions=1, acls=acls) as c:
+        c.create_topic("r", 1, 1)
+        c.create_topic("w", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            assert _p(w.call(produce("r", 0, batch(b"a")), 9)).error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            assert _p(w.call(produce("w", 0, batch(b"a")), 9)).error_code == 0
+            assert w.call(fetch("r", 0, 0), 12).responses[0].partitions[0].error_code == 0
+            assert w.call(fetch("w", 0, 0), 12).responses[0].partitions[0].error_code == \
+                ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            # Write on some topic allows an idempotent producer id (KIP-679)
+            assert w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4).error_code == 0
+    with Cluster(brokers=1, system_topic_partitions=1, acls=["ANONYMOUS:Read:topic:*"]) as c, \
+            Wire(c.addresses[0]) as w:
+        r = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=1000), 4)
+        assert r.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED

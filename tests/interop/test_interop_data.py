@@ -65,3 +65,15 @@ def test_restart_on_the_state_file_serves_everything_acknowledged(tmp_path):
         more = _messages("after", "none", "all")
         PRODUCERS["confluent-kafka"](c.bootstrap, "kept", more, "none", "all", idempotent=True)
         _check(confluent_consume(c.bootstrap, "kept", PARTITIONS, 2 * N), sent + more, [])
+
+
+def test_a_stopped_leader_hands_its_partitions_over_with_their_data():
+    with Cluster(brokers=3, system_topic_partitions=1) as c:
+        c.create_topic("moving", PARTITIONS, 2)
+        before = _messages("before", "lz4", "all")
+        PRODUCERS["confluent-kafka"](c.bootstrap, "moving", before, "lz4", "all", idempotent=True)
+        leader = c.topics()["moving"].replicas[0][0]
+        c.stop_broker(leader)  # partition 0 now leads on its second replica, with the same log
+        after = _messages("after", "lz4", "all")
+        PRODUCERS["confluent-kafka"](c.bootstrap, "moving", after, "lz4", "all", idempotent=True)
+        _check(confluent_consume(c.bootstrap, "moving", PARTITIONS, 2 * N), before + after, [])

@@ -38,10 +38,11 @@ CLOSE_CONNECTION: Any = object()
 
 
 class Encoded:
-    """A handler's answer already encoded as a whole response frame (Fetch splices stored batches in)."""
+    """A handler's answer already encoded: the response frame as pieces to write in order (Fetch puts
+    the stored batches between the codec's bytes)."""
 
-    def __init__(self, frame: bytes) -> None:
-        self.frame = frame
+    def __init__(self, pieces: list[Any]) -> None:
+        self.pieces = pieces
 
 
 class Later:

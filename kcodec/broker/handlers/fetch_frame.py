@@ -1,4 +1,5 @@
-"""A Fetch response frame with the stored batches spliced in: one copy of the record bytes, not three.
+"""A Fetch response frame with the stored batches spliced in, as pieces written one after the other: no
+copy of the record bytes before the socket (the codec's encoding would make three).
 
 The response is encoded by kcodec with a unique 16-byte marker as each partition's records; each marker
 (and its length prefix: int32, or a one-byte uvarint in flexible versions) is then replaced by the real
@@ -34,12 +35,13 @@ def _uvarint(n: int) -> bytes:
     return bytes(out)
 
 
-def encode_spliced(resp: Any, version: int, correlation_id: int, records: list[tuple[bytes, list[Any]]]) -> bytes:
+def encode_spliced(resp: Any, version: int, correlation_id: int,
+                   records: list[tuple[bytes, list[Any]]]) -> list[Any]:
     """The frame of ``resp`` whose partitions carry the markers of ``records`` ((marker, batches), in the
-    order the partitions appear in the response), with the batches in the markers' place."""
+    order the partitions appear in the response), with the batches in the markers' place: its pieces."""
     frame = kcodec.encode_response(resp, version, correlation_id)
     if not records:
-        return frame
+        return [frame]
     flexible = version >= 12
     prefix = 1 if flexible else 4  # uvarint(16 + 1) is one byte; int32 is four
     view = memoryview(frame)
@@ -55,5 +57,4 @@ def encode_spliced(resp: Any, version: int, correlation_id: int, records: list[t
         pieces.extend(batches)
         pos = at + MARKER_SIZE
     pieces.append(view[pos:])
-    size = sum(len(p) for p in pieces)
-    return _I32.pack(size) + b"".join(pieces)
+    return [_I32.pack(sum(len(p) for p in pieces)), *pieces]

@@ -27,5 +27,5 @@ def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
         return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
                                       producer_epoch=-1)
     pid, epoch = (req.producer_id, req.producer_epoch) if ctx.version >= 3 else (-1, -1)
-    code, pid, epoch = ctx.state.logs.producer_ids.init(req.transactional_id, pid, epoch)
+    code, pid, epoch = ctx.state.logs.init_producer_id(req.transactional_id, pid, epoch)
     return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)

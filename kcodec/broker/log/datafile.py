@@ -2,7 +2,7 @@
 
 Each entry is framed ``length (u32) | crc32c (u32) | kind (u8) | topic id (16) | partition (i32) | body``;
 a batch entry's body is the stored batch (its base offset already written), a log-start entry's body the
-new log start (i64). Entries are written with one ``os.write`` per request (in the OS cache at once: a
+new log start (i64). A journal mostly made of dropped data is rewritten at load (atomically). Entries are written with one ``os.write`` per request (in the OS cache at once: a
 killed process loses nothing written) and fsynced before an acks=-1 response. At load a torn or corrupt
 tail (a crash in the middle of a write) is cut off, and everything before it replayed.
 """
@@ -20,7 +20,7 @@ from kcodec.records import crc32c
 
 log = logging.getLogger("kcodec.broker")
 
-BATCH, LOG_START = 1, 2
+BATCH, LOG_START, PRODUCER_IDS = 1, 2, 3  # PRODUCER_IDS: the next producer id, after a rewrite
 _FRAME = struct.Struct(">II")
 _KEY = struct.Struct(">B16si")
 _OFFSET = struct.Struct(">q")
@@ -61,6 +61,30 @@ class DataFile:
             with open(self.path, "r+b") as f:
                 f.truncate(pos)
                 os.fsync(f.fileno())
+
+    def size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def rewrite(self, entries: list[bytes]) -> None:
+        """Replace the journal by ``entries`` atomically: a temporary file, fsync, rename, fsync the
+        directory. Called at load, before anything is appended."""
+        self.close()
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            for e in entries:
+                f.write(e)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        log.info("%s: rewritten with %d entries", self.path, len(entries))
 
     def write(self, data: bytes) -> None:
         if self._fd < 0:

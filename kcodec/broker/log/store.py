@@ -13,7 +13,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
-from .datafile import BATCH, LOG_START, DataFile, entry, log_start_entry
+from .datafile import BATCH, LOG_START, PRODUCER_IDS, DataFile, entry, log_start_entry
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
 from .producers import ProducerIds, check, record
@@ -23,6 +23,7 @@ from .producers import ProducerIds, check, record
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 # The default bound on one partition's bytes in memory (retention.bytes applies below it).
 DEFAULT_MAX_PARTITION_BYTES = 256 * 1024 * 1024
+COMPACT_SLACK = 1 << 20  # a journal is rewritten at load once over twice what it keeps plus this
 
 Key = tuple[uuid.UUID, int]
 
@@ -88,6 +89,19 @@ class LogStore:
         plog.enforce(bound, retention_ms, segment_ms, now)
         return 0, base, append_time
 
+    def init_producer_id(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[Any, int, int]:
+        """InitProducerId (producers.ProducerIds.init); a new id is journaled at once (fsynced), so that
+        no id is given out twice across restarts."""
+        before = self.producer_ids.next_id
+        out = self.producer_ids.init(transactional_id, pid, epoch)
+        if self.file is not None and self.producer_ids.next_id != before:
+            self._pending.append(self._producer_ids_entry())
+            self.flush(sync=True)
+        return out
+
+    def _producer_ids_entry(self) -> bytes:
+        return entry(PRODUCER_IDS, uuid.UUID(int=0), -1, struct.pack(">q", self.producer_ids.next_id))
+
     def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
         plog = self.log(topic_id, partition)
         plog.delete_records(offset)
@@ -106,26 +120,43 @@ class LogStore:
 
     # -- load ------------------------------------------------------------------------------------------
     def load(self, topic_ids: set[uuid.UUID]) -> int:
-        """Replay the data file for the topics that still exist; the number of batches restored."""
+        """Replay the data file for the topics that still exist (each partition held to the memory
+        bound); the number of batches restored. A journal mostly made of what is gone is rewritten."""
         if self.file is None:
             return 0
         n, now = 0, now_ms()
         for kind, topic_id, partition, body in self.file.replay():
-            if topic_id not in topic_ids:
+            if kind == PRODUCER_IDS and len(body) == 8:
+                self.producer_ids.seen(struct.unpack(">q", body)[0] - 1, 0)
                 continue
-            plog = self.log(topic_id, partition)
             if kind == BATCH and len(body) >= _HEADER.size:
                 h = _HEADER.unpack_from(body, 0)
                 base, count, max_ts, pid, epoch, seq = h[0], h[12], h[8], h[9], h[10], h[11]
-                plog.restore(bytearray(body), base, count, max_ts, now)
-                if pid >= 0:
+                if pid >= 0:  # ids stay taken even when their topic is gone
                     self.producer_ids.seen(pid, epoch)
-                    if seq >= 0:
-                        record(plog.producers, pid, epoch, seq, count, base)
+                if topic_id not in topic_ids:
+                    continue
+                plog = self.log(topic_id, partition)
+                plog.restore(bytearray(body), base, count, max_ts, now)
+                if pid >= 0 and seq >= 0:
+                    record(plog.producers, pid, epoch, seq, count, base)
+                plog.enforce(self.max_partition_bytes, -1, 0, now)
                 n += 1
-            elif kind == LOG_START and len(body) == 8:
-                plog.delete_records(struct.unpack(">q", body)[0])
+            elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
+                self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
+        kept = sum(plog.size for plog in self.logs.values())
+        if self.file.size() > 2 * kept + COMPACT_SLACK:
+            self.file.rewrite(self._snapshot())
         return n
+
+    def _snapshot(self) -> list[bytes]:
+        """The journal entries that rebuild the present logs: producer ids, then per partition its log
+        start and its batches."""
+        out = [self._producer_ids_entry()]
+        for (topic_id, partition), plog in self.logs.items():
+            out.append(log_start_entry(topic_id, partition, plog.log_start))
+            out += [entry(BATCH, topic_id, partition, b) for b in plog.batches]
+        return out
 
     def close(self) -> None:
         if self.file is not None:
