@@ -26,9 +26,10 @@ def cluster() -> Iterator[Cluster]:
 
 
 def hb(w: Wire, member: str, epoch: int, topics: Optional[list[str]] = None, owned: Optional[dict] = None,
-       group: str = "g", version: int = 1) -> Any:
+       group: str = "g", version: int = 1, rebalance_ms: int = 5000) -> Any:
     return w.call(ConsumerGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=epoch, rebalance_timeout_ms=5000, subscribed_topic_names=topics,
+        group_id=group, member_id=member, member_epoch=epoch, rebalance_timeout_ms=rebalance_ms,
+        subscribed_topic_names=topics,
         topic_partitions=None if owned is None else [ConsumerGroupHeartbeatRequest.TopicPartitions(
             topic_id=t, partitions=sorted(ps)) for t, ps in owned.items()]), version)
 
@@ -118,3 +119,19 @@ def test_offset_fetch_checks_the_member_epoch(cluster):
         assert fetch(w, "member-a", a.member_epoch + 3) == E.STALE_MEMBER_EPOCH
         assert fetch(w, "stranger", 1) == E.UNKNOWN_MEMBER_ID
         assert fetch(w, None, -1) == 0  # an admin's fetch names no member
+
+
+def test_a_member_that_keeps_revoked_partitions_is_removed_after_its_rebalance_timeout(cluster):
+    orders = cluster.topics()["orders"].topic_id
+    with at_coordinator(cluster, "g") as w:
+        a = hb(w, "member-a", 0, ["orders"], rebalance_ms=300)
+        b = hb(w, "member-b", 0, ["orders"])
+        assert parts(hb(w, "member-a", a.member_epoch, owned={orders: {0, 1, 2, 3}}, rebalance_ms=300)) == {0, 2}
+        deadline = time.monotonic() + 5
+        while True:  # it keeps heartbeating (its session stays alive) but never lets 1 and 3 go
+            code = hb(w, "member-a", a.member_epoch, owned={orders: {0, 1, 2, 3}}, rebalance_ms=300).error_code
+            if code == E.UNKNOWN_MEMBER_ID:
+                break
+            assert code == 0 and time.monotonic() < deadline
+            time.sleep(0.05)
+        assert parts(hb(w, "member-b", b.member_epoch, owned={})) == {0, 1, 2, 3}

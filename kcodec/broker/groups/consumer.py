@@ -43,6 +43,7 @@ class ConsumerMember:
     revoking: Assignment = field(default_factory=dict)   # what it must give up before its epoch advances
     sent: Optional[Assignment] = None                    # the assignment last sent to it
     expiry: Optional[asyncio.TimerHandle] = None
+    revoke_deadline: Optional[asyncio.TimerHandle] = None  # its rebalance timeout to release ``revoking``
 
 
 @dataclass
@@ -211,6 +212,7 @@ class ConsumerGroups:
             group.compute_target(self._partitions_of)
         group.reconcile(member, hb.owned)
         self._schedule_expiry(group, member)
+        self._watch_revocation(group, member)
         return HeartbeatResult(E.NONE, member.member_id, member.epoch, group.answer(member, force))
 
     def _join(self, group: ConsumerGroup, hb: Heartbeat) -> ConsumerMember:
@@ -228,9 +230,24 @@ class ConsumerGroups:
         group.epoch += 1
         return member
 
+    def _watch_revocation(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """A member that keeps partitions it was told to release past its rebalance timeout is removed,
+        so the others get them (Kafka's revocation timeout)."""
+        if not member.revoking:
+            if member.revoke_deadline is not None:
+                member.revoke_deadline.cancel()
+                member.revoke_deadline = None
+            return
+        if member.revoke_deadline is None:
+            def fence() -> None:
+                if group.members.get(member.member_id) is member and member.revoking:
+                    self.remove(group, member, "did not release its partitions within its rebalance timeout")
+            member.revoke_deadline = self.owner.later(member.rebalance_timeout_ms / 1000, fence)
+
     def remove(self, group: ConsumerGroup, member: ConsumerMember, why: str) -> None:
-        if member.expiry is not None:
-            member.expiry.cancel()
+        for timer in (member.expiry, member.revoke_deadline):
+            if timer is not None:
+                timer.cancel()
         group.members.pop(member.member_id, None)
         group.epoch += 1
         log.info("consumer group %s: member %s %s", group.group_id, member.member_id, why)
@@ -247,5 +264,6 @@ class ConsumerGroups:
     def close(self) -> None:
         for group in self.groups.values():
             for m in group.members.values():
-                if m.expiry is not None:
-                    m.expiry.cancel()
+                for timer in (m.expiry, m.revoke_deadline):
+                    if timer is not None:
+                        timer.cancel()
