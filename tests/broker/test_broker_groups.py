@@ -268,3 +268,18 @@ def test_cli_group_settings():
     for bad in ("max_size", "nope=1", "max_size=x"):
         with pytest.raises(ValueError):
             group_settings([bad])
+
+
+@pytest.mark.parametrize("version", [5, 9])
+def test_a_static_leader_restarts_without_a_rebalance(groups, version):
+    with at_coordinator(groups, "g", "a") as a:
+        ra = join(a, version, instance="lead")
+        assert a.call(sync(a, ra.member_id, 1, {ra.member_id: b"A"}, instance="lead"), 5).assignment == b"A"
+    with at_coordinator(groups, "g", "a") as a2:
+        again = a2.call(join_req(instance="lead"), version)
+        assert (again.error_code, again.generation_id, again.leader) == (0, 1, again.member_id)
+        assert again.skip_assignment == (version >= 9) and len(again.members) == 1
+        # what a pre-KIP-814 leader computes anyway is ignored: the group is stable, each keeps its own
+        s = a2.call(sync(a2, again.member_id, 1, {again.member_id: b"other"}, instance="lead"), 5)
+        assert s.assignment == b"A"
+    assert groups.runtime.groups.get("g").generation == 1

@@ -208,14 +208,14 @@ class GroupCoordinator:
                          for k, m in group.members.items()}
         assert req.instance_id is not None
         group.static[req.instance_id] = new_id
-        is_leader = group.leader == old.member_id
-        if is_leader:
+        if group.leader == old.member_id:
             group.leader = new_id
-        if group.state == STABLE and group.select_protocol() == group.protocol_name \
-                and (not is_leader or req.skip_assignment):
+        if group.state == STABLE and group.select_protocol() == group.protocol_name:
+            # A leader learns it leads: from v9 told to skip the assignment (KIP-814); before, it may
+            # compute one, which SyncGroup in a stable group ignores (every member keeps its own)
             self._schedule_expiry(group, member)
             log.info("group %s: static member %s rejoined as %s", group.group_id, req.instance_id, new_id)
-            return group.join_result(member, skip_assignment=True)
+            return group.join_result(member, skip_assignment=req.skip_assignment)
         self._schedule_expiry(group, member)
         if group.state == PREPARING:
             return self._update_and_wait(group, member, req)
