@@ -16,8 +16,9 @@ OPERATIONS = {"All": 2, "Read": 3, "Write": 4, "Create": 5, "Delete": 6, "Alter"
 TOPIC_OPERATIONS = ("Read", "Write", "Create", "Delete", "Alter", "Describe", "DescribeConfigs", "AlterConfigs")
 CLUSTER_OPERATIONS = ("Create", "ClusterAction", "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "Alter",
                       "Describe")
+GROUP_OPERATIONS = ("Read", "Delete", "Describe")
 _IMPLIES = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
-RESOURCE_TYPES = ("topic", "cluster")
+RESOURCE_TYPES = ("topic", "cluster", "group")
 ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 
@@ -29,7 +30,7 @@ def principal_of(user: str) -> str:
 @dataclass(frozen=True)
 class Acl:
     """Allow ``principal`` (``"alice"`` or ``"User:alice"``, ``"*"`` for everyone) to perform ``operation``
-    on ``resource_type`` ``"topic"`` or ``"cluster"`` named ``resource``: a literal name, ``"*"`` for all,
+    on ``resource_type`` ``"topic"``, ``"group"`` (a consumer group id) or ``"cluster"`` named ``resource``: a literal name, ``"*"`` for all,
     or a prefix ending in ``*`` (``"logs-*"``)."""
 
     principal: str
@@ -48,10 +49,11 @@ class Acl:
 
     @classmethod
     def parse(cls, text: str) -> "Acl":
-        """``USER:OPERATION:topic:NAME`` or ``USER:OPERATION:cluster`` (the CLI's --acl form)."""
+        """``USER:OPERATION:topic:NAME``, ``USER:OPERATION:group:NAME`` or ``USER:OPERATION:cluster`` (the
+        CLI's --acl form)."""
         parts = text.split(":", 3)
-        if len(parts) < 3 or (parts[2] == "topic" and len(parts) != 4):
-            raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic:NAME or USER:OPERATION:cluster")
+        if len(parts) < 3 or (parts[2] in ("topic", "group") and len(parts) != 4):
+            raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic|group:NAME or USER:OPERATION:cluster")
         return cls(parts[0], parts[1], parts[2], parts[3] if len(parts) == 4 else CLUSTER_NAME)
 
     def matches(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
@@ -80,7 +82,7 @@ class Authorizer:
 
     def operations_mask(self, principal: str, resource_type: str, name: str = "") -> int:
         """Kafka's authorized-operations bit field for one resource."""
-        ops = TOPIC_OPERATIONS if resource_type == "topic" else CLUSTER_OPERATIONS
+        ops = {"topic": TOPIC_OPERATIONS, "group": GROUP_OPERATIONS}.get(resource_type, CLUSTER_OPERATIONS)
         mask = 0
         for op in ops:
             if self.allowed(principal, op, resource_type, name):
@@ -89,13 +91,13 @@ class Authorizer:
 
 
 # DescribeAcls wire codes (Kafka's ResourceType, PatternType, AclPermissionType).
-WIRE_RESOURCE_TYPES = {"topic": 2, "cluster": 4}
+WIRE_RESOURCE_TYPES = {"topic": 2, "group": 3, "cluster": 4}
 ANY, MATCH, LITERAL, PREFIXED, ALLOW = 1, 2, 3, 4, 3
 
 
 def wire_pattern(acl: Acl) -> tuple[str, int]:
     """(resource name, pattern type) as Kafka stores the ACL: ``logs-*`` is PREFIXED ``logs-``."""
-    if acl.resource_type == "topic" and acl.resource != "*" and acl.resource.endswith("*"):
+    if acl.resource_type != "cluster" and acl.resource != "*" and acl.resource.endswith("*"):
         return acl.resource[:-1], PREFIXED
     return acl.resource, LITERAL
 

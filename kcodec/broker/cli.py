@@ -9,6 +9,10 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .groups import GroupSettings
 
 LIST_TOPICS_ENV = "KCODEC_LIST_TOPICS_API_KEY"
 
@@ -34,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a scope every OAUTHBEARER token must carry (repeat)")
     p.add_argument("--tls-cert", type=Path, metavar="FILE", help="PEM certificate (chain): SSL / SASL_SSL listeners")
     p.add_argument("--tls-key", type=Path, metavar="FILE", help="PEM private key of --tls-cert")
-    p.add_argument("--acl", action="append", metavar="USER:OP:topic:NAME|USER:OP:cluster",
+    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
@@ -47,10 +51,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--max-partition-bytes", type=int, metavar="N",
                    help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
+    p.add_argument("--group-setting", action="append", default=[], metavar="NAME=VALUE",
+                   help="a consumer groups' setting (repeat): min_session_timeout_ms, max_session_timeout_ms, "
+                        "initial_rebalance_delay_ms, max_size, consumer_session_timeout_ms, "
+                        "consumer_heartbeat_interval_ms")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
                    help="-v: log topic changes and closed connections; -vv: every request, its API and version")
+
+
+def group_settings(items: list[str]) -> "GroupSettings":
+    """``GroupSettings`` from NAME=VALUE items (integers); ValueError names a bad one."""
+    import dataclasses
+
+    from .groups import GroupSettings
+
+    names = {f.name for f in dataclasses.fields(GroupSettings)}
+    values = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or name not in names or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"--group-setting {item!r}: expected NAME=INTEGER, NAME one of {', '.join(sorted(names))}")
+        values[name] = int(value)
+    return GroupSettings(**values)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
                           racks=racks, forward_admin=not args.controller_only_admin,
-                          max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES)
+                          max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
+                          groups=group_settings(args.group_setting))
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -21,6 +21,7 @@ from kcodec.security.tls import ServerTls, server_context
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
 from .mechanisms import DEFAULT_MECHANISMS, SaslSettings
+from .groups import GroupSettings
 from .log import DEFAULT_MAX_PARTITION_BYTES
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
@@ -53,6 +54,8 @@ class Cluster:
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
         CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
         brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
+    groups: the consumer groups' settings (``GroupSettings``: session timeout bounds, the initial
+        rebalance delay, a group size limit).
 
     Topology changes for tests (see docs/client.md): ``move_controller``, ``stop_broker`` /
     ``start_broker`` / ``restart_broker`` (same port), and request interceptors (``intercept``,
@@ -69,7 +72,7 @@ class Cluster:
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
-                 racks: Optional[dict[int, str]] = None,
+                 racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -89,7 +92,7 @@ class Cluster:
         settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
                                       idle_timeout=idle_timeout, tls=server_context(tls) if tls is not None else None,
-                                      forward_admin=forward_admin)
+                                      forward_admin=forward_admin, group_settings=groups or GroupSettings())
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
@@ -221,6 +224,8 @@ class Cluster:
     async def stop_async(self) -> None:
         for server in self.servers:
             await server.stop()
+        with self.state.lock:
+            self.runtime.groups.close()
         self.state.logs.close()
 
     async def __aenter__(self) -> "Cluster":

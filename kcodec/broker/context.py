@@ -11,6 +11,7 @@ from typing import Any, Optional
 from .acl import ANONYMOUS, Authorizer
 from .mechanisms import MechanismServer, SaslSettings
 from .faults import Interceptors
+from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
 
 
@@ -27,6 +28,7 @@ class Session:
     reauth: bool = False              # authenticated with SaslAuthenticate v1+: may re-authenticate (KIP-368)
     expires_at: Optional[float] = None  # time.time() after which only re-authentication is served
     client: str = ""                  # client software name (ApiVersions v3+) or client id
+    host: str = ""                    # the peer's address, as Kafka names it ("/127.0.0.1")
     close_after_response: bool = False
 
 
@@ -72,6 +74,11 @@ class ClusterRuntime:
     tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)
+    group_settings: GroupSettings = field(default_factory=GroupSettings)
+    groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
+
+    def __post_init__(self) -> None:
+        self.groups = GroupCoordinator(self.state, self.group_settings)
 
     @property
     def sasl(self) -> bool:

@@ -116,7 +116,7 @@ class BrokerServer:
         assert task is not None
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        session = Session()
+        session = Session(host=f"/{peer[0]}" if isinstance(peer, tuple) else "")
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:

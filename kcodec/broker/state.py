@@ -23,6 +23,7 @@ from kcodec.errors import ErrorCode
 
 from . import configs as cfg
 from .credentials import Credentials
+from .groups.offsets import CommittedOffsets
 from .log import DEFAULT_MAX_PARTITION_BYTES, LogStore
 
 log = logging.getLogger("kcodec.broker")
@@ -114,6 +115,7 @@ class ClusterState:
         self.state_file = Path(state_file) if state_file is not None else None
         self.topics: dict[str, Topic] = {}
         self.credentials = Credentials()  # SCRAM credentials (SASL); kept in the state file too
+        self.offsets = CommittedOffsets()  # consumer groups' committed offsets; kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
         if self.state_file is not None and self.state_file.exists():
@@ -307,6 +309,7 @@ class ClusterState:
     def delete_topic(self, topic: Topic) -> None:
         self.check_deletable(topic)
         del self.topics[topic.name]
+        self.offsets.delete_topic(topic.name)
         self.logs.drop_topic(topic.topic_id)
         log.info("deleted topic %s", topic.name)
         self.save()
@@ -345,7 +348,8 @@ class ClusterState:
         return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
                 "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs}
                            for t in self.topics.values()],
-                **({"scram_credentials": self.credentials.to_json()} if self.credentials else {})}
+                **({"scram_credentials": self.credentials.to_json()} if self.credentials else {}),
+                **({"committed_offsets": self.offsets.to_json()} if self.offsets else {})}
 
     def _load(self, path: Path) -> None:
         try:
@@ -358,6 +362,7 @@ class ClusterState:
                                                [[int(b) for b in p] for p in t["replicas"]],
                                                {str(k): str(v) for k, v in t["configs"].items()})
             self.credentials.load_json(data.get("scram_credentials", {}))
+            self.offsets.load_json(data.get("committed_offsets", []))
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)

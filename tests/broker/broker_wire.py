@@ -43,10 +43,18 @@ class Wire:
         return head + self._exact(struct.unpack(">i", head)[0])
 
     def call(self, req: Any, version: int) -> Any:
+        return self.receive(self.request(req, version))
+
+    def request(self, req: Any, version: int) -> tuple[int, int, int]:
+        """Send without reading the answer (one that waits, as a JoinGroup): ``receive`` reads it."""
         self.correlation += 1
         self.send(kcodec.encode_request(req, version, correlation_id=self.correlation, client_id=self.client_id))
-        header, resp = kcodec.decode_response(self.read_frame(), type(req).API_KEY, version)
-        assert header.correlation_id == self.correlation
+        return type(req).API_KEY, version, self.correlation
+
+    def receive(self, sent: tuple[int, int, int]) -> Any:
+        key, version, correlation = sent
+        header, resp = kcodec.decode_response(self.read_frame(), key, version)
+        assert header.correlation_id == correlation
         return resp
 
     def closed_by_peer(self) -> bool:

@@ -22,6 +22,9 @@ ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "Create
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics", "DescribeUserScramCredentials",
               "AlterUserScramCredentials"}
+GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+              "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
+              "ConsumerGroupDescribe"}
 DATA_APIS = {"Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "DeleteRecords", "InitProducerId"}
 
 
@@ -33,7 +36,7 @@ def test_api_versions_every_version(cluster, version):
     assert r.error_code == 0
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
-    assert set(advertised) == ADMIN_APIS | DATA_APIS
+    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS
     assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)

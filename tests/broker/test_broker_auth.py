@@ -113,6 +113,7 @@ def test_acls_per_principal_on_every_admin_api(secured):
 def test_acl_text_form_and_its_errors():
     assert Acl.parse("bob:Create:cluster") == Acl("User:bob", "Create", "cluster", "kafka-cluster")
     assert Acl.parse("bob:Read:topic:logs-*").matches("User:bob", "Describe", "topic", "logs-1")  # Read implies Describe
-    for bad in ("bob:Fly:topic:x", "bob:Read:group:x", "bob:Read:topic"):
+    assert Acl.parse("bob:Read:group:app-*").matches("User:bob", "Describe", "group", "app-1")
+    for bad in ("bob:Fly:topic:x", "bob:Read:queue:x", "bob:Read:topic", "bob:Read:group"):
         with pytest.raises(ValueError):
             Acl.parse(bad)

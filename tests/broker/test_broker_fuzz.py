@@ -4,6 +4,7 @@ decodes at its version (or, for the few forms that must, a close); the broker lo
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Iterator
 
 import pytest
@@ -46,6 +47,8 @@ def _exchange(fuzzed, key: int, version: int, data, address: int):
     """Send one random request; (header, response) or None when the broker closed; no error logged."""
     cluster, errors = fuzzed
     req = data.draw(instances(kcodec.message_class(key, "request"), version))
+    if key == 11:  # a JoinGroup to a group an earlier example joined waits for that member: a group of its own
+        req.group_id = f"fuzz-{uuid.uuid4()}"
     if key == 0 and req.acks == 0:  # Produce acks=0 is never answered (tested in test_broker_data)
         req.acks = 1
     if key == 1:  # a long poll waits max_wait_ms (up to 24 days) when no data comes

@@ -66,7 +66,7 @@ def _list_one(ctx: Context, name: str, p: Any) -> Any:
     else:
         offset, found = plog.offset_for_timestamp(ts)
     out.offset, out.timestamp = offset, found
-    out.leader_epoch = LEADER_EPOCH if offset >= 0 else -1
+    out.leader_epoch = LEADER_EPOCH if offset >= 0 and ctx.version >= 4 else -1  # the field is v4+
     if ctx.version == 0:
         out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
     return out
