@@ -228,7 +228,7 @@ def _array_reader(op: FieldOp, prog: Program) -> Callable:
             if n < 0:
                 return None, pos
             st = small[n] if n <= 32 else struct.Struct(f">{n}{code}")
-            return list(st.unpack_from(buf, pos)), pos + n * size
+            return st.unpack_from(buf, pos), pos + n * size
         return read_numbers
 
     if op.kind == STRUCT:
@@ -253,7 +253,8 @@ def _array_reader(op: FieldOp, prog: Program) -> Callable:
         except _Fail as e:
             e.path.append(i)
             raise
-        return out, pos
+        return (out if structs else tuple(out)), pos  # scalar arrays decode to tuples, struct arrays to lists
+    structs = op.kind == STRUCT
     return read_items
 
 
@@ -491,14 +492,14 @@ class _Gen:
             code, size = _FMT[op.kind], FIXED_SIZE[op.kind]
             small = self.const(tuple(struct.Struct(f">{i}{code}") for i in range(33)), "small")
             emit(f"st = {small}[count] if count <= 32 else struct.Struct(f'>{{count}}{code}')", 3)
-            emit(f"obj.{op.attr} = list(st.unpack_from(buf, pos))", 3)
+            emit(f"obj.{op.attr} = st.unpack_from(buf, pos)", 3)
             emit(f"pos += count * {size}", 3)
             return
         emit("items = []", 3)
         emit("for _ in range(count):", 3)
         self.field(elem, "v", 4)
         emit("items.append(v)", 4)
-        emit(f"obj.{op.attr} = items", 3)
+        emit(f"obj.{op.attr} = {'items' if op.kind == STRUCT else 'tuple(items)'}", 3)
 
     def source(self) -> str:
         plan, emit = self.plan, self.emit
@@ -741,7 +742,7 @@ def _scalar_writer(op: FieldOp) -> tuple[Callable, Callable]:
 
 
 def _sequence(v: Any) -> Any:
-    if type(v) is list:
+    if type(v) is list or type(v) is tuple:
         return v
     if isinstance(v, (str, bytes, bytearray, dict)) or not hasattr(v, "__len__") or not hasattr(v, "__iter__"):
         raise _Fail(f"expected a list, got {type(v).__name__}")

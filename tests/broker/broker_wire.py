@@ -61,7 +61,7 @@ class Wire:
 def authenticated(cluster: Any, user: str, password: str, version: int = 2) -> Iterator[Wire]:
     with Wire(cluster.addresses[0]) as w:
         hs = w.call(SaslHandshakeRequest(mechanism="PLAIN"), 1)
-        assert hs.error_code == 0 and hs.mechanisms == ["PLAIN"]
+        assert hs.error_code == 0 and hs.mechanisms == ("PLAIN",)
         r = w.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()), version)
         assert r.error_code == 0, r.error_message
         yield w

@@ -53,7 +53,7 @@ def test_wrong_password_unknown_mechanism_and_requests_before_auth_close(secured
         assert r.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED and w.closed_by_peer()
     with Wire(secured.addresses[0]) as w:
         r = w.call(SaslHandshakeRequest(mechanism="SCRAM-SHA-512"), 1)
-        assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM and r.mechanisms == ["PLAIN"]
+        assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM and r.mechanisms == ("PLAIN",)
         assert w.closed_by_peer()
     with Wire(secured.addresses[0]) as w:
         w.send(kcodec.encode_request(MetadataRequest(topics=None), 9, correlation_id=1))
