@@ -165,18 +165,18 @@ def main(argv: list[str]) -> int:
     m = info["machine"]
     cpu = m.get("cpu", {}).get("brand_raw", platform.processor())
     what = "median" if stat == "median" else "minimum"
-    lines = [f"Measured by `make bench-report` ({m.get('python_implementation', '')} "
-             f"{m.get('python_version', '')}, {cpu}): each figure is the {what} over a case's interleaved rounds "
-             "(every codec once per round, through its public API) of one call plus dropping its result.", "",
-             *table(paid, sizes, OPERATIONS), "",
-             f"The call alone ({what}; its result still alive, so the free is not counted):", "",
-             *table(call, sizes, ["decode"]), "",
-             "Targets (issue 12), ratios of codecs in the same rounds:", "",
-             *targets(paid, sizes, info["extra"])]
-    text = "\n".join(lines) + "\n"
+    head = [f"Measured by `make bench-report` ({m.get('python_implementation', '')} "
+            f"{m.get('python_version', '')}, {cpu}): each figure is the {what} over a case's interleaved rounds "
+            "(every codec once per round, through its public API) of one call plus dropping its result.", "",
+            *table(paid, sizes, OPERATIONS), ""]
+    alone = [f"The call alone ({what}; its result still alive, so the free is not counted):", "",
+             *table(call, sizes, ["decode"]), ""]
+    goals = ["Targets (issue 12), ratios of codecs in the same rounds:", "", *targets(paid, sizes, info["extra"])]
+    text = "\n".join(head + alone + goals) + "\n"
     (folder / "results.md").write_text(text)
     chart(paid, folder / "chart.png")
     print(text)
+    text = "\n".join(head + goals + ["", "The call alone, without the free: benchmarks/results/results.md."]) + "\n"
     if "--readme" in argv:
         readme = Path(argv[argv.index("--readme") + 1])
         body = readme.read_text()

@@ -115,6 +115,7 @@ def codecs(case: Case, data: bytes) -> dict[str, Callable[[], Any]]:
             out["kafka-python"] = lambda: kp_cls.decode(data, version=v)
         else:
             obj = kp_cls.decode(data, version=v)
+            obj._header = None  # a decoded body has no header; encode() looks for one
             out["kafka-python"] = lambda: bytes(obj.encode(version=v))
     return out
 
