@@ -44,7 +44,7 @@ cdef extern from *:
     static PyObject* kc_small[262];
     /* A tuple of n big-endian int32s read from b (the n*4 bytes are known to be there), filled in one
        loop with no call per small int, and untracked by the cyclic GC: ints cannot form a cycle. */
-    static PyObject* kc_int32_tuple(const unsigned char* b, Py_ssize_t n) {
+    static PyObject* kc_int32_tuple_new(const unsigned char* b, Py_ssize_t n) {
         PyObject* t = PyTuple_New(n);
         Py_ssize_t i;
         if (t == NULL || n == 0) return t;
@@ -56,6 +56,34 @@ cdef extern from *:
             PyTuple_SET_ITEM(t, i, v);
         }
         PyObject_GC_UnTrack(t);
+        return t;
+    }
+    /* Short int32 tuples are shared: a Metadata response repeats the same few replica and ISR sets (a
+       handful of brokers) across thousands of partitions, and a tuple of ints is immutable, so one object
+       serves every equal array. A direct-mapped cache keyed by the wire bytes; a miss replaces its entry. */
+    #define KC_TUPLES 1024
+    #define KC_TUPLE_MAX 8
+    typedef struct { Py_ssize_t n; unsigned char key[KC_TUPLE_MAX * 4]; PyObject* tuple; } kc_tuple_entry;
+    static kc_tuple_entry kc_tuples[KC_TUPLES];
+    static PyObject* kc_int32_tuple(const unsigned char* b, Py_ssize_t n) {
+        uint32_t h = 2166136261u;
+        Py_ssize_t i, len = n * 4;
+        kc_tuple_entry* e;
+        PyObject* t;
+        if (n == 0 || n > KC_TUPLE_MAX) return kc_int32_tuple_new(b, n);
+        for (i = 0; i < len; i++) h = (h ^ b[i]) * 16777619u;
+        e = &kc_tuples[(h ^ (h >> 15)) & (KC_TUPLES - 1)];
+        if (e->tuple != NULL && e->n == n && memcmp(e->key, b, (size_t)len) == 0) {
+            Py_INCREF(e->tuple);
+            return e->tuple;
+        }
+        t = kc_int32_tuple_new(b, n);
+        if (t == NULL) return NULL;
+        Py_XDECREF(e->tuple);
+        Py_INCREF(t);
+        e->tuple = t;
+        e->n = n;
+        memcpy(e->key, b, (size_t)len);
         return t;
     }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }

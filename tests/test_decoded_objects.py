@@ -83,3 +83,25 @@ def test_equality_still_sees_different_items():
     assert a != MR.Partition(replica_nodes=(1, 3))
     assert a != MR.Partition(replica_nodes=(1, 2, 3))
     assert MR.Partition(replica_nodes=[]) != MR.Partition(replica_nodes=(1,))
+
+
+def test_equal_int32_arrays_share_a_tuple_and_never_mix():
+    """The compiled backend hands out one tuple for equal short int32 arrays (a cache keyed by their wire
+    bytes); arrays that differ, by value, length or sign, and arrays past the cache's reach stay apart."""
+    backend = dict(BACKENDS).get("cython")
+    if backend is None:
+        pytest.skip("the Cython backend is not built")
+    sets = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 3, 4, 5, 6, 7, 8], [-1, 70000, 2**31 - 1], [-2**31], [0] * 9]
+    many = [[i, i + 1] for i in range(3000)]  # more distinct arrays than entries: misses replace entries
+    arrays = sets * 2 + many * 2
+    built = MR(topics=[MR.Topic(name="t", partitions=[
+        MR.Partition(partition_index=i, replica_nodes=r, isr_nodes=r[:1]) for i, r in enumerate(arrays)])])
+    prog = program_for(MR, 12)
+    msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+    parts = msg.topics[0].partitions
+    assert [list(p.replica_nodes) for p in parts] == arrays and msg == built
+    n = len(sets)
+    assert parts[0].replica_nodes is parts[n].replica_nodes  # equal and short: one object
+    assert parts[0].isr_nodes is parts[1].isr_nodes          # (1,) twice
+    assert parts[6].replica_nodes is not parts[n + 6].replica_nodes  # nine ints: each array its own
+    assert all(type(p.replica_nodes) is tuple for p in parts)
