@@ -64,6 +64,7 @@ cdef struct StructC:
     int count
     int flexible
     int parent_col  # the column that takes each row's parent row, -1 when none
+    int skip        # nothing kept and only numbers (a names-only scan's partitions): skip_one's fast path
 
 
 cdef struct Buf:
@@ -168,6 +169,8 @@ cdef class Layout:
         for i, s in enumerate(structs):
             self.structs[i].first, self.structs[i].count = s[0], s[1]
             self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
+            self.structs[i].skip = s[3] < 0 and all(
+                ops[k][5] < 0 and ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
         for i, c in enumerate(columns):
             self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
 
@@ -427,10 +430,49 @@ cdef class Walker:
                 return pos
         return self.walk(op.sub, pos, row)
 
+    cdef inline Py_ssize_t skip_one(self, StructC* st, Py_ssize_t pos) noexcept nogil:
+        """The end of one instance of a struct of numbers that keeps nothing, or -1 when it is not the plain
+        case (a short buffer, a long or null length where none may be, tagged fields): the caller then
+        walks it the full way, which makes the reference's error when there is one."""
+        cdef int k
+        cdef int64_t n
+        cdef OpC* op
+        cdef const unsigned char* buf = self.buf
+        cdef Py_ssize_t end = self.end
+        for k in range(st.first, st.first + st.count):
+            op = &self.L.ops[k]
+            if not op.array:
+                if op.fixed > end - pos:
+                    return -1
+                pos += op.fixed
+                continue
+            if op.compact:
+                if pos >= end or buf[pos] >= 0x80:
+                    return -1
+                n = <int64_t>buf[pos] - 1
+                pos += 1
+            else:
+                if 4 > end - pos:
+                    return -1
+                n = <int32_t>be32(buf + pos)
+                pos += 4
+            if n < 0:
+                if n == -1 and op.nullable:
+                    continue
+                return -1
+            if n * op.fixed > end - pos:
+                return -1
+            pos += n * op.fixed
+        if st.flexible:
+            if pos >= end or buf[pos] != 0:
+                return -1
+            pos += 1
+        return pos
+
     cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
         cdef int64_t n, i
         cdef int col = op.col
-        cdef Py_ssize_t size
+        cdef Py_ssize_t size, after
         cdef char* out
         cdef const unsigned char* p
         cdef OpC elem
@@ -442,7 +484,18 @@ cdef class Walker:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
         if n > 0:
-            if op.kind == STRUCT:
+            if op.kind == STRUCT and self.L.structs[op.sub].skip:
+                for i in range(n):
+                    after = self.skip_one(&self.L.structs[op.sub], pos)
+                    if after >= 0:
+                        self.rows[op.sub] += 1
+                        pos = after
+                        continue
+                    pos = self.walk(op.sub, pos, row)  # anything unusual: the full path, its checks and errors
+                    if pos < 0:
+                        self.path.append(i)
+                        return pos
+            elif op.kind == STRUCT:
                 for i in range(n):
                     pos = self.walk(op.sub, pos, row)
                     if pos < 0:
