@@ -57,7 +57,7 @@ bench-report: $(STAMP)
 		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k $(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning \
 		-k "decode or encode" --benchmark-json=$(BENCH_DIR)/benchmark-pure.json $(PYTEST_ARGS)
-	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md --stat $(BENCH_STAT)
+	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md --headline --stat $(BENCH_STAT)
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md --stat $(BENCH_STAT)
 	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
 

@@ -1,11 +1,12 @@
 """Turn a benchmark run into the results tables (Markdown), the targets with their measured figures, and a
 PNG chart; optionally put them into README.md between its benchmark markers.
 
-    python benchmarks/report.py DIR [--readme README.md] [--stat median|min]
+    python benchmarks/report.py DIR [--readme README.md [--headline]] [--stat median|min]
 
 DIR holds benchmark.json (pytest-benchmark's --benchmark-json of benchmarks/test_metadata.py), optionally
 benchmark-pure.json (the same run under KCODEC_PURE=1: the reference backend's figures) and extra.json
-(peak memory); results.md and chart.png are written there. Every figure comes from one case's
+(peak memory); results.md and chart.png are written there. ``--headline`` puts only the targets table
+between the markers (the README's front page; the full table goes to docs/benchmarks.md). Every figure comes from one case's
 interleaved rounds (each codec once per round, kcodec.sizes.timing): the median (or, with --stat min,
 the least disturbed round) of the call plus dropping its result; ratios compare codecs of the same case.
 """
@@ -176,7 +177,11 @@ def main(argv: list[str]) -> int:
     (folder / "results.md").write_text(text)
     chart(paid, folder / "chart.png")
     print(text)
-    text = "\n".join(head + goals + ["", "The call alone, without the free: benchmarks/results/results.md."]) + "\n"
+    if "--headline" in argv:
+        text = "\n".join(head[:2] + goals + ["", "Every case, and the call alone: [benchmarks](docs/benchmarks.md)."])
+    else:
+        text = "\n".join(head + goals + ["", "The call alone, without the free: benchmarks/results/results.md."])
+    text += "\n"
     if "--readme" in argv:
         readme = Path(argv[argv.index("--readme") + 1])
         body = readme.read_text()

@@ -308,6 +308,12 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
             v = fixed_value(kind, r.buf + p)
             pos[0] = p + op.fixed
         elif kind == K_STRING:
+            p = pos[0]
+            if slots and op.compact and p < end and 0 < r.buf[p] < 0x80 and r.buf[p] <= end - p:
+                # a one-byte length and ASCII (topic names): straight into the slot
+                if kc_store_ascii(obj, op.offset, r.buf + p + 1, r.buf[p] - 1):
+                    pos[0] = p + r.buf[p]
+                    continue
             v = read_string(r, op.compact, op.nullable, pos, end)
         elif kind == K_STRUCT:
             v = read_struct(r, op, pos, end)

@@ -87,6 +87,22 @@ cdef extern from *:
         return t;
     }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
+    /* An ASCII string of n bytes at b put in a new object's empty slot: 1 when stored, 0 when the bytes are
+       not all ASCII (nothing made: the caller takes the UTF-8 path, which checks and names a bad byte),
+       -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. */
+    static int kc_store_ascii(PyObject* o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        uint64_t w, acc = 0;
+        PyObject* s;
+        for (; i + 8 <= n; i += 8) { memcpy(&w, b + i, 8); acc |= w; }
+        for (; i < n; i++) acc |= b[i];
+        if (acc & 0x8080808080808080ULL) return 0;
+        s = PyUnicode_New(n, 127);
+        if (s == NULL) return -1;
+        memcpy(PyUnicode_1BYTE_DATA(s), b, (size_t)n);
+        *(PyObject**)((char*)o + off) = s;
+        return 1;
+    }
     /* An int32 or int16 (size 4 or 2) at b, put in a new object's empty slot: no reference to drop. */
     static inline int kc_store_int(PyObject* o, Py_ssize_t off, int size, const unsigned char* b) {
         long x = size == 4 ? (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3])
@@ -125,6 +141,7 @@ cdef extern from *:
     void kc_untrack(object o)
     bint kc_compact_long(object v, long long* out)
     int kc_store_int(object o, Py_ssize_t off, int size, const unsigned char* b) except -1
+    int kc_store_ascii(object o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) except -1
     uint64_t KC_U32_MAX
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
