@@ -7,12 +7,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import payloads as _payloads  # noqa: E402
+from kcodec.progress import Bar, Progress  # noqa: E402
 
 RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().parent / "results"))
 
@@ -43,3 +45,36 @@ def extra_results():
     if out and os.environ.get("KCODEC_BENCH_DIR"):
         RESULTS.mkdir(parents=True, exist_ok=True)
         (RESULTS / "extra.json").write_text(json.dumps(out, indent=2))
+
+
+# A bar over the run's benchmarks on stderr (kcodec.progress: tqdm on a terminal, a few plain lines in a
+# log): a full `make bench-report` takes minutes. Drawn with pytest's capture paused, as _tell does.
+_bar: list[tuple[pytest.Config, Bar]] = []
+
+
+def _draw(config: pytest.Config, what: Callable[[], object]) -> None:
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if capture is None:
+        what()
+        return
+    with capture.global_and_fixture_disabled():
+        what()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.items and not session.config.option.collectonly:
+        config = session.config
+        _draw(config, lambda: _bar.append((config, Progress(sys.stderr).bar(len(session.items), "benchmarks",
+                                                                            "case"))))
+
+
+def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
+    if _bar:
+        config, bar = _bar[0]
+        _draw(config, bar.update)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _bar:
+        config, bar = _bar.pop()
+        _draw(config, bar.close)

@@ -1,5 +1,6 @@
 """The benchmark payloads: ../shared's 1,000-topic Metadata bodies (v1, v12) and 10,000- and 100,000-topic
-v12 bodies made from them, deterministically, and cached (build/bench-payloads, or KCODEC_BENCH_CACHE).
+v12 bodies made from them, deterministically, and cached (build/bench-payloads, or KCODEC_BENCH_CACHE);
+DescribeTopicPartitions v0 responses and the Metadata v12 request naming every topic, made from those.
 
 A large body repeats the 1,000 real topics (same partitions, replicas, ISR), each copy with its own
 name (the real name with its last six characters replaced by the copy's number, so lengths stay 20-40)
@@ -16,7 +17,7 @@ from typing import Callable
 
 import kcodec
 from kcodec._pure import _uvarint_bytes as _uvarint
-from kcodec.messages import MetadataResponse
+from kcodec.messages import DescribeTopicPartitionsResponse, MetadataRequest, MetadataResponse
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KCODEC_SHARED", ROOT.parent / "shared"))
@@ -69,3 +70,23 @@ def payloads(sizes: tuple[str, ...] = ("1k", "10k", "100k"),
             tmp.replace(path)
         out[(size, 12)] = path.read_bytes()
     return out
+
+
+def dtp_v0(metadata_v12: bytes) -> bytes:
+    """The DescribeTopicPartitions v0 response of the same topics and partitions (one page, no cursor)."""
+    DTP = DescribeTopicPartitionsResponse
+    md = kcodec.decode(MetadataResponse, metadata_v12, 12)
+    return kcodec.encode(DTP(topics=[DTP.Topic(
+        name=t.name, topic_id=t.topic_id, is_internal=t.is_internal,
+        topic_authorized_operations=t.topic_authorized_operations,
+        partitions=[DTP.Partition(partition_index=p.partition_index, leader_id=p.leader_id,
+                                  leader_epoch=p.leader_epoch, replica_nodes=p.replica_nodes,
+                                  isr_nodes=p.isr_nodes, eligible_leader_replicas=[], last_known_elr=[],
+                                  offline_replicas=p.offline_replicas) for p in t.partitions])
+        for t in md.topics]), 0)
+
+
+def request_v12(metadata_v12: bytes) -> bytes:
+    """The Metadata v12 request naming every topic of a response."""
+    md = kcodec.decode(MetadataResponse, metadata_v12, 12)
+    return kcodec.encode(MetadataRequest(topics=[MetadataRequest.Topic(name=t.name) for t in md.topics]), 12)

@@ -1,25 +1,35 @@
-"""Metadata responses of 1,000, 10,000 and 100,000 topics: decode to objects, columnar decode, names-only
-scan, encode and encoded_size, for every kcodec backend built here, beside kio 0.6.5 and kafka-python
-3.0.12 (each skipped when not installed). Every timed call is checked once against the expected result.
+"""What users pay, kcodec beside kio 0.6.5 and kafka-python 3.0.12 (each left out when not installed):
+decode to objects, encode, encoded_size, columnar decode and the names-only scan of Metadata responses
+(v1 and v12, 1,000 to 100,000 topics), DescribeTopicPartitions v0 responses and the Metadata v12 request
+naming 1,000 topics.
 
-Names: ``<operation>[<size> v<version>-<implementation>]``; the group is ``<operation> <size> v<version>``.
-Rounds follow the cost of one call (a few seconds per case at most); the report uses each case's min.
+Every codec goes through its public API (``kcodec.decode``, ``kcodec.encode``, ``kcodec.columnar``: this
+process's backend, the compiled one when built, the reference under KCODEC_PURE=1). One benchmark per
+case; its timed function is one interleaved round, every codec called once (kcodec.sizes.timing), and
+each sample counts the call plus dropping its result, the call alone kept too. The case's extra_info
+carries each codec's medians over the rounds; benchmarks/report.py reads them. Every codec's result is
+checked once against the expected one, so the figures time real work.
+
+Names: ``<operation>[<message> <size> v<version>]``.
 """
 
 from __future__ import annotations
 
 import gc
 import io
+import itertools
 import time
 import tracemalloc
+from typing import Any, Callable, NamedTuple
 
 import pytest
 
 import kcodec
 from kcodec import columnar
-from kcodec._backend import available
-from kcodec.ir import program_for
-from kcodec.messages import MetadataResponse
+from kcodec.messages import DescribeTopicPartitionsResponse, MetadataRequest, MetadataResponse
+from kcodec.sizes.timing import interleaved_round, medians
+
+import payloads as _payloads
 
 try:
     import kio.index
@@ -31,143 +41,126 @@ try:
 except ImportError:
     kp_metadata = None
 
-BACKENDS = sorted(available().items())
-ENGINES = ["cython"] if columnar._columnar is not None else []
-CASES = [("1k", 1), ("1k", 12), ("10k", 12), ("100k", 12)]
-SLOW = {"kcodec-python", "kio", "kafka-python", "columnar-python"}  # object-per-partition: not at 100k
+KCODEC = f"kcodec-{kcodec.BACKEND}"
+CLASSES = {"metadata": MetadataResponse, "dtp": DescribeTopicPartitionsResponse, "request": MetadataRequest}
 
 
-def run(benchmark, fn, *args):
-    """Time fn(*args) with rounds that fit about two seconds (3 to 200), after one warm-up call."""
-    t = time.perf_counter()
-    result = fn(*args)
-    one = max(time.perf_counter() - t, 1e-6)
-    rounds = int(max(3, min(200, 2.0 / one)))
-    benchmark.pedantic(fn, args=args, rounds=rounds, iterations=1, warmup_rounds=1 if one < 0.1 else 0)
-    return result
+class Case(NamedTuple):
+    operation: str  # decode, encode, encoded_size, columnar, names
+    message: str    # metadata, dtp, request
+    size: str
+    version: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.message} {self.size} v{self.version}"
 
 
-def implementations(operation):
-    """(name, make) pairs: make(version, data, msg) returns the function to time and its arguments."""
-    out = []
-    for name, backend in BACKENDS:
-        def obj_decode(v, data, msg, b=backend):
-            return b.decode, (program_for(MetadataResponse, v), data)
+_OBJECT_CASES = [("metadata", "1k", 1), ("metadata", "1k", 12), ("metadata", "10k", 12), ("metadata", "100k", 12),
+                 ("dtp", "1k", 0), ("dtp", "10k", 0), ("request", "1k", 12)]
+_COLUMNAR_CASES = [("metadata", "1k", 12), ("metadata", "10k", 12), ("metadata", "100k", 12),
+                   ("dtp", "1k", 0), ("dtp", "10k", 0)]
+CASES = ([Case(op, *c) for op in ("decode", "encode") for c in _OBJECT_CASES]
+         + [Case("encoded_size", *c) for c in _OBJECT_CASES if c[0] == "metadata"]
+         + [Case(op, *c) for op in ("columnar", "names") for c in _COLUMNAR_CASES])
+PEER_SIZES = {"1k", "10k"}  # the peers and columnar's python engine make an object per partition: not at 100k
 
-        def obj_encode(v, data, msg, b=backend):
-            return b.encode, (program_for(MetadataResponse, v), msg)
 
-        def obj_size(v, data, msg, b=backend):
-            return b.encoded_size, (program_for(MetadataResponse, v), msg)
-        out.append((f"kcodec-{name}", {"decode": obj_decode, "encode": obj_encode, "encoded_size": obj_size}))
-    for engine in ["python"] + ENGINES:
-        def tables(v, data, msg, e=engine):
-            return (lambda d: columnar.tables(MetadataResponse, d, v, engine=e)), (data,)
+@pytest.fixture(scope="module")
+def bodies(metadata_payloads) -> dict[tuple[str, str, int], bytes]:
+    out = {("metadata", s, v): b for (s, v), b in metadata_payloads.items()}
+    for s in ("1k", "10k"):
+        if (s, 12) in metadata_payloads:
+            out[("dtp", s, 0)] = _payloads.dtp_v0(metadata_payloads[(s, 12)])
+    out[("request", "1k", 12)] = _payloads.request_v12(metadata_payloads[("1k", 12)])
+    return out
 
-        def names(v, data, msg, e=engine):
-            return (lambda d: columnar.topic_names(MetadataResponse, d, v, engine=e)), (data,)
-        out.append((f"columnar-{engine}", {"columnar": tables, "names": names}))
+
+def codecs(case: Case, data: bytes) -> dict[str, Callable[[], Any]]:
+    """{codec: a zero-argument call of its public API} for this case."""
+    cls, v = CLASSES[case.message], case.version
+    out: dict[str, Callable[[], Any]] = {}
+    if case.operation in ("columnar", "names"):
+        scan = columnar.tables if case.operation == "columnar" else columnar.topic_names
+        for engine in ["cython"] * (columnar.ENGINE == "cython") + ["python"] * (case.size in PEER_SIZES):
+            out[f"columnar-{engine}"] = lambda e=engine: scan(cls, data, v, engine=e)
+        return out
+    msg = kcodec.decode(cls, data, v)
+    if case.operation == "decode":
+        out[KCODEC] = lambda: kcodec.decode(cls, data, v)
+    elif case.operation == "encode":
+        out[KCODEC] = lambda: kcodec.encode(msg, v)
+    else:
+        out[KCODEC] = lambda: kcodec.encoded_size(msg, v)
+        return out
+    if case.size not in PEER_SIZES:
+        return out
     if kio is not None:
-        def kio_decode(v, data, msg):
-            read = kio.serial.entity_reader(kio.index.load_response_schema(3, v))
-            return (lambda d: read(d, 0)[0]), (data,)
+        load = kio.index.load_request_schema if cls.KIND == "request" else kio.index.load_response_schema
+        schema = load(cls.API_KEY, v)
+        read, write = kio.serial.entity_reader(schema), kio.serial.entity_writer(schema)
+        if case.operation == "decode":
+            out["kio"] = lambda: read(data, 0)[0]
+        else:
+            entity = read(data, 0)[0]
 
-        def kio_encode(v, data, msg):
-            schema = kio.index.load_response_schema(3, v)
-            entity = kio.serial.entity_reader(schema)(data, 0)[0]
-            write = kio.serial.entity_writer(schema)
-
-            def encode(e):
+            def kio_encode() -> bytes:
                 buf = io.BytesIO()
-                write(buf, e)
+                write(buf, entity)
                 return buf.getvalue()
-            return encode, (entity,)
-        out.append(("kio", {"decode": kio_decode, "encode": kio_encode}))
-    if kp_metadata is not None:
-        def kp_decode(v, data, msg):
-            return (lambda d: kp_metadata.MetadataResponse.decode(d, version=v)), (data,)
-
-        def kp_encode(v, data, msg):
-            obj = kp_metadata.MetadataResponse.decode(data, version=v)
-            return (lambda o: bytes(o.encode())), (obj,)
-        out.append(("kafka-python", {"decode": kp_decode, "encode": kp_encode}))
-    return [(name, ops[operation]) for name, ops in out if operation in ops]
-
-
-def cases(operation):
-    return [pytest.param(size, v, name, make, id=f"{size} v{v}-{name}")
-            for size, v in CASES for name, make in implementations(operation)
-            if not (size == "100k" and name in SLOW)]
+            out["kio"] = kio_encode
+    kp_cls = getattr(kp_metadata, cls.__name__, None) if kp_metadata is not None else None
+    if kp_cls is not None and kp_cls.min_version <= v <= kp_cls.max_version:
+        if case.operation == "decode":
+            out["kafka-python"] = lambda: kp_cls.decode(data, version=v)
+        else:
+            obj = kp_cls.decode(data, version=v)
+            obj._header = None  # a decoded body has no header; encode() looks for one
+            out["kafka-python"] = lambda: bytes(obj.encode(version=v))
+    return out
 
 
-_decoded: dict[tuple[str, int], object] = {}
-
-
-def decoded(metadata_payloads, size, v):
-    if (size, v) not in _decoded:
-        _decoded.clear()  # one large message at a time
-        _decoded[(size, v)] = kcodec.decode(MetadataResponse, metadata_payloads[(size, v)], v)
-    return _decoded[(size, v)]
-
-
-def check(operation, name, result, data, msg):
-    """What one call returned is right (so the figures time real work)."""
-    if operation == "decode" and name.startswith("kcodec"):
-        assert result == (msg, len(data))
-    elif operation == "decode":
-        assert len(result.topics) == len(msg.topics)
-    elif operation == "encode":
+def check(case: Case, name: str, result: Any, data: bytes, expected: Any) -> None:
+    """What one call returned is right."""
+    op = case.operation
+    if op == "decode" and name.startswith("kcodec"):
+        assert result == expected
+    elif op == "decode":
+        assert len(result.topics) == len(expected.topics)
+    elif op == "encode":
         assert result == data
-    elif operation == "encoded_size":
+    elif op == "encoded_size":
         assert result == len(data)
-    elif operation == "columnar":
-        assert result.topics["name"] == [t.name for t in msg.topics]
-        assert len(result.partitions) == sum(len(t.partitions) for t in msg.topics)
+    elif op == "columnar":
+        assert list(result.topics["name"]) == [t.name for t in expected.topics]
+        assert len(result.partitions) == sum(len(t.partitions) for t in expected.topics)
     else:
-        assert result.names == [t.name for t in msg.topics]
+        assert list(result.names) == [t.name for t in expected.topics]
 
 
-def bench(benchmark, metadata_payloads, operation, size, v, make, name):
-    if (size, v) not in metadata_payloads:
-        pytest.skip(f"{size} payload not made (KCODEC_BENCH_SIZES)")
-    benchmark.group = f"{operation} {size} v{v}"
-    benchmark.extra_info.update(operation=operation, size=size, version=v, implementation=name,
-                                payload_bytes=len(metadata_payloads[(size, v)]))
-    data = metadata_payloads[(size, v)]
-    # At 100k only the fast implementations run; the objects to check against come from the default
-    # backend, which is only quick enough when it is the compiled one.
-    msg = decoded(metadata_payloads, size, v) if size != "100k" or kcodec.BACKEND == "cython" else None
-    fn, args = make(v, data, msg)
-    result = run(benchmark, fn, *args)
-    if msg is not None:
-        check(operation, name, result, data, msg)
-    else:
-        assert len(result.names if operation == "names" else result.topics["name"]) == 100_000
-
-
-@pytest.mark.parametrize("size,v,name,make", cases("decode"))
-def test_decode(benchmark, metadata_payloads, size, v, name, make):
-    bench(benchmark, metadata_payloads, "decode", size, v, make, name)
-
-
-@pytest.mark.parametrize("size,v,name,make", cases("columnar"))
-def test_columnar(benchmark, metadata_payloads, size, v, name, make):
-    bench(benchmark, metadata_payloads, "columnar", size, v, make, name)
-
-
-@pytest.mark.parametrize("size,v,name,make", cases("names"))
-def test_names(benchmark, metadata_payloads, size, v, name, make):
-    bench(benchmark, metadata_payloads, "names", size, v, make, name)
-
-
-@pytest.mark.parametrize("size,v,name,make", cases("encode"))
-def test_encode(benchmark, metadata_payloads, size, v, name, make):
-    bench(benchmark, metadata_payloads, "encode", size, v, make, name)
-
-
-@pytest.mark.parametrize("size,v,name,make", cases("encoded_size"))
-def test_encoded_size(benchmark, metadata_payloads, size, v, name, make):
-    bench(benchmark, metadata_payloads, "encoded_size", size, v, make, name)
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.operation}[{c.id}]" for c in CASES])
+def test_paid(benchmark, bodies, case):
+    if (case.message, case.size, case.version) not in bodies:
+        pytest.skip(f"{case.size} payload not made (KCODEC_BENCH_SIZES)")
+    data = bodies[(case.message, case.size, case.version)]
+    fns = codecs(case, data)
+    if not fns:
+        pytest.skip("no codec here runs this case")
+    expected = kcodec.decode(CLASSES[case.message], data, case.version)
+    t = time.perf_counter()
+    for name, fn in fns.items():  # each checked once; this is also the warm-up round
+        check(case, name, fn(), data, expected)
+    one = time.perf_counter() - t
+    del expected
+    samples: dict[str, list[tuple[float, float]]] = {}
+    turn = itertools.count()
+    rounds = int(max(5, min(41, 4.0 / max(one, 1e-6))))  # a few seconds per case, at least 5 rounds
+    benchmark.group = f"{case.operation} {case.id}"
+    benchmark.pedantic(lambda: interleaved_round(fns, samples, next(turn)), rounds=rounds, iterations=1)
+    benchmark.extra_info.update(
+        operation=case.operation, message=case.message, size=case.size, version=case.version,
+        payload_bytes=len(data), rounds=rounds, backend=kcodec.BACKEND,
+        paid={name: m._asdict() for name, m in medians(samples).items()})
 
 
 @pytest.mark.parametrize("scan", ["columnar", "names"])

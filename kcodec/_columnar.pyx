@@ -48,137 +48,7 @@ KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32
              INT64: "int64", FLOAT64: "float64"}
 
 
-cdef struct OpC:
-    int kind
-    int array
-    int nullable
-    int compact
-    int sub         # struct index of a struct field, else -1
-    int col         # the column it feeds, -1: validate and skip
-    int fixed       # size of a fixed-size scalar, else 0
-    Py_ssize_t elem_min  # fewest bytes per array element
-
-
-cdef struct StructC:
-    int first
-    int count
-    int flexible
-    int parent_col  # the column that takes each row's parent row, -1 when none
-
-
-cdef struct Buf:
-    char* data
-    Py_ssize_t len   # items
-    Py_ssize_t cap   # items
-    Py_ssize_t itemsize
-
-
-cdef class Column:
-    """C memory that numpy adopts without a copy (np.frombuffer); freed with the last array over it."""
-    cdef char* data
-    cdef Py_ssize_t nbytes
-    cdef Py_ssize_t shape[1]
-    cdef Py_ssize_t strides[1]
-
-    def __getbuffer__(self, Py_buffer* view, int flags):
-        self.shape[0] = self.nbytes
-        self.strides[0] = 1
-        view.buf = self.data
-        view.obj = self
-        view.len = self.nbytes
-        view.readonly = 0
-        view.itemsize = 1
-        view.format = "B"
-        view.ndim = 1
-        view.shape = self.shape
-        view.strides = self.strides
-        view.suboffsets = NULL
-        view.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer* view):
-        pass
-
-    def __dealloc__(self):
-        if self.data != NULL:
-            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>self.data)
-            free(self.data)
-
-
-cdef Column adopt(Buf* b):
-    """Hand a buffer's memory to a Column, trimmed to its length."""
-    cdef Column c = Column.__new__(Column)
-    cdef Py_ssize_t nbytes = b.len * b.itemsize
-    cdef char* p = b.data
-    if p == NULL:  # numpy wants memory even for no items
-        p = <char*>malloc(1)
-        if p == NULL:
-            raise MemoryError()
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
-    elif nbytes < b.cap * b.itemsize and nbytes > 0:
-        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
-        p = <char*>realloc(p, nbytes)
-        if p == NULL:
-            p = b.data
-            nbytes = b.cap * b.itemsize
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, nbytes)
-    c.data = p
-    c.nbytes = b.len * b.itemsize
-    b.data = NULL
-    b.len = b.cap = 0
-    return c
-
-
-cdef class Layout:
-    """A message version's fields as C arrays, and what each column is."""
-    cdef OpC* ops
-    cdef StructC* structs
-    cdef int nops
-    cdef int nstructs
-    cdef int ncols
-    cdef Py_ssize_t* itemsize      # per column: bytes per value (offsets for lists: 8)
-    cdef Py_ssize_t* value_size    # per column: bytes per list value, 0 when not a list of numbers
-    cdef int* has_nulls            # per column: keeps a null mask
-    cdef int* is_object            # per column: a Python list (strings, bytes)
-    cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
-    cdef list attrs
-
-    def __cinit__(self, list ops, list structs, list columns):
-        """ops: (kind, array, nullable, compact, sub, col, fixed, elem_min, attr) in struct order;
-        structs: (first, count, flexible, parent_col); columns: (itemsize, value_size, nulls, is_object,
-        is_offsets)."""
-        cdef int i
-        self.nops = len(ops)
-        self.nstructs = len(structs)
-        self.ncols = len(columns)
-        self.ops = <OpC*>malloc(max(self.nops, 1) * sizeof(OpC))
-        self.structs = <StructC*>malloc(max(self.nstructs, 1) * sizeof(StructC))
-        self.itemsize = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
-        self.value_size = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
-        self.has_nulls = <int*>malloc(max(self.ncols, 1) * sizeof(int))
-        self.is_object = <int*>malloc(max(self.ncols, 1) * sizeof(int))
-        self.is_offsets = <int*>malloc(max(self.ncols, 1) * sizeof(int))
-        if (self.is_offsets == NULL or self.ops == NULL or self.structs == NULL or self.itemsize == NULL or self.value_size == NULL
-                or self.has_nulls == NULL or self.is_object == NULL):
-            raise MemoryError()
-        self.attrs = []
-        for i, o in enumerate(ops):
-            self.ops[i].kind, self.ops[i].array, self.ops[i].nullable, self.ops[i].compact = o[0], o[1], o[2], o[3]
-            self.ops[i].sub, self.ops[i].col, self.ops[i].fixed, self.ops[i].elem_min = o[4], o[5], o[6], o[7]
-            self.attrs.append(o[8])
-        for i, s in enumerate(structs):
-            self.structs[i].first, self.structs[i].count = s[0], s[1]
-            self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
-        for i, c in enumerate(columns):
-            self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
-
-    def __dealloc__(self):
-        free(self.ops)
-        free(self.structs)
-        free(self.itemsize)
-        free(self.value_size)
-        free(self.has_nulls)
-        free(self.is_object)
-        free(self.is_offsets)
+include "_columnar_layout.pxi"
 
 
 cdef inline uint16_t be16(const unsigned char* p) noexcept nogil:
@@ -210,6 +80,50 @@ cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nog
 
 
 @cython.final
+cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
+                       int64_t n, Py_ssize_t* at) noexcept nogil:
+    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
+    partitions), from at[0]; returns how many, with at[0] after them. It stops before the first that is
+    not the plain case (a short buffer, a long or forbidden null length, tagged fields): the caller walks
+    that one the full way, which makes the reference's error when there is one."""
+    cdef int64_t done, m
+    cdef int k
+    cdef const Step* st
+    cdef Py_ssize_t q
+    for done in range(n):
+        q = at[0]
+        for k in range(nsteps):
+            st = steps + k
+            if st.run > end - q:
+                return done
+            q += st.run
+            if not st.elem:
+                continue
+            if st.compact:
+                if q >= end or buf[q] >= 0x80:
+                    return done
+                m = <int64_t>buf[q] - 1
+                q += 1
+            else:
+                if 4 > end - q:
+                    return done
+                m = <int32_t>be32(buf + q)
+                q += 4
+            if m < 0:
+                if m == -1 and st.nullable:
+                    continue
+                return done
+            if m * st.elem > end - q:
+                return done
+            q += m * st.elem
+        if flexible:
+            if q >= end or buf[q] != 0:
+                return done
+            q += 1
+        at[0] = q
+    return n
+
+
 cdef class Walker:
     cdef const unsigned char* buf
     cdef Py_ssize_t start
@@ -428,9 +342,9 @@ cdef class Walker:
         return self.walk(op.sub, pos, row)
 
     cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
-        cdef int64_t n, i
+        cdef int64_t n, i, k
         cdef int col = op.col
-        cdef Py_ssize_t size
+        cdef Py_ssize_t size, after
         cdef char* out
         cdef const unsigned char* p
         cdef OpC elem
@@ -442,7 +356,20 @@ cdef class Walker:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
         if n > 0:
-            if op.kind == STRUCT:
+            if op.kind == STRUCT and self.L.structs[op.sub].skip:
+                i = 0
+                while i < n:
+                    k = skip_rows(self.buf, self.end, self.L.steps + self.L.structs[op.sub].first_step,
+                                  self.L.structs[op.sub].nsteps, self.L.structs[op.sub].flexible, n - i, &pos)
+                    self.rows[op.sub] += k
+                    i += k
+                    if i < n:  # anything unusual: the full path, with its checks and errors
+                        pos = self.walk(op.sub, pos, row)
+                        if pos < 0:
+                            self.path.append(i)
+                            return pos
+                        i += 1
+            elif op.kind == STRUCT:
                 for i in range(n):
                     pos = self.walk(op.sub, pos, row)
                     if pos < 0:

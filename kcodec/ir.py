@@ -161,9 +161,9 @@ def min_field_size(op: FieldOp, structs: list[StructProgram]) -> int:
 
 
 def default_of(op: FieldOp) -> Any:
-    """A fresh default value for a field."""
+    """A fresh default value for a field as a decoder sets it: a scalar array's is the shared ``()``."""
     if op.default_make == DEFAULT_LIST:
-        return []
+        return [] if op.kind == STRUCT else ()
     if op.default_make == DEFAULT_STRUCT:
         return op.default()
     return op.default

@@ -102,7 +102,8 @@ class Unrepresentable(Exception):
 
 def _check_all_used(obj: Any, used: set[str]) -> None:
     for attr in obj._ATTRS:
-        if attr not in used and getattr(obj, attr) != _default_of(type(obj), attr):
+        v = getattr(obj, attr)
+        if attr not in used and (list(v) if type(v) is tuple else v) != _default_of(type(obj), attr):
             raise Unrepresentable(f"{type(obj).__qualname__}.{attr} = {getattr(obj, attr)!r}")
 
 

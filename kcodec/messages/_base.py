@@ -20,6 +20,12 @@ class _Empty:
 EMPTY: Any = _Empty()
 
 
+def _same_items(x: Any, y: Any) -> bool:
+    """A decoded scalar array (a tuple) equals a list of the same items."""
+    return (type(x) in (list, tuple) and type(y) in (list, tuple) and len(x) == len(y)
+            and all(a == b for a, b in zip(x, y)))
+
+
 class Struct:
     """A Kafka struct: one attribute per field of any version, plus ``unknown_tagged_fields``."""
 
@@ -33,7 +39,8 @@ class Struct:
         if type(other) is not type(self):
             return NotImplemented
         for a in self._ATTRS:
-            if getattr(self, a) != getattr(other, a):
+            x, y = getattr(self, a), getattr(other, a)
+            if x != y and not _same_items(x, y):
                 return False
         return (self.unknown_tagged_fields or None) == (other.unknown_tagged_fields or None)  # type: ignore[attr-defined]
 

@@ -48,7 +48,8 @@ def _annotation(f: FieldDef, owner: str, classes: dict[str, str]) -> str:
         base = f"{owner}.{classes[f.struct.name]}"
     else:
         base = _TYPES[f.elem]
-    t = f"list[{base}]" if f.is_array else base
+    # A decoded scalar array is a tuple (cheaper to make and free); a built one is usually a list.
+    t = (f"list[{base}]" if f.struct is not None else f"Sequence[{base}]") if f.is_array else base
     if not f.nullable.empty or f.default_text == "null" or f.elem == "records":
         t += " | None"
     return t
@@ -130,7 +131,7 @@ def _class_source(s: StructDef, cls_name: str, qual_owner: str, m: MessageDef, c
 
 def message_source(m: MessageDef) -> str:
     classes = struct_class_names(m)
-    lines = [HEADER, "from __future__ import annotations", "", "import uuid", ""]
+    lines = [HEADER, "from __future__ import annotations", "", "import uuid", "from typing import Sequence", ""]
     if m.raw.get("overlay"):
         lines += ["from .. import definitions as _definitions"]
     lines += ["from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct", "", ""]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -56,10 +57,10 @@ class AddPartitionsToTxnRequest(Message):
         _ATTRS = ('name', 'partitions', )
 
         name: str
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields

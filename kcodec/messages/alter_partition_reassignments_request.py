@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -48,10 +49,10 @@ class AlterPartitionReassignmentsRequest(Message):
         _ATTRS = ('partition_index', 'replicas', )
 
         partition_index: int
-        replicas: list[int] | None
+        replicas: Sequence[int] | None
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, replicas: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.replicas = replicas
             self.unknown_tagged_fields = unknown_tagged_fields

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -51,13 +52,13 @@ class AlterPartitionRequest(Message):
 
         partition_index: int
         leader_epoch: int
-        new_isr: list[int]
+        new_isr: Sequence[int]
         new_isr_with_epochs: list[AlterPartitionRequest.BrokerState]
         leader_recovery_state: int
         partition_epoch: int
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, leader_epoch: int = 0, new_isr: list[int] | None = None, new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] | None = None, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, leader_epoch: int = 0, new_isr: Sequence[int] | None = None, new_isr_with_epochs: list[AlterPartitionRequest.BrokerState] | None = None, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.leader_epoch = leader_epoch
             self.new_isr = [] if new_isr is None else new_isr

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -53,12 +54,12 @@ class AlterPartitionResponse(Message):
         error_code: int
         leader_id: int
         leader_epoch: int
-        isr: list[int]
+        isr: Sequence[int]
         leader_recovery_state: int
         partition_epoch: int
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: list[int] | None = None, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, leader_id: int = 0, leader_epoch: int = 0, isr: Sequence[int] | None = None, leader_recovery_state: int = 0, partition_epoch: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.leader_id = leader_id

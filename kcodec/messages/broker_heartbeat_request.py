@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -24,10 +25,10 @@ class BrokerHeartbeatRequest(Message):
     current_metadata_offset: int
     want_fence: bool
     want_shut_down: bool
-    offline_log_dirs: list[uuid.UUID]
+    offline_log_dirs: Sequence[uuid.UUID]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: list[uuid.UUID] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, broker_id: int = 0, broker_epoch: int = -1, current_metadata_offset: int = 0, want_fence: bool = False, want_shut_down: bool = False, offline_log_dirs: Sequence[uuid.UUID] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self.current_metadata_offset = current_metadata_offset

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -26,7 +27,7 @@ class BrokerRegistrationRequest(Message):
     features: list[BrokerRegistrationRequest.Feature]
     rack: str | None
     is_migrating_zk_broker: bool
-    log_dirs: list[uuid.UUID]
+    log_dirs: Sequence[uuid.UUID]
     previous_broker_epoch: int
     unknown_tagged_fields: dict[int, bytes] | None
 
@@ -68,7 +69,7 @@ class BrokerRegistrationRequest(Message):
             self.max_supported_version = max_supported_version
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, broker_id: int = 0, cluster_id: str = '', incarnation_id: uuid.UUID = ZERO_UUID, listeners: list[BrokerRegistrationRequest.Listener] | None = None, features: list[BrokerRegistrationRequest.Feature] | None = None, rack: str | None = '', is_migrating_zk_broker: bool = False, log_dirs: list[uuid.UUID] | None = None, previous_broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, broker_id: int = 0, cluster_id: str = '', incarnation_id: uuid.UUID = ZERO_UUID, listeners: list[BrokerRegistrationRequest.Listener] | None = None, features: list[BrokerRegistrationRequest.Feature] | None = None, rack: str | None = '', is_migrating_zk_broker: bool = False, log_dirs: Sequence[uuid.UUID] | None = None, previous_broker_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.incarnation_id = incarnation_id

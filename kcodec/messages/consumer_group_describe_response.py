@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -66,13 +67,13 @@ class ConsumerGroupDescribeResponse(Message):
         member_epoch: int
         client_id: str
         client_host: str
-        subscribed_topic_names: list[str]
+        subscribed_topic_names: Sequence[str]
         subscribed_topic_regex: str | None
         assignment: ConsumerGroupDescribeResponse.Assignment
         target_assignment: ConsumerGroupDescribeResponse.Assignment
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment | None = None, target_assignment: ConsumerGroupDescribeResponse.Assignment | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, member_id: str = '', instance_id: str | None = None, rack_id: str | None = None, member_epoch: int = 0, client_id: str = '', client_host: str = '', subscribed_topic_names: Sequence[str] | None = None, subscribed_topic_regex: str | None = None, assignment: ConsumerGroupDescribeResponse.Assignment | None = None, target_assignment: ConsumerGroupDescribeResponse.Assignment | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.member_id = member_id
             self.instance_id = instance_id
             self.rack_id = rack_id
@@ -108,10 +109,10 @@ class ConsumerGroupDescribeResponse(Message):
 
         topic_id: uuid.UUID
         topic_name: str
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, topic_name: str = '', partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic_id = topic_id
             self.topic_name = topic_name
             self.partitions = [] if partitions is None else partitions

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -25,7 +26,7 @@ class ConsumerGroupHeartbeatRequest(Message):
     instance_id: str | None
     rack_id: str | None
     rebalance_timeout_ms: int
-    subscribed_topic_names: list[str] | None
+    subscribed_topic_names: Sequence[str] | None
     subscribed_topic_regex: str | None
     server_assignor: str | None
     topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
@@ -39,15 +40,15 @@ class ConsumerGroupHeartbeatRequest(Message):
         _ATTRS = ('topic_id', 'partitions', )
 
         topic_id: uuid.UUID
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: list[str] | None = None, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, instance_id: str | None = None, rack_id: str | None = None, rebalance_timeout_ms: int = -1, subscribed_topic_names: Sequence[str] | None = None, subscribed_topic_regex: str | None = None, server_assignor: str | None = None, topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,7 +20,7 @@ class ConsumerProtocolSubscription(Message):
     VALID_VERSIONS = (0, 3)
     FLEXIBLE_FROM = None
 
-    topics: list[str]
+    topics: Sequence[str]
     user_data: bytes | None
     owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
     generation_id: int
@@ -34,15 +35,15 @@ class ConsumerProtocolSubscription(Message):
         _ATTRS = ('topic', 'partitions', )
 
         topic: str
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic: str = '', partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic: str = '', partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic = topic
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, topics: list[str] | None = None, user_data: bytes | None = None, owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, topics: Sequence[str] | None = None, user_data: bytes | None = None, owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.topics = [] if topics is None else topics
         self.user_data = user_data
         self.owned_partitions = [] if owned_partitions is None else owned_partitions

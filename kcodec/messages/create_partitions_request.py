@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -49,10 +50,10 @@ class CreatePartitionsRequest(Message):
         _KAFKA_NAME = 'CreatePartitionsAssignment'
         _ATTRS = ('broker_ids', )
 
-        broker_ids: list[int]
+        broker_ids: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, broker_ids: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, broker_ids: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.broker_ids = [] if broker_ids is None else broker_ids
             self.unknown_tagged_fields = unknown_tagged_fields
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -54,10 +55,10 @@ class CreateTopicsRequest(Message):
         _ATTRS = ('partition_index', 'broker_ids', )
 
         partition_index: int
-        broker_ids: list[int]
+        broker_ids: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, broker_ids: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, broker_ids: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.broker_ids = [] if broker_ids is None else broker_ids
             self.unknown_tagged_fields = unknown_tagged_fields

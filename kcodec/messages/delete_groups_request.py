@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,10 +20,10 @@ class DeleteGroupsRequest(Message):
     VALID_VERSIONS = (0, 2)
     FLEXIBLE_FROM = 2
 
-    groups_names: list[str]
+    groups_names: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, groups_names: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, groups_names: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.groups_names = [] if groups_names is None else groups_names
         self.unknown_tagged_fields = unknown_tagged_fields
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -20,7 +21,7 @@ class DeleteTopicsRequest(Message):
     FLEXIBLE_FROM = 4
 
     topics: list[DeleteTopicsRequest.DeleteTopicState]
-    topic_names: list[str]
+    topic_names: Sequence[str]
     timeout_ms: int
     unknown_tagged_fields: dict[int, bytes] | None
 
@@ -40,7 +41,7 @@ class DeleteTopicsRequest(Message):
             self.topic_id = topic_id
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] | None = None, topic_names: list[str] | None = None, timeout_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, topics: list[DeleteTopicsRequest.DeleteTopicState] | None = None, topic_names: Sequence[str] | None = None, timeout_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.topics = [] if topics is None else topics
         self.topic_names = [] if topic_names is None else topic_names
         self.timeout_ms = timeout_ms

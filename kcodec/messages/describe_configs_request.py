@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -33,10 +34,10 @@ class DescribeConfigsRequest(Message):
 
         resource_type: int
         resource_name: str
-        configuration_keys: list[str] | None
+        configuration_keys: Sequence[str] | None
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, resource_type: int = 0, resource_name: str = '', configuration_keys: list[str] | None = EMPTY, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, resource_type: int = 0, resource_name: str = '', configuration_keys: Sequence[str] | None = EMPTY, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.resource_type = resource_type
             self.resource_name = resource_name
             self.configuration_keys = [] if configuration_keys is EMPTY else configuration_keys

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,11 +20,11 @@ class DescribeGroupsRequest(Message):
     VALID_VERSIONS = (0, 6)
     FLEXIBLE_FROM = 5
 
-    groups: list[str]
+    groups: Sequence[str]
     include_authorized_operations: bool
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, groups: list[str] | None = None, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, groups: Sequence[str] | None = None, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.groups = [] if groups is None else groups
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -30,10 +31,10 @@ class DescribeLogDirsRequest(Message):
         _ATTRS = ('topic', 'partitions', )
 
         topic: str
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic: str = '', partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic: str = '', partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic = topic
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,10 +20,10 @@ class DescribeTransactionsRequest(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_FROM = 0
 
-    transactional_ids: list[str]
+    transactional_ids: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, transactional_ids: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, transactional_ids: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.transactional_ids = [] if transactional_ids is None else transactional_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 

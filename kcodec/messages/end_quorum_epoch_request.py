@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -50,11 +51,11 @@ class EndQuorumEpochRequest(Message):
         partition_index: int
         leader_id: int
         leader_epoch: int
-        preferred_successors: list[int]
+        preferred_successors: Sequence[int]
         preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: list[int] | None = None, preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = 0, preferred_successors: Sequence[int] | None = None, preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.leader_id = leader_id
             self.leader_epoch = leader_epoch

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -104,10 +105,10 @@ class FetchRequest(Message):
 
         topic: str
         topic_id: uuid.UUID
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic: str = '', topic_id: uuid.UUID = ZERO_UUID, partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic = topic
             self.topic_id = topic_id
             self.partitions = [] if partitions is None else partitions

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -21,10 +22,10 @@ class FindCoordinatorRequest(Message):
 
     key: str
     key_type: int
-    coordinator_keys: list[str]
+    coordinator_keys: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, key: str = '', key_type: int = 0, coordinator_keys: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, key: str = '', key_type: int = 0, coordinator_keys: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.key = key
         self.key_type = key_type
         self.coordinator_keys = [] if coordinator_keys is None else coordinator_keys

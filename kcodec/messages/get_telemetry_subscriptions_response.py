@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -23,14 +24,14 @@ class GetTelemetrySubscriptionsResponse(Message):
     error_code: int
     client_instance_id: uuid.UUID
     subscription_id: int
-    accepted_compression_types: list[int]
+    accepted_compression_types: Sequence[int]
     push_interval_ms: int
     telemetry_max_bytes: int
     delta_temporality: bool
-    requested_metrics: list[str]
+    requested_metrics: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: list[int] | None = None, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, accepted_compression_types: Sequence[int] | None = None, push_interval_ms: int = 0, telemetry_max_bytes: int = 0, delta_temporality: bool = False, requested_metrics: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_instance_id = client_instance_id

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -41,16 +42,16 @@ class LeaderAndIsrRequest(Message):
         controller_epoch: int
         leader: int
         leader_epoch: int
-        isr: list[int]
+        isr: Sequence[int]
         partition_epoch: int
-        replicas: list[int]
-        adding_replicas: list[int]
-        removing_replicas: list[int]
+        replicas: Sequence[int]
+        adding_replicas: Sequence[int]
+        removing_replicas: Sequence[int]
         is_new: bool
         leader_recovery_state: int
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] | None = None, partition_epoch: int = 0, replicas: list[int] | None = None, adding_replicas: list[int] | None = None, removing_replicas: list[int] | None = None, is_new: bool = False, leader_recovery_state: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: Sequence[int] | None = None, partition_epoch: int = 0, replicas: Sequence[int] | None = None, adding_replicas: Sequence[int] | None = None, removing_replicas: Sequence[int] | None = None, is_new: bool = False, leader_recovery_state: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.controller_epoch = controller_epoch

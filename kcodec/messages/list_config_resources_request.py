@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,10 +20,10 @@ class ListConfigResourcesRequest(Message):
     VALID_VERSIONS = (0, 1)
     FLEXIBLE_FROM = 0
 
-    resource_types: list[int]
+    resource_types: Sequence[int]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, resource_types: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, resource_types: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.resource_types = [] if resource_types is None else resource_types
         self.unknown_tagged_fields = unknown_tagged_fields
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,11 +20,11 @@ class ListGroupsRequest(Message):
     VALID_VERSIONS = (0, 5)
     FLEXIBLE_FROM = 3
 
-    states_filter: list[str]
-    types_filter: list[str]
+    states_filter: Sequence[str]
+    types_filter: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, states_filter: list[str] | None = None, types_filter: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, states_filter: Sequence[str] | None = None, types_filter: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.states_filter = [] if states_filter is None else states_filter
         self.types_filter = [] if types_filter is None else types_filter
         self.unknown_tagged_fields = unknown_tagged_fields

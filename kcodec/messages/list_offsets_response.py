@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -48,13 +49,13 @@ class ListOffsetsResponse(Message):
 
         partition_index: int
         error_code: int
-        old_style_offsets: list[int]
+        old_style_offsets: Sequence[int]
         timestamp: int
         offset: int
         leader_epoch: int
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, error_code: int = 0, old_style_offsets: list[int] | None = None, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, old_style_offsets: Sequence[int] | None = None, timestamp: int = -1, offset: int = -1, leader_epoch: int = -1, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.old_style_offsets = [] if old_style_offsets is None else old_style_offsets

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -31,10 +32,10 @@ class ListPartitionReassignmentsRequest(Message):
         _ATTRS = ('name', 'partition_indexes', )
 
         name: str
-        partition_indexes: list[int]
+        partition_indexes: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', partition_indexes: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', partition_indexes: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is None else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -49,12 +50,12 @@ class ListPartitionReassignmentsResponse(Message):
         _ATTRS = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas', )
 
         partition_index: int
-        replicas: list[int]
-        adding_replicas: list[int]
-        removing_replicas: list[int]
+        replicas: Sequence[int]
+        adding_replicas: Sequence[int]
+        removing_replicas: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, replicas: list[int] | None = None, adding_replicas: list[int] | None = None, removing_replicas: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, replicas: Sequence[int] | None = None, adding_replicas: Sequence[int] | None = None, removing_replicas: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.replicas = [] if replicas is None else replicas
             self.adding_replicas = [] if adding_replicas is None else adding_replicas

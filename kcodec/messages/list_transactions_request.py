@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,13 +20,13 @@ class ListTransactionsRequest(Message):
     VALID_VERSIONS = (0, 2)
     FLEXIBLE_FROM = 0
 
-    state_filters: list[str]
-    producer_id_filters: list[int]
+    state_filters: Sequence[str]
+    producer_id_filters: Sequence[int]
     duration_filter: int
     transactional_id_pattern: str | None
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, state_filters: list[str] | None = None, producer_id_filters: list[int] | None = None, duration_filter: int = -1, transactional_id_pattern: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, state_filters: Sequence[str] | None = None, producer_id_filters: Sequence[int] | None = None, duration_filter: int = -1, transactional_id_pattern: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.state_filters = [] if state_filters is None else state_filters
         self.producer_id_filters = [] if producer_id_filters is None else producer_id_filters
         self.duration_filter = duration_filter

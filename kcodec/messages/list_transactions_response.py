@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -21,7 +22,7 @@ class ListTransactionsResponse(Message):
 
     throttle_time_ms: int
     error_code: int
-    unknown_state_filters: list[str]
+    unknown_state_filters: Sequence[str]
     transaction_states: list[ListTransactionsResponse.TransactionState]
     unknown_tagged_fields: dict[int, bytes] | None
 
@@ -43,7 +44,7 @@ class ListTransactionsResponse(Message):
             self.transaction_state = transaction_state
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: list[str] | None = None, transaction_states: list[ListTransactionsResponse.TransactionState] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, throttle_time_ms: int = 0, error_code: int = 0, unknown_state_filters: Sequence[str] | None = None, transaction_states: list[ListTransactionsResponse.TransactionState] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.unknown_state_filters = [] if unknown_state_filters is None else unknown_state_filters

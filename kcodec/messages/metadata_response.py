@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -83,12 +84,12 @@ class MetadataResponse(Message):
         partition_index: int
         leader_id: int
         leader_epoch: int
-        replica_nodes: list[int]
-        isr_nodes: list[int]
-        offline_replicas: list[int]
+        replica_nodes: Sequence[int]
+        isr_nodes: Sequence[int]
+        offline_replicas: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: list[int] | None = None, isr_nodes: list[int] | None = None, offline_replicas: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, error_code: int = 0, partition_index: int = 0, leader_id: int = 0, leader_epoch: int = -1, replica_nodes: Sequence[int] | None = None, isr_nodes: Sequence[int] | None = None, offline_replicas: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.error_code = error_code
             self.partition_index = partition_index
             self.leader_id = leader_id

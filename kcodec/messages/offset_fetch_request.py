@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -33,10 +34,10 @@ class OffsetFetchRequest(Message):
         _ATTRS = ('name', 'partition_indexes', )
 
         name: str
-        partition_indexes: list[int]
+        partition_indexes: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', partition_indexes: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', partition_indexes: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.partition_indexes = [] if partition_indexes is None else partition_indexes
             self.unknown_tagged_fields = unknown_tagged_fields
@@ -70,10 +71,10 @@ class OffsetFetchRequest(Message):
 
         name: str
         topic_id: uuid.UUID
-        partition_indexes: list[int]
+        partition_indexes: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_indexes: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', topic_id: uuid.UUID = ZERO_UUID, partition_indexes: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.topic_id = topic_id
             self.partition_indexes = [] if partition_indexes is None else partition_indexes

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -20,10 +21,10 @@ class SaslHandshakeResponse(Message):
     FLEXIBLE_FROM = None
 
     error_code: int
-    mechanisms: list[str]
+    mechanisms: Sequence[str]
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, error_code: int = 0, mechanisms: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, error_code: int = 0, mechanisms: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.error_code = error_code
         self.mechanisms = [] if mechanisms is None else mechanisms
         self.unknown_tagged_fields = unknown_tagged_fields

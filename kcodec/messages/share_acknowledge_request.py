@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -66,10 +67,10 @@ class ShareAcknowledgeRequest(Message):
 
         first_offset: int
         last_offset: int
-        acknowledge_types: list[int]
+        acknowledge_types: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is None else acknowledge_types

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -72,10 +73,10 @@ class ShareFetchRequest(Message):
 
         first_offset: int
         last_offset: int
-        acknowledge_types: list[int]
+        acknowledge_types: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, first_offset: int = 0, last_offset: int = 0, acknowledge_types: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.first_offset = first_offset
             self.last_offset = last_offset
             self.acknowledge_types = [] if acknowledge_types is None else acknowledge_types
@@ -89,10 +90,10 @@ class ShareFetchRequest(Message):
         _ATTRS = ('topic_id', 'partitions', )
 
         topic_id: uuid.UUID
-        partitions: list[int]
+        partitions: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, partitions: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic_id: uuid.UUID = ZERO_UUID, partitions: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic_id = topic_id
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields

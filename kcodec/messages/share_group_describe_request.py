@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -19,11 +20,11 @@ class ShareGroupDescribeRequest(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_FROM = 0
 
-    group_ids: list[str]
+    group_ids: Sequence[str]
     include_authorized_operations: bool
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, group_ids: list[str] | None = None, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, group_ids: Sequence[str] | None = None, include_authorized_operations: bool = False, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.group_ids = [] if group_ids is None else group_ids
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields

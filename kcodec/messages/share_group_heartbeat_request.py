@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -23,10 +24,10 @@ class ShareGroupHeartbeatRequest(Message):
     member_id: str
     member_epoch: int
     rack_id: str | None
-    subscribed_topic_names: list[str] | None
+    subscribed_topic_names: Sequence[str] | None
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: list[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, group_id: str = '', member_id: str = '', member_epoch: int = 0, rack_id: str | None = None, subscribed_topic_names: Sequence[str] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch

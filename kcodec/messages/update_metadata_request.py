@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Sequence
 
 from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
 
@@ -41,13 +42,13 @@ class UpdateMetadataRequest(Message):
         controller_epoch: int
         leader: int
         leader_epoch: int
-        isr: list[int]
+        isr: Sequence[int]
         zk_version: int
-        replicas: list[int]
-        offline_replicas: list[int]
+        replicas: Sequence[int]
+        offline_replicas: Sequence[int]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: list[int] | None = None, zk_version: int = 0, replicas: list[int] | None = None, offline_replicas: list[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, topic_name: str = '', partition_index: int = 0, controller_epoch: int = 0, leader: int = 0, leader_epoch: int = 0, isr: Sequence[int] | None = None, zk_version: int = 0, replicas: Sequence[int] | None = None, offline_replicas: Sequence[int] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.topic_name = topic_name
             self.partition_index = partition_index
             self.controller_epoch = controller_epoch

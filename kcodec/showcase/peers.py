@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 from typing import Any, Callable, Optional, Sequence
 
-from kcodec.sizes.timing import Payload, best_time
+from kcodec.sizes.timing import Payload, interleaved
 
 # kcodec message names -> kafka-python modules that define them
 _KP_MODULES = ("kafka.protocol.metadata", "kafka.protocol.admin")
@@ -77,13 +77,27 @@ def peer_versions() -> dict[str, str]:
     return out
 
 
-def time_peers(payloads: Sequence[Payload], repeat: int = 3) -> tuple[dict[str, dict[str, dict[str, float]]],
-                                                                      list[str]]:
-    """``({peer: {label: {"decode": s, "encode": s}}}, notes)``: what each installed peer can decode."""
+def _kcodec(p: Payload) -> tuple[Callable[[bytes], Any], Callable[[Any], bytes]]:
+    import kcodec
+
+    cls: Any = kcodec.message_class(name=p.class_name)
+    return (lambda data: kcodec.decode(cls, data, p.version)), (lambda obj: kcodec.encode(obj, p.version))
+
+
+def time_codecs(payloads: Sequence[Payload], rounds: int = 5) -> tuple[dict[str, dict[str, dict[str, float]]],
+                                                                       list[str]]:
+    """``({codec: {label: {"decode": s, "encode": s}}}, notes)``: kcodec (this process's backend, public
+    API) beside every installed peer that can decode the payload, in interleaved rounds; each figure is
+    the median of a call plus dropping its result (kcodec.sizes.timing.interleaved)."""
+    import kcodec
+
+    codecs: dict[str, Callable[[Payload], Optional[tuple[Callable[[bytes], Any], Callable[[Any], bytes]]]]] = {
+        f"kcodec ({kcodec.BACKEND})": _kcodec, **PEERS}
     out: dict[str, dict[str, dict[str, float]]] = {}
     notes = []
-    for peer, make in PEERS.items():
-        for p in payloads:
+    for p in payloads:
+        decoders, encoders = {}, {}
+        for name, make in codecs.items():
             try:
                 codec = make(p)
             except ImportError:
@@ -95,13 +109,14 @@ def time_peers(payloads: Sequence[Payload], repeat: int = 3) -> tuple[dict[str, 
                 objs = [decode(b) for b in p.bodies]
                 same = [encode(o) for o in objs] == list(p.bodies)
             except Exception as e:  # a peer's own failure is a finding, not a crash of the showcase
-                notes.append(f"{peer} cannot decode {p.label}: {type(e).__name__}: {e}")
+                notes.append(f"{name} cannot decode {p.label}: {type(e).__name__}: {e}")
                 continue
             if not same:
-                notes.append(f"{peer} re-encodes {p.label} differently; its times are left out")
+                notes.append(f"{name} re-encodes {p.label} differently; its times are left out")
                 continue
-            out.setdefault(peer, {})[p.label] = {
-                "decode": best_time(lambda: [decode(b) for b in p.bodies], repeat),
-                "encode": best_time(lambda: [encode(o) for o in objs], repeat),
-            }
+            decoders[name] = lambda d=decode: [d(b) for b in p.bodies]
+            encoders[name] = lambda e=encode, objs=objs: [e(o) for o in objs]
+        dec, enc = interleaved(decoders, rounds), interleaved(encoders, rounds)
+        for name in decoders:
+            out.setdefault(name, {})[p.label] = {"decode": dec[name].total, "encode": enc[name].total}
     return out, notes

@@ -16,7 +16,7 @@ from kcodec.sizes.sweep import REFERENCE, parse_counts, payloads, sweep
 from kcodec.sizes.timing import time_backends
 
 from .context import Context
-from .peers import peer_versions, time_peers
+from .peers import peer_versions, time_codecs
 
 LABELS_1K = ["Metadata v1", "Metadata v12", "ListTopics v0", "ListTopics v1", "DescribeTopicPartitions v0",
              "MetadataRequest v12 names", "MetadataRequest v12 ids"]
@@ -90,7 +90,7 @@ def sizes(ctx: Context) -> None:
         + "\n### Asking for every topic\n\n" + requests
         + f"\n### From 10 to {max(counts):,} topics (model cluster, seed 0)\n\n"
         "Bytes are exact at every count; decode times come from real decodes of encoded responses up to "
-        f"{parse_counts(ctx.decode_max)[0]:,} topics, each backend in its own process (best of {ctx.repeat}). "
+        f"{parse_counts(ctx.decode_max)[0]:,} topics, each backend in its own process (median of {ctx.repeat} rounds, each call counted with freeing its result). "
         "Raw data: [sweep.csv](sweep.csv), [sweep.json](sweep.json).\n\n"
         + render(rows, "markdown") + "\n" + "".join(f"![{p.stem}]({p.name})\n" for p in pngs))
 
@@ -101,16 +101,18 @@ def codecs(ctx: Context) -> None:
     for p in made[:2]:  # the model re-makes the real payloads byte for byte
         if p.bodies[0] != bodies[p.version]:
             raise AssertionError(f"{p.label} made from the decoded cluster differs from the payload")
-    ctx.progress.say("[codecs] kcodec backends, each in its own process")
-    times = {f"kcodec ({b})": r for b, r in time_backends(made, ctx.repeat).items()}
-    ctx.progress.say("[codecs] peers")
-    peers, notes = time_peers(made, ctx.repeat)
+    ctx.progress.say("[codecs] kcodec beside its peers, in interleaved rounds")
+    found, notes = time_codecs(made, ctx.repeat)
     versions = ctx.results["setup"]["peers"]
-    times.update({f"{k} {versions.get(k, '')}".strip(): v for k, v in peers.items()})
+    times = {f"{k} {versions.get(k, '')}".strip(): v for k, v in found.items()}
+    if kcodec.BACKEND != "python":
+        ctx.progress.say("[codecs] kcodec's reference backend, in its own process")
+        times.update({f"kcodec ({b})": r for b, r in time_backends(made, ctx.repeat, backends=("python",)).items()})
     ctx.results["codecs"] = {"times": times, "notes": notes}
     sections = ["## Decode and encode at 1,000 topics\n\n"
                 "The same bytes for every codec (Metadata: the payloads of `../shared/vectors/metadata`; the others "
-                f"made from the cluster they describe); milliseconds, best of {ctx.repeat}, all pages for "
+                f"made from the cluster they describe); milliseconds per call plus dropping its result, median of "
+                 f"{ctx.repeat} interleaved rounds, all pages for "
                 "DescribeTopicPartitions; every codec's re-encoding equals the bytes it decoded.\n"]
     for op in ("decode", "encode"):
         head = ["message"] + list(times)

@@ -96,7 +96,7 @@ def plot(rows: Sequence[Row], path: Path, title: str = "") -> list[Path]:
                 dec = [(r.topics, r.decode_ms[b]) for r in timed if r.message == m and b in r.decode_ms and r.topics > 0]
                 if dec:
                     ax.plot(*zip(*dec), styles.get(b, ":"), marker="o", color=f"C{i}", label=f"{m} ({b})")
-        _axes(ax, "decode ms (best of rounds)", "Decode time (solid: cython, dashed: pure Python)")
+        _axes(ax, "decode ms (median of rounds)", "Decode time (solid: cython, dashed: pure Python)")
         fig.tight_layout()
         decode_path = path.with_name(path.stem + "-decode" + path.suffix)
         fig.savefig(decode_path, dpi=110)

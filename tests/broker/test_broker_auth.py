@@ -55,7 +55,7 @@ def test_wrong_password_unknown_mechanism_and_requests_before_auth_close(secured
     with Wire(secured.addresses[0]) as w:
         r = w.call(SaslHandshakeRequest(mechanism="GSSAPI"), 1)
         assert r.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
-        assert r.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+        assert r.mechanisms == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
         assert w.closed_by_peer()
     with Wire(secured.addresses[0]) as w:
         w.send(kcodec.encode_request(MetadataRequest(topics=None), 9, correlation_id=1))

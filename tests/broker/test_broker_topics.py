@@ -217,7 +217,7 @@ def test_metadata_every_version(cluster, version):
             [True, True, False, True]
         assert everything.controller_id == 1
     m, nope = named.topics
-    assert m.error_code == 0 and [p.replica_nodes for p in m.partitions] == t.replicas
+    assert m.error_code == 0 and [list(p.replica_nodes) for p in m.partitions] == t.replicas
     assert nope.error_code == (0 if version < 4 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if version >= 10:
         assert m.topic_id == t.topic_id

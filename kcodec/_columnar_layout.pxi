@@ -1,0 +1,165 @@
+# Part of kcodec/_columnar.pyx (included there): the layout a run follows (fields, structs, the skip steps of
+# structs that keep nothing) and the C buffers that become numpy columns.
+
+cdef struct OpC:
+    int kind
+    int array
+    int nullable
+    int compact
+    int sub         # struct index of a struct field, else -1
+    int col         # the column it feeds, -1: validate and skip
+    int fixed       # size of a fixed-size scalar, else 0
+    Py_ssize_t elem_min  # fewest bytes per array element
+
+
+cdef struct StructC:
+    int first
+    int count
+    int flexible
+    int parent_col  # the column that takes each row's parent row, -1 when none
+    int skip        # nothing kept and only numbers (a names-only scan's partitions): skip_rows' steps
+    int first_step  # its steps in Layout.steps
+    int nsteps
+
+
+cdef struct Step:
+    Py_ssize_t run  # fixed-size bytes to step over (a run of number fields), then
+    int elem        # an array of numbers of this size (0: none)
+    int compact
+    int nullable
+
+
+cdef struct Buf:
+    char* data
+    Py_ssize_t len   # items
+    Py_ssize_t cap   # items
+    Py_ssize_t itemsize
+
+
+cdef class Column:
+    """C memory that numpy adopts without a copy (np.frombuffer); freed with the last array over it."""
+    cdef char* data
+    cdef Py_ssize_t nbytes
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self.shape[0] = self.nbytes
+        self.strides[0] = 1
+        view.buf = self.data
+        view.obj = self
+        view.len = self.nbytes
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = "B"
+        view.ndim = 1
+        view.shape = self.shape
+        view.strides = self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __dealloc__(self):
+        if self.data != NULL:
+            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>self.data)
+            free(self.data)
+
+
+cdef Column adopt(Buf* b):
+    """Hand a buffer's memory to a Column, trimmed to its length."""
+    cdef Column c = Column.__new__(Column)
+    cdef Py_ssize_t nbytes = b.len * b.itemsize
+    cdef char* p = b.data
+    if p == NULL:  # numpy wants memory even for no items
+        p = <char*>malloc(1)
+        if p == NULL:
+            raise MemoryError()
+        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
+    elif nbytes < b.cap * b.itemsize and nbytes > 0:
+        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
+        p = <char*>realloc(p, nbytes)
+        if p == NULL:
+            p = b.data
+            nbytes = b.cap * b.itemsize
+        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, nbytes)
+    c.data = p
+    c.nbytes = b.len * b.itemsize
+    b.data = NULL
+    b.len = b.cap = 0
+    return c
+
+
+cdef class Layout:
+    """A message version's fields as C arrays, and what each column is."""
+    cdef OpC* ops
+    cdef StructC* structs
+    cdef Step* steps
+    cdef int nops
+    cdef int nstructs
+    cdef int ncols
+    cdef Py_ssize_t* itemsize      # per column: bytes per value (offsets for lists: 8)
+    cdef Py_ssize_t* value_size    # per column: bytes per list value, 0 when not a list of numbers
+    cdef int* has_nulls            # per column: keeps a null mask
+    cdef int* is_object            # per column: a Python list (strings, bytes)
+    cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
+    cdef list attrs
+
+    def __cinit__(self, list ops, list structs, list columns):
+        """ops: (kind, array, nullable, compact, sub, col, fixed, elem_min, attr) in struct order;
+        structs: (first, count, flexible, parent_col); columns: (itemsize, value_size, nulls, is_object,
+        is_offsets)."""
+        cdef int i, j
+        self.nops = len(ops)
+        self.nstructs = len(structs)
+        self.ncols = len(columns)
+        self.ops = <OpC*>malloc(max(self.nops, 1) * sizeof(OpC))
+        self.structs = <StructC*>malloc(max(self.nstructs, 1) * sizeof(StructC))
+        self.itemsize = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
+        self.value_size = <Py_ssize_t*>malloc(max(self.ncols, 1) * sizeof(Py_ssize_t))
+        self.has_nulls = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        self.is_object = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        self.is_offsets = <int*>malloc(max(self.ncols, 1) * sizeof(int))
+        if (self.is_offsets == NULL or self.ops == NULL or self.structs == NULL or self.itemsize == NULL or self.value_size == NULL
+                or self.has_nulls == NULL or self.is_object == NULL):
+            raise MemoryError()
+        self.attrs = []
+        for i, o in enumerate(ops):
+            self.ops[i].kind, self.ops[i].array, self.ops[i].nullable, self.ops[i].compact = o[0], o[1], o[2], o[3]
+            self.ops[i].sub, self.ops[i].col, self.ops[i].fixed, self.ops[i].elem_min = o[4], o[5], o[6], o[7]
+            self.attrs.append(o[8])
+        for i, s in enumerate(structs):
+            self.structs[i].first, self.structs[i].count = s[0], s[1]
+            self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
+            self.structs[i].skip = s[3] < 0 and all(
+                ops[k][5] < 0 and ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
+        self.steps = <Step*>malloc((self.nops + self.nstructs + 1) * sizeof(Step))  # a step per field, one more per struct
+        if self.steps == NULL:
+            raise MemoryError()
+        j = 0
+        for i in range(self.nstructs):  # a skipped struct's fields as steps: runs of numbers, each then an array
+            self.structs[i].first_step = j
+            if self.structs[i].skip:
+                self.steps[j] = Step(0, 0, 0, 0)
+                for o in ops[self.structs[i].first:self.structs[i].first + self.structs[i].count]:
+                    if o[1]:  # an array: ends the step
+                        self.steps[j].elem, self.steps[j].compact, self.steps[j].nullable = o[6], o[3], o[2]
+                        j += 1
+                        self.steps[j] = Step(0, 0, 0, 0)
+                    else:
+                        self.steps[j].run += o[6]
+                j += 1
+            self.structs[i].nsteps = j - self.structs[i].first_step
+        for i, c in enumerate(columns):
+            self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
+
+    def __dealloc__(self):
+        free(self.ops)
+        free(self.steps)
+        free(self.structs)
+        free(self.itemsize)
+        free(self.value_size)
+        free(self.has_nulls)
+        free(self.is_object)
+        free(self.is_offsets)

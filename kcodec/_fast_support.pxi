@@ -1,0 +1,310 @@
+# Part of kcodec/_fast.pyx (included there): C helpers, kinds, errors and the plans (the IR prepared for C).
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* A new instance with every slot empty (NULL), __init__ not called. */
+    static PyObject* kc_alloc(PyObject* tp) {
+        return ((PyTypeObject*)tp)->tp_alloc((PyTypeObject*)tp, 0);
+    }
+    /* The offset of a writable object slot given its descriptor, or -1. */
+    static Py_ssize_t kc_slot_offset(PyObject* d) {
+        if (!PyObject_TypeCheck(d, &PyMemberDescr_Type)) return -1;
+        PyMemberDef* m = ((PyMemberDescrObject*)d)->d_member;
+        if (m->type != T_OBJECT_EX || (m->flags & READONLY)) return -1;
+        return m->offset;
+    }
+    static inline void kc_set_slot(PyObject* o, Py_ssize_t off, PyObject* v) {
+        PyObject** p = (PyObject**)((char*)o + off);
+        PyObject* old = *p;
+        Py_INCREF(v);
+        *p = v;
+        Py_XDECREF(old);
+    }
+    /* Borrowed; NULL when the slot is empty. */
+    static inline PyObject* kc_get_slot(PyObject* o, Py_ssize_t off) {
+        return *(PyObject**)((char*)o + off);
+    }
+    static inline uint64_t kc_be64(const unsigned char* p) {
+        return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) | ((uint64_t)p[3] << 32)
+             | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
+    }
+    static inline void kc_put64(unsigned char* p, uint64_t v) {
+        for (int i = 7; i >= 0; i--) { p[i] = (unsigned char)(v & 0xff); v >>= 8; }
+    }
+    /* A uuid's 128 bits as one int, made in one step. */
+    static PyObject* kc_uint128(const unsigned char* b) {
+    #if PY_VERSION_HEX >= 0x030D0000
+        return PyLong_FromUnsignedNativeBytes(b, 16, Py_ASNATIVEBYTES_BIG_ENDIAN);
+    #else
+        return _PyLong_FromByteArray(b, 16, 0, 0);
+    #endif
+    }
+    /* CPython's cached small ints, filled in at import; an int32 array's ints come from here or are made. */
+    static PyObject* kc_small[262];
+    /* A tuple of n big-endian int32s read from b (the n*4 bytes are known to be there), filled in one
+       loop with no call per small int, and untracked by the cyclic GC: ints cannot form a cycle. */
+    static PyObject* kc_int32_tuple_new(const unsigned char* b, Py_ssize_t n) {
+        PyObject* t = PyTuple_New(n);
+        Py_ssize_t i;
+        if (t == NULL || n == 0) return t;
+        for (i = 0; i < n; i++, b += 4) {
+            int32_t x = (int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3]);
+            PyObject* v;
+            if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+            else if ((v = PyLong_FromLong(x)) == NULL) { Py_DECREF(t); return NULL; }  /* NULL items are allowed */
+            PyTuple_SET_ITEM(t, i, v);
+        }
+        PyObject_GC_UnTrack(t);
+        return t;
+    }
+    /* Short int32 tuples are shared: a Metadata response repeats the same few replica and ISR sets (a
+       handful of brokers) across thousands of partitions, and a tuple of ints is immutable, so one object
+       serves every equal array. A direct-mapped cache keyed by the wire bytes; a miss replaces its entry. */
+    #define KC_TUPLES 1024
+    #define KC_TUPLE_MAX 8
+    typedef struct { Py_ssize_t n; unsigned char key[KC_TUPLE_MAX * 4]; PyObject* tuple; } kc_tuple_entry;
+    static kc_tuple_entry kc_tuples[KC_TUPLES];
+    static PyObject* kc_int32_tuple(const unsigned char* b, Py_ssize_t n) {
+        uint32_t h = 2166136261u;
+        Py_ssize_t i, len = n * 4;
+        kc_tuple_entry* e;
+        PyObject* t;
+        if (n == 0 || n > KC_TUPLE_MAX) return kc_int32_tuple_new(b, n);
+        for (i = 0; i < len; i++) h = (h ^ b[i]) * 16777619u;
+        e = &kc_tuples[(h ^ (h >> 15)) & (KC_TUPLES - 1)];
+        if (e->tuple != NULL && e->n == n && memcmp(e->key, b, (size_t)len) == 0) {
+            Py_INCREF(e->tuple);
+            return e->tuple;
+        }
+        t = kc_int32_tuple_new(b, n);
+        if (t == NULL) return NULL;
+        Py_XDECREF(e->tuple);
+        Py_INCREF(t);
+        e->tuple = t;
+        e->n = n;
+        memcpy(e->key, b, (size_t)len);
+        return t;
+    }
+    static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
+    /* An ASCII string of n bytes at b put in a new object's empty slot: 1 when stored, 0 when the bytes are
+       not all ASCII (nothing made: the caller takes the UTF-8 path, which checks and names a bad byte),
+       -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. */
+    static int kc_store_ascii(PyObject* o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) {
+        Py_ssize_t i = 0;
+        uint64_t w, acc = 0;
+        PyObject* s;
+        for (; i + 8 <= n; i += 8) { memcpy(&w, b + i, 8); acc |= w; }
+        for (; i < n; i++) acc |= b[i];
+        if (acc & 0x8080808080808080ULL) return 0;
+        s = PyUnicode_New(n, 127);
+        if (s == NULL) return -1;
+        memcpy(PyUnicode_1BYTE_DATA(s), b, (size_t)n);
+        *(PyObject**)((char*)o + off) = s;
+        return 1;
+    }
+    /* An int32 or int16 (size 4 or 2) at b, put in a new object's empty slot: no reference to drop. */
+    static inline int kc_store_int(PyObject* o, Py_ssize_t off, int size, const unsigned char* b) {
+        long x = size == 4 ? (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3])
+                           : (long)(int16_t)(((uint16_t)b[0] << 8) | b[1]);
+        PyObject* v;
+        if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
+        else if ((v = PyLong_FromLong(x)) == NULL) return -1;
+        *(PyObject**)((char*)o + off) = v;
+        return 0;
+    }
+    /* An exact int's value without a call when it fits one digit (node ids, indexes, counts); 0 otherwise. */
+    static inline int kc_compact_long(PyObject* v, long long* out) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (!PyUnstable_Long_IsCompact((PyLongObject*)v)) return 0;
+        *out = PyUnstable_Long_CompactValue((PyLongObject*)v);
+        return 1;
+    #else
+        Py_ssize_t size = Py_SIZE(v);
+        if (size < -1 || size > 1) return 0;
+        *out = size * (long long)((PyLongObject*)v)->ob_digit[0];
+        return 1;
+    #endif
+    }
+    #define KC_U32_MAX 0xFFFFFFFFULL
+    static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
+    static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
+    """
+    object kc_alloc(object tp)
+    Py_ssize_t kc_slot_offset(object d)
+    void kc_set_slot(object o, Py_ssize_t off, object v)
+    PyObject* kc_get_slot(object o, Py_ssize_t off)
+    uint64_t kc_be64(const unsigned char* p)
+    object kc_uint128(const unsigned char* b)
+    PyObject* kc_small[262]
+    tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
+    void kc_untrack(object o)
+    bint kc_compact_long(object v, long long* out)
+    int kc_store_int(object o, Py_ssize_t off, int size, const unsigned char* b) except -1
+    int kc_store_ascii(object o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) except -1
+    uint64_t KC_U32_MAX
+    void kc_put64(unsigned char* p, uint64_t v)
+    double kc_double(uint64_t bits)
+    uint64_t kc_bits(double d)
+
+cdef extern from "Python.h":
+    int PyGC_Disable()
+    int PyGC_Enable()
+    object PyNumber_Index(object o)
+    bint PyLong_Check(object o)
+    bint PyLong_CheckExact(object o)
+    bint PyFloat_Check(object o)
+    bint PyUnicode_Check(object o)
+    bint PyBytes_CheckExact(object o)
+    bint PyList_CheckExact(object o)
+    bint PyTuple_CheckExact(object o)
+    Py_ssize_t PySequence_Fast_GET_SIZE(object o)
+    PyObject* PySequence_Fast_GET_ITEM(object o, Py_ssize_t i)
+    const char* PyUnicode_AsUTF8AndSize(object o, Py_ssize_t* size) except NULL
+    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
+    unsigned long long PyLong_AsUnsignedLongLongMask(object o) except? <unsigned long long>-1
+
+cdef enum:
+    K_BOOL = 1
+    K_INT8 = 2
+    K_INT16 = 3
+    K_UINT16 = 4
+    K_INT32 = 5
+    K_UINT32 = 6
+    K_INT64 = 7
+    K_FLOAT64 = 8
+    K_UUID = 9
+    K_STRING = 10
+    K_BYTES = 11
+    K_RECORDS = 12
+    K_STRUCT = 13
+
+assert (ir.BOOL, ir.INT8, ir.INT16, ir.UINT16, ir.INT32, ir.UINT32, ir.INT64, ir.FLOAT64, ir.UUID, ir.STRING,
+        ir.BYTES, ir.RECORDS, ir.STRUCT) == tuple(range(1, 14)), "kcodec._fast is out of step with kcodec.ir"
+
+cdef int MAX_STRING = 0x7FFF
+cdef dict KIND_TEXT = {K_BOOL: "bool", K_INT8: "int8", K_INT16: "int16", K_UINT16: "uint16", K_INT32: "int32",
+                       K_UINT32: "uint32", K_INT64: "int64", K_FLOAT64: "float64"}
+cdef object UUID = _uuid.UUID
+cdef object SAFE_UNKNOWN = _uuid.SafeUUID.unknown
+cdef object ZERO_UUID = _uuid.UUID(int=0)
+cdef Py_ssize_t UUID_INT = -1, UUID_SAFE = -1
+cdef object _sequence = _pure._sequence
+cdef object as_bytes_view = _pure.as_bytes_view
+
+
+class _Fail(Exception):
+    """A decode failure deep inside a message; its field path is the reader's trail where it was raised."""
+
+    def __init__(self, reason, offset=-1):
+        self.reason = reason
+        self.offset = offset
+
+
+class _Invalid(Exception):
+    """An encode failure; the reference then reports it with its own words."""
+
+
+cdef str path_text(list path):
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+cdef int trail_depth(list structs, Py_ssize_t index, tuple seen) except -1:
+    """How many trail entries reading struct index can need: a field's name, an array's element index."""
+    cdef int best = 0, n
+    if index in seen:  # (no Kafka struct contains itself; such a program is read by the reference)
+        return MAX_TRAIL + 1
+    sp = structs[index]
+    for op in tuple(sp.fields) + tuple(sp.tagged):
+        n = 2 if op.array else 1
+        if op.kind == K_STRUCT:
+            n += trail_depth(structs, op.struct, seen + (index,))
+        best = max(best, n)
+    return best
+
+
+cdef Py_ssize_t slot_offset(type cls, str attr):
+    for klass in cls.__mro__:
+        d = klass.__dict__.get(attr)
+        if d is not None:
+            return kc_slot_offset(d)
+    return -1
+
+
+# ------------------------------------------------------------------ plans: the IR, prepared for C
+
+cdef class _Op:
+    cdef int kind, struct_index, tag, default_make, elem_min, fixed
+    cdef bint array, nullable, compact, ignorable
+    cdef Py_ssize_t offset
+    cdef object attr, default
+
+
+cdef class _Plan:
+    cdef object cls
+    cdef bint slots        # every attribute is an object slot: allocate bare, read and write slots directly
+    cdef bint flexible
+    cdef tuple fields, tagged, absent, absent_checks
+    cdef dict tags
+    cdef Py_ssize_t utf_offset
+    cdef object sp
+
+
+cdef class _Prog:
+    cdef list plans
+    cdef object message, version
+    cdef bint deep  # nests deeper than a reader's trail: the reference reads it
+
+
+cdef _Op make_op(op, prog):
+    cdef _Op o = _Op()
+    o.kind = op.kind
+    o.array = op.array
+    o.nullable = op.nullable
+    o.compact = op.compact
+    o.struct_index = op.struct
+    o.tag = op.tag
+    o.default = op.default
+    o.default_make = op.default_make
+    o.ignorable = op.ignorable
+    o.attr = op.attr
+    o.fixed = ir.FIXED_SIZE.get(op.kind, 0) if op.kind != K_UUID else 0  # numbers only
+    o.elem_min = max(1, ir.min_field_size(_pure._element(op), prog.structs)) if op.array else 0
+    o.offset = -1
+    return o
+
+
+cdef _Prog prepared(prog):
+    cdef _Prog fp = prog.backend_cache.get("cython")
+    cdef _Plan plan
+    cdef _Op o
+    if fp is not None:
+        return fp
+    fp = _Prog()
+    fp.message = prog.message
+    fp.version = prog.version
+    fp.plans = []
+    for sp in prog.structs:
+        plan = _Plan()
+        plan.sp = sp
+        plan.cls = sp.cls
+        plan.flexible = sp.flexible
+        plan.fields = tuple(make_op(op, prog) for op in sp.fields)
+        plan.tagged = tuple(make_op(op, prog) for op in sp.tagged)
+        plan.absent = tuple(make_op(op, prog) for op in sp.absent)
+        plan.absent_checks = tuple([o for o in plan.absent if not (<_Op>o).ignorable])
+        plan.tags = {(<_Op>o).tag: o for o in plan.tagged}
+        plan.utf_offset = slot_offset(sp.cls, "unknown_tagged_fields")
+        plan.slots = plan.utf_offset >= 0 and (<type>sp.cls).__new__ is object.__new__
+        for group in (plan.fields, plan.tagged, plan.absent):
+            for o in group:
+                o.offset = slot_offset(sp.cls, o.attr)
+                if o.offset < 0:
+                    plan.slots = False
+        fp.plans.append(plan)
+    fp.deep = trail_depth(list(prog.structs), 0, ()) > MAX_TRAIL
+    prog.backend_cache["cython"] = fp
+    return fp

@@ -1,0 +1,109 @@
+"""What a decoded message is made of (docs/decoded-objects.md), on both backends: scalar arrays are
+tuples (the empty one shared, untracked by the cyclic GC), struct arrays lists; equality, encoding,
+pickling and to_dict treat a tuple and a list of the same items alike."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import uuid
+
+import pytest
+
+import kcodec
+from kcodec._backend import available
+from kcodec.ir import program_for
+from kcodec.messages import DescribeConfigsRequest, MetadataRequest, MetadataResponse
+
+from needs import missing
+
+BACKENDS = sorted(available().items())
+IDS = [n for n, _ in BACKENDS]
+MR = MetadataResponse
+
+
+def _built(topic_id: int = 7) -> MetadataResponse:
+    return MR(brokers=[MR.Broker(node_id=1, host="a", port=9092)], topics=[MR.Topic(
+        name="orders", topic_id=uuid.UUID(int=topic_id), partitions=[
+            MR.Partition(partition_index=0, replica_nodes=[1, 2, 300], isr_nodes=[1], offline_replicas=[]),
+            MR.Partition(partition_index=1, replica_nodes=[], isr_nodes=[2])])])
+
+
+@pytest.mark.parametrize("name,backend", BACKENDS, ids=IDS)
+@pytest.mark.parametrize("version", [1, 12])
+def test_scalar_arrays_are_tuples_struct_arrays_lists(name, backend, version):
+    built = _built(7 if version >= 10 else 0)  # (topic ids arrived in v10)
+    prog = program_for(MR, version)
+    msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+    assert msg == built and built == msg
+    assert type(msg.topics) is list and type(msg.topics[0].partitions) is list
+    p0, p1 = msg.topics[0].partitions
+    assert p0.replica_nodes == (1, 2, 300) and p0.isr_nodes == (1,)
+    assert p1.replica_nodes is () and p0.offline_replicas is ()  # noqa: F632 (the shared empty tuple)
+    for t in (p0.replica_nodes, p0.isr_nodes):
+        assert type(t) is tuple
+        if name == "cython":
+            assert not gc.is_tracked(t)
+    assert msg != _built().__class__(topics=[])
+
+
+@pytest.mark.parametrize("name,backend", BACKENDS, ids=IDS)
+def test_absent_scalar_array_is_the_empty_tuple(name, backend):
+    prog = program_for(MR, 1)  # offline_replicas arrived in v5
+    msg, _ = backend.decode(prog, backend.encode(prog, _built(0)), 0, None, False)
+    assert all(p.offline_replicas == () for p in msg.topics[0].partitions)
+
+
+@pytest.mark.parametrize("name,backend", BACKENDS, ids=IDS)
+def test_string_arrays_and_zero_uuids(name, backend):
+    keys = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=2, resource_name="t", configuration_keys=["a", "é"])])
+    prog = program_for(DescribeConfigsRequest, 4)
+    back, _ = backend.decode(prog, backend.encode(prog, keys), 0, None, False)
+    assert back.resources[0].configuration_keys == ("a", "é") and back == keys
+    prog = program_for(MetadataRequest, 12)
+    req = MetadataRequest(topics=[MetadataRequest.Topic(name="a"), MetadataRequest.Topic(name="b")])
+    back, _ = backend.decode(prog, backend.encode(prog, req), 0, None, False)
+    assert back == req and back.topics[0].topic_id == uuid.UUID(int=0)
+
+
+def test_decoded_messages_encode_pickle_and_convert_alike():
+    built = _built()
+    msg = kcodec.decode(MR, kcodec.encode(built, 12), 12)
+    assert kcodec.encode(msg, 12) == kcodec.encode(built, 12)
+    assert kcodec.encoded_size(msg, 12) == len(kcodec.encode(built, 12))
+    copy = pickle.loads(pickle.dumps(msg))
+    assert copy == msg and copy.topics[0].partitions[0].replica_nodes == (1, 2, 300)
+    assert kcodec.to_dict(msg) == kcodec.to_dict(built)
+    assert kcodec.to_dict(msg)["topics"][0]["partitions"][0]["replica_nodes"] == [1, 2, 300]
+    assert kcodec.from_dict(MR, kcodec.to_dict(msg)) == msg
+
+
+def test_equality_still_sees_different_items():
+    a = MR.Partition(replica_nodes=[1, 2])
+    assert a == MR.Partition(replica_nodes=(1, 2))
+    assert a != MR.Partition(replica_nodes=(1, 3))
+    assert a != MR.Partition(replica_nodes=(1, 2, 3))
+    assert MR.Partition(replica_nodes=[]) != MR.Partition(replica_nodes=(1,))
+
+
+def test_equal_int32_arrays_share_a_tuple_and_never_mix():
+    """The compiled backend hands out one tuple for equal short int32 arrays (a cache keyed by their wire
+    bytes); arrays that differ, by value, length or sign, and arrays past the cache's reach stay apart."""
+    backend = dict(BACKENDS).get("cython")
+    if backend is None:
+        missing("the Cython backend (kcodec._fast, built by pip install with a compiler)")
+    sets = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 3, 4, 5, 6, 7, 8], [-1, 70000, 2**31 - 1], [-2**31], [0] * 9]
+    many = [[i, i + 1] for i in range(3000)]  # more distinct arrays than entries: misses replace entries
+    arrays = sets * 2 + many * 2
+    built = MR(topics=[MR.Topic(name="t", partitions=[
+        MR.Partition(partition_index=i, replica_nodes=r, isr_nodes=r[:1]) for i, r in enumerate(arrays)])])
+    prog = program_for(MR, 12)
+    msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+    parts = msg.topics[0].partitions
+    assert [list(p.replica_nodes) for p in parts] == arrays and msg == built
+    n = len(sets)
+    assert parts[0].replica_nodes is parts[n].replica_nodes  # equal and short: one object
+    assert parts[0].isr_nodes is parts[1].isr_nodes          # (1,) twice
+    assert parts[6].replica_nodes is not parts[n + 6].replica_nodes  # nine ints: each array its own
+    assert all(type(p.replica_nodes) is tuple for p in parts)
