@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop,
 
 need_module("pyspark")
 from kcodec.showcase.e2e import analyze_capture, check, headline  # noqa: E402
-from kcodec.showcase.traffic import CK, KC, KPY, background_topic, drive, told_errors  # noqa: E402
+from kcodec.showcase.traffic import (CK, CKP, CODECS, DATA_RECORDS, DATA_TOPIC, KC, KPY,  # noqa: E402
+                                     background_topic, drive, told_errors)
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +47,13 @@ def analyzed(spark, traffic, tmp_path_factory):
 
 def test_every_client_ran_and_the_analysis_agrees(traffic, analyzed):
     _, figs, ex, _ = analyzed
-    assert set(traffic.clients) == {CK, KPY, KC} and not traffic.skipped
+    assert set(traffic.clients) == {CK, CKP, KPY, KC} and not traffic.skipped
     assert check(traffic, figs) == []
     # Spelled out: exchanges per client, API and version are what the broker answered, one for one.
-    assert figs.counts == traffic.served and set(figs.counts) == {CK, KPY, KC}
+    assert figs.counts == traffic.served and set(figs.counts) == {CK, CKP, KPY, KC}
+    # The data path: every acknowledged record is in the capture's Produce batches, with its codec.
+    assert figs.produced == traffic.produced == {(DATA_TOPIC, c): DATA_RECORDS for c in CODECS}
+    assert {"InitProducerId", "Produce"} <= {api for api, _ in figs.counts[CKP]}
     assert figs.counts[KC] == traffic.kcodec_sent
     assert len(ex) == sum(sum(n.values()) for n in traffic.served.values())
     assert ex.decode_error.isna().all() and ex.response_bytes.notna().all()
@@ -58,8 +62,11 @@ def test_every_client_ran_and_the_analysis_agrees(traffic, analyzed):
     served = {c: Counter(n) for c, n in traffic.served.items()}
     served[KPY][("Metadata", 13)] += 1
     told = dict(traffic.errors, **{CK: Counter({("CreateTopics", 36): 1})})
-    bad = check(dataclasses.replace(traffic, served=served, errors=told), figs)
-    assert len(bad) == 2 and bad[0].startswith(f"{KPY}: the capture has") and "was told" in bad[1]
+    produced = Counter(traffic.produced)
+    produced[(DATA_TOPIC, "zstd")] += 1
+    bad = check(dataclasses.replace(traffic, served=served, errors=told, produced=produced), figs)
+    assert len(bad) == 3 and bad[0].startswith(f"{KPY}: the capture has") and "was told" in bad[1]
+    assert bad[2].startswith("records produced per (topic, codec)")
 
 
 def test_versions_each_client_used(analyzed):

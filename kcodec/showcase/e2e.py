@@ -28,6 +28,8 @@ class Figures:
     # (what-if ListTopics v1 bytes of kafka-python's first all-topics Metadata after kcodec's last
     # ListTopics, the bytes that ListTopics response really took)
     what_if_vs_real: Optional[tuple[int, int]]
+    # (topic, codec) -> records in the Produce requests' batches that decoded (the batches table)
+    produced: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)
 
 
 def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..., None] = print,
@@ -36,7 +38,19 @@ def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..
     from kcodec.spark.analyze import analyze
 
     agg = analyze(spark, [str(traffic.capture_dir / "*.kcap")], out, print_=print_, progress=progress)
-    return figures(spark.read.parquet(str(out.resolve() / "tables" / "exchanges")), agg)
+    tables = out.resolve() / "tables"
+    f = figures(spark.read.parquet(str(tables / "exchanges")), agg)
+    f.produced = produced_records(spark.read.parquet(str(tables / "batches")))
+    return f
+
+
+def produced_records(batches: Any) -> Counter[tuple[str, str]]:
+    """Records per (topic, codec) that the Produce requests carried, from the batches table."""
+    from pyspark.sql import functions as F
+
+    ok = batches.where((F.col("direction") == "produced") & F.col("error").isNull() & ~F.col("control"))
+    rows = ok.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
+    return Counter({(r["topic"], r["codec"]): int(r["records"]) for r in rows})
 
 
 def figures(ex: Any, agg: dict[str, Any]) -> Figures:
@@ -95,6 +109,9 @@ def check(traffic: Traffic, f: Figures) -> list[str]:
         bad.append("no ListTopics exchange in the capture")
     if f.list_topics["decoded"] != f.list_topics["requests"]:
         bad.append(f"ListTopics: {f.list_topics['decoded']} of {f.list_topics['requests']} decoded")
+    if f.produced != traffic.produced:
+        bad.append(f"records produced per (topic, codec): the capture's batches carry {dict(f.produced)}, "
+                   f"the producer had acknowledged {dict(traffic.produced)}")
     if f.what_if_vs_real is not None and f.what_if_vs_real[0] != f.what_if_vs_real[1]:
         bad.append(f"what-if ListTopics v1 {f.what_if_vs_real[0]} B, the real one {f.what_if_vs_real[1]} B")
     return bad
@@ -123,7 +140,8 @@ def traffic_step(ctx: Context) -> None:
         "defaults), list them (Metadata; ListTopics, KIP-142, for kcodec), describe them (DescribeTopicPartitions "
         "pages of 50 partitions, KIP-966, for kcodec), add partitions, delete, and calls that fail "
         "(TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, deleting an internal or an "
-        "unknown topic).\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
+        "unknown topic). Then confluent-kafka's idempotent producer writes records to `kcodec broker` with every "
+        "compression codec (acks=all).\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
 
 
 def analyze_step(ctx: Context) -> None:
@@ -202,8 +220,13 @@ def headline(traffic: Traffic, f: Figures, bad: list[str]) -> tuple[str, str]:
         notes.append(f"the what-if of kafka-python's first all-topics Metadata response, "
                      f"{f.what_if_vs_real[0]:,} B as ListTopics v1, against the ListTopics response kcodec "
                      f"got just before it (same topics): {f.what_if_vs_real[1]:,} B")
+    if f.produced:
+        notes.append(f"{sum(f.produced.values()):,} records in the Produce requests' batches ("
+                     + ", ".join(f"{n} {codec} in {topic}" for (topic, codec), n in sorted(f.produced.items()))
+                     + "), decoded from the capture with kcodec.records")
     notes.append("checked against the broker's count of requests per client, API and version, the kcodec "
-                 "client's own count, and the error codes each client was told: "
+                 "client's own count, the records the producer had acknowledged, and the error codes each "
+                 "client was told: "
                  + ("they agree" if not bad else "DISAGREE: " + "; ".join(bad)))
     text = ("## End to end: the capture on Spark\n\n"
             "`kcodec analyze` on a local Spark session; its own report: [traffic/report.md](traffic/report.md) "

@@ -4,8 +4,9 @@ A ``kcodec.broker`` Cluster of several brokers (SASL PLAIN on), ``kcodec tap`` i
 command, a child process) and three admin clients administering topics through the tap:
 confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's own client. Each runs a
 script (create with explicit settings and with the broker's KIP-464 defaults, list, describe, add
-partitions, delete, and calls that fail) and keeps the error codes it was told; the broker counts the
-requests it answered per client id. Both are what an analysis of the capture must agree with
+partitions, delete, and calls that fail) and keeps the error codes it was told; then confluent-kafka's
+idempotent producer writes records with every compression codec (acks=all), counting what was
+acknowledged. The broker counts the requests it answered per client id. Both are what an analysis of the capture must agree with
 (``kcodec.showcase.e2e``). A client library that is not installed is left out, and said so.
 """
 
@@ -21,6 +22,9 @@ from typing import Any, Callable
 from kcodec.errors import ErrorCode
 
 CK, KPY, KC = "e2e-confluent", "e2e-kafka-python", "e2e-kcodec"  # client ids, one per client
+CKP = "e2e-confluent-producer"
+DATA_TOPIC, DATA_RECORDS = "ck-orders", 200  # records produced per compression codec
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 USER, PASSWORD = "e2e", "e2e-secret"
 TIMEOUT = 15.0  # seconds, per admin call
 
@@ -37,6 +41,7 @@ class Traffic:
     errors: dict[str, Counter[tuple[str, int]]] = dataclasses.field(default_factory=dict)  # (API, code) told
     served: dict[str, Counter[tuple[str, int]]] = dataclasses.field(default_factory=dict)  # (API, version)
     kcodec_sent: Counter[tuple[str, int]] = dataclasses.field(default_factory=Counter)     # its own count
+    produced: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)  # (topic, codec): acked
     tap_summary: str = ""
     seconds: float = 0.0
 
@@ -78,6 +83,28 @@ def _confluent(bootstrap: str, t: Traffic) -> None:
     each("DeleteTopics", admin.delete_topics(["ck-defaults"], operation_timeout=5, request_timeout=TIMEOUT))
     del admin  # librdkafka's threads stop (and its last requests end) when the handle is destroyed
     gc.collect()
+    _confluent_produce(bootstrap, t)
+
+
+def _confluent_produce(bootstrap: str, t: Traffic) -> None:
+    """The data path: an idempotent producer (librdkafka's default once asked) per codec, acks=all."""
+    from confluent_kafka import Producer
+
+    t.clients[CKP] = t.clients[CK]
+    for codec in CODECS:
+        acked: list[bool] = []
+        p = Producer({"bootstrap.servers": bootstrap, "client.id": CKP, "security.protocol": "SASL_PLAINTEXT",
+                      "sasl.mechanism": "PLAIN", "sasl.username": USER, "sasl.password": PASSWORD,
+                      "acks": "all", "enable.idempotence": True, "compression.type": codec, "linger.ms": 5,
+                      "log_level": 2})
+        for i in range(DATA_RECORDS):
+            p.produce(DATA_TOPIC, value=f"{codec} order {i:05d} ".encode() * 4, key=f"k{i % 16}".encode(),
+                      on_delivery=lambda err, _msg: acked.append(err is None))
+        if p.flush(TIMEOUT) != 0 or not all(acked):
+            raise AssertionError(f"confluent-kafka: {acked.count(True)} of {DATA_RECORDS} {codec} records acknowledged")
+        t.produced[(DATA_TOPIC, codec)] += len(acked)
+        del p  # the handle closes its connections when destroyed
+        gc.collect()
 
 
 def _kafka_python(bootstrap: str, t: Traffic) -> None:
