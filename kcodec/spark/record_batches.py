@@ -78,30 +78,50 @@ def _crc_valid(b: Any, view: memoryview) -> bool:
     return bool(crc32(view[b.offset + LEGACY_CRC_START:end]) == b.crc)
 
 
+CODECS = tuple(c.name.lower() for c in sorted(Compression, key=int))  # by the attributes' low 3 bits
+SMALL = 64  # up to this many records, Python sums over a list beat numpy's per-call overhead
+
+
+def _positive_sum(a: Any) -> int:
+    """The sum of the lengths that are not null (-1): the key or value bytes of a batch."""
+    if len(a) <= SMALL:
+        return sum(x for x in a.tolist() if x > 0)
+    return int(a[a > 0].sum())
+
+
+def _min_max(a: Any) -> tuple[int, int]:
+    if len(a) <= SMALL:
+        values = a.tolist()
+        return min(values), max(values)
+    return int(a.min()), int(a.max())
+
+
 def batch_row(b: Any, view: memoryview) -> dict[str, Any]:
     """The columns of one batch (``kcodec.records.RecordBatch``) of the records field ``view``."""
+    attributes, magic, size = b.attributes, b.magic, b.size
+    codec = attributes & 0x07
     row: dict[str, Any] = {
-        "batch": b.index, "position": b.offset, "magic": b.magic, "codec": b.compression.name.lower(),
+        "batch": b.index, "position": b.offset, "magic": magic,
+        "codec": CODECS[codec] if codec < len(CODECS) else b.compression.name.lower(),
         "base_offset": b.base_offset, "last_offset": b.last_offset, "record_count": b.record_count,
-        "compressed_bytes": b.size, "transactional": b.is_transactional, "control": b.is_control,
+        "compressed_bytes": size, "transactional": b.is_transactional, "control": b.is_control,
         "timestamp_type": b.timestamp_type.name.lower(), "crc_valid": _crc_valid(b, view), "partial": False,
     }
-    if b.magic >= 2:
+    if magic >= 2:
         row.update(producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
     try:
-        compressed = b.compression != Compression.NONE
-        if b.magic >= 2:  # inflated once here; record_columns reads the same inflated bytes
-            row["uncompressed_bytes"] = V2_HEADER + len(b.payload()) if compressed else b.size
+        compressed = codec != Compression.NONE
+        if magic >= 2:  # inflated once here; record_columns reads the same inflated bytes
+            row["uncompressed_bytes"] = V2_HEADER + len(b.payload()) if compressed else size
         cols = record_columns(b)
-        keys, values = cols.key_length, cols.value_length
-        row["key_bytes"] = int(keys[keys > 0].sum())
-        row["value_bytes"] = int(values[values > 0].sum())
-        if len(cols):
-            row["first_timestamp"], row["max_timestamp"] = int(cols.timestamp.min()), int(cols.timestamp.max())
-        if b.magic < 2:  # the inner messages as they would be uncompressed: each message's overhead, key, value
-            row["uncompressed_bytes"] = (b.size if not compressed else
-                                         len(cols) * (LOG_OVERHEAD + LEGACY_HEADER[b.magic])
-                                         + row["key_bytes"] + row["value_bytes"])
+        row["key_bytes"] = key_bytes = _positive_sum(cols.key_length)
+        row["value_bytes"] = value_bytes = _positive_sum(cols.value_length)
+        n = len(cols)
+        if n:
+            row["first_timestamp"], row["max_timestamp"] = _min_max(cols.timestamp)
+        if magic < 2:  # the inner messages as they would be uncompressed: each message's overhead, key, value
+            row["uncompressed_bytes"] = (size if not compressed else
+                                         n * (LOG_OVERHEAD + LEGACY_HEADER[magic]) + key_bytes + value_bytes)
     except RecordsError as e:
         row["error"] = f"RecordsError: {e}"
     except Exception as e:  # a bug of ours must not fail a job: reported on the row
