@@ -5,7 +5,7 @@ is missing; elsewhere it skips. Every test that needs something uses these, neve
 pytest.importorskip (tests/test_ci_policy.py checks), and any other skip in CI fails unless
 ``CI_ALLOWED_SKIPS`` names it (the hooks in tests/conftest.py).
 
-    from needs import missing, need_module, need_tool
+    from needs import missing, need_extension, need_module, need_tool
 """
 
 from __future__ import annotations
@@ -35,6 +35,16 @@ def need_module(name: str) -> ModuleType:
         return importlib.import_module(name)
     except ImportError as e:
         missing(f"the Python module {name!r} ({e}; `make test` installs it)")
+
+
+def need_extension(backend: object, what: str) -> None:
+    """A compiled backend the test compares against the reference: when it is None, an error under
+    KCODEC_REQUIRE_EXTENSION (CI builds every extension), else `missing` naming ``what``."""
+    if backend is not None:
+        return
+    if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
+        raise RuntimeError(f"{what} is required (KCODEC_REQUIRE_EXTENSION) but not built")
+    missing(what)
 
 
 def need_tool(name: str, hint: str) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from needs import missing
+from needs import need_extension
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,10 +38,7 @@ from kcodec.testing import instances
 pytestmark = pytest.mark.fuzz
 
 FAST = available().get("cython")
-if FAST is None:
-    if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
-        raise RuntimeError("the Cython backend is required (KCODEC_REQUIRE_EXTENSION) but not built")
-    missing("the Cython backend kcodec._fast (built by pip install when a C compiler is there)")
+need_extension(FAST, "the Cython backend kcodec._fast (built by pip install when a C compiler is there)")
 
 CASES = [(name, v) for name in definitions.names() for v in definitions.get(name).versions]
 SCALE = settings.default.max_examples  # 15 in ci, 2000 in long

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import time
 from pathlib import Path
 
+import peer_reads
 from needs import missing, need_tool
 
 JS = Path(__file__).resolve().parent / "js"
@@ -79,63 +79,15 @@ PRODUCERS = {"confluent-kafka": confluent_produce, "kafka-python": kafka_python_
 
 
 def confluent_consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 20.0) -> Sent:
-    import confluent_kafka as ck
-
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
-    got: Sent = []
-    try:
-        c.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions)])
-        deadline = time.monotonic() + timeout
-        while len(got) < count and time.monotonic() < deadline:
-            for m in c.consume(1000, 0.2):
-                if m.error():
-                    raise RuntimeError(f"confluent-kafka: {m.error()}")
-                got.append((m.partition(), m.value()))
-    finally:
-        c.close()
-    return got
+    return [(m.partition(), m.value()) for m in peer_reads.confluent(bootstrap, topic, partitions, count, timeout)]
 
 
 def kafka_python_consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 20.0) -> Sent:
-    import kafka
-
-    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    got: Sent = []
-    try:
-        tps = [kafka.TopicPartition(topic, p) for p in range(partitions)]
-        c.assign(tps)
-        for tp in tps:
-            c.seek(tp, 0)
-        deadline = time.monotonic() + timeout
-        while len(got) < count and time.monotonic() < deadline:
-            for records in c.poll(timeout_ms=200).values():
-                got += [(r.partition, r.value) for r in records]
-    finally:
-        c.close()
-    return got
+    return [(r.partition, r.value) for r in peer_reads.kafka_python(bootstrap, topic, partitions, count, timeout)]
 
 
 def aiokafka_consume(bootstrap: str, topic: str, partitions: int, count: int, timeout: float = 20.0) -> Sent:
-    import aiokafka as aio
-
-    async def run() -> Sent:
-        c = aio.AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-        await c.start()
-        got: Sent = []
-        try:
-            tps = [aio.TopicPartition(topic, p) for p in range(partitions)]
-            c.assign(tps)
-            for tp in tps:
-                c.seek(tp, 0)
-            deadline = time.monotonic() + timeout
-            while len(got) < count and time.monotonic() < deadline:
-                for records in (await c.getmany(timeout_ms=200)).values():
-                    got += [(r.partition, r.value) for r in records]
-        finally:
-            await c.stop()
-        return got
-
-    return asyncio.run(run())
+    return [(r.partition, r.value) for r in peer_reads.aiokafka(bootstrap, topic, partitions, count, timeout)]
 
 
 CONSUMERS = {"confluent-kafka": confluent_consume, "kafka-python": kafka_python_consume,

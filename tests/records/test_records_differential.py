@@ -6,10 +6,8 @@ bytes, decode the same records, and refuse the same inputs with the same Records
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from needs import missing
+from needs import need_extension
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,10 +18,7 @@ from kcodec.records._select import available
 pytestmark = pytest.mark.fuzz
 
 FAST = available().get("cython")
-if FAST is None:
-    if os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0"):
-        raise RuntimeError("the Cython record backend is required (KCODEC_REQUIRE_EXTENSION) but not built")
-    missing("the Cython record backend (kcodec.records._crecords): a C compiler and Cython at install")
+need_extension(FAST, "the Cython record backend (kcodec.records._crecords): a C compiler and Cython at install")
 
 blob = st.one_of(st.none(), st.binary(max_size=40))
 header = st.tuples(st.text(max_size=8), blob)
