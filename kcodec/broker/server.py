@@ -20,7 +20,8 @@ import kcodec
 from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
-from kcodec.security.tls import looks_like_tls
+from kcodec.security.dn import DerError
+from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
@@ -88,13 +89,19 @@ class BrokerServer:
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
-        log.info("broker %d listening on %s:%d (%s)", self.node_id, host, self.port, self.security_protocol)
+        log.info("broker %d listening on %s:%d (%s, client auth %s)", self.node_id, host, self.port,
+                 self.security_protocol, self.client_auth)
 
     @property
     def security_protocol(self) -> str:
         """Kafka's name for this listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
         tls = "SSL" if self.runtime.tls is not None else "PLAINTEXT"
         return f"SASL_{tls}" if self.runtime.sasl else tls
+
+    @property
+    def client_auth(self) -> str:
+        """Kafka's ssl.client.auth of this listener: none, requested or required."""
+        return client_auth_of(self.runtime.tls) if self.runtime.tls is not None else "none"
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
@@ -120,6 +127,8 @@ class BrokerServer:
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
+            # Kafka: a verified client certificate names the principal, until SASL (if on) names another
+            session.principal = peer_principal(writer.get_extra_info("ssl_object")) or session.principal
             while True:
                 data = await _read(reader, self.runtime.idle_timeout)
                 if not data:
@@ -147,6 +156,8 @@ class BrokerServer:
                         raise Close("closing after a SASL error response")
         except kcodec.DecodeError as e:
             log.warning("broker %d: closing %s: bad frame: %s", self.node_id, peer, e)
+        except DerError as e:  # a certificate the handshake verified, yet not one we can read
+            log.warning("broker %d: closing %s: its TLS certificate's subject: %s", self.node_id, peer, e)
         except Close as e:
             log.warning("broker %d: closing %s: %s", self.node_id, peer, e)
         except asyncio.TimeoutError:

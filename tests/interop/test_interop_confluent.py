@@ -8,6 +8,8 @@ import pytest
 from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
+from kcodec.broker import Cluster
+
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
@@ -101,3 +103,53 @@ def test_wrong_password_is_refused(auth_broker):
         admin.poll(0.1)  # serves error_cb
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
     assert "wrong password for user 'carol'" in errors[0].str()  # the broker's reason reaches the client
+
+
+MTLS_ALICE = "User:CN=alice,OU=tests,O=kcodec"  # the subject of test_certs.clients["alice"]
+
+
+@pytest.fixture(scope="module")
+def mtls_cluster(test_certs):
+    """SSL listeners that require a client certificate from test_certs' CA; alice (by her certificate)
+    may describe and create ``alice-*`` topics only."""
+    with Cluster(tls=(test_certs.cert, test_certs.key), tls_client_auth="required", tls_client_ca=test_certs.ca,
+                 acls=[f"{MTLS_ALICE}:Describe:topic:alice-*", f"{MTLS_ALICE}:Create:topic:alice-*"],
+                 system_topic_partitions=1) as c:
+        c.create_topic("alice-seen", 1, 1)
+        c.create_topic("hidden", 1, 1)
+        yield c
+
+
+def _ssl_config(ca, pair=None) -> dict:
+    config = {"security.protocol": "SSL", "ssl.ca.location": str(ca)}
+    if pair is not None:
+        config.update({"ssl.certificate.location": str(pair.cert), "ssl.key.location": str(pair.key)})
+    return config
+
+
+def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs):
+    admin = _admin(mtls_cluster.bootstrap, **_ssl_config(test_certs.ca, test_certs.clients["alice"]))
+    try:
+        assert "alice-seen" in admin.list_topics(timeout=TIMEOUT).topics
+        assert "hidden" not in admin.list_topics(timeout=TIMEOUT).topics  # ACLs apply to alice's DN
+        assert _one(admin.create_topics([NewTopic("alice-new", 1, 1)], request_timeout=TIMEOUT)) is None
+        assert _error(admin.create_topics([NewTopic("other", 1, 1)])) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert "alice-new" in mtls_cluster.topics() and "other" not in mtls_cluster.topics()
+    finally:
+        record(CLIENT + " (mutual TLS)", mtls_cluster)
+
+
+@pytest.mark.parametrize("who", ["no certificate", "another CA"])
+def test_mutual_tls_refuses_other_clients(mtls_cluster, test_certs, stranger_client_cert, who):
+    errors: list = []
+    pair = stranger_client_cert if who == "another CA" else None
+    client_id = f"mtls-{who.replace(' ', '-')}"
+    admin = _admin(mtls_cluster.bootstrap, error_cb=errors.append, **{"client.id": client_id},
+                   **_ssl_config(test_certs.ca, pair))
+    deadline = time.monotonic() + TIMEOUT
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.1)  # serves error_cb
+    assert errors and errors[0].code() in (KafkaError._TRANSPORT, KafkaError._SSL, KafkaError._ALL_BROKERS_DOWN)
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=2)
+    assert client_id not in mtls_cluster.requests_served()  # not one request got past the handshake
