@@ -124,14 +124,14 @@ class ThrowAwayCA:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         return self._issue(stem, subject, ExtendedKeyUsageOID.SERVER_AUTH, x509.SubjectAlternativeName(alt))
 
-    def client_certificate(self, name: str, subject: str = "") -> KeyPair:
+    def client_certificate(self, name: str, subject: Any = "") -> KeyPair:
         """``client-NAME.pem`` and ``client-NAME-key.pem``: a client certificate whose subject is
-        ``subject``, an RFC 4514 string (default ``CN=NAME``); a broker that verifies it names the
-        client ``User:`` + that subject (in RFC 2253 form, as ``subject`` is written)."""
+        ``subject``, an RFC 4514 string (default ``CN=NAME``) or a ``cryptography.x509.Name``; a broker
+        that verifies it names the client ``User:`` + that subject in RFC 2253 form (kcodec.security.dn)."""
         x509 = _x509()
         from cryptography.x509.oid import ExtendedKeyUsageOID
 
-        dn = x509.Name.from_rfc4514_string(subject or f"CN={name}")
+        dn = subject if isinstance(subject, x509.Name) else x509.Name.from_rfc4514_string(subject or f"CN={name}")
         return self._issue(f"client-{name}", dn, ExtendedKeyUsageOID.CLIENT_AUTH)
 
 

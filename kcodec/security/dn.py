@@ -3,7 +3,7 @@ what Kafka's default ``ssl.principal.mapping.rules`` turn into a TLS client's pr
 
 Reads just enough DER (no ``cryptography`` needed at run time): the subject Name of an X.509
 certificate. The RDNs come most specific first (the reverse of their DER order); the RFC 2253
-keywords (CN, L, ST, O, OU, C, STREET, DC, UID) give ``KEY=value`` with RFC 2253 escapes; any other
+keywords (CN, L, ST, O, OU, C, STREET, DC, UID) give ``KEY=value`` with Java's escapes; any other
 attribute is its dotted OID and ``#`` + the hex of its DER value, as Java does (``emailAddress``
 becomes ``1.2.840.113549.1.9.1=#16...``).
 """
@@ -12,7 +12,10 @@ from __future__ import annotations
 
 KEYWORDS = {"2.5.4.3": "CN", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU", "2.5.4.6": "C",
             "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID"}
-_STRINGS = {0x0C: "utf-8", 0x13: "ascii", 0x16: "ascii", 0x14: "latin-1", 0x1E: "utf-16-be", 0x1C: "utf-32-be"}
+# The value types Java shows as text (UTF8String, PrintableString, IA5String, T61String, GeneralString,
+# BMPString); any other is hex. Java reads every one's bytes as UTF-8 (a BMPString's NULs show as \00).
+_STRINGS = {0x0C, 0x13, 0x16, 0x14, 0x1B, 0x1E}
+_ESCAPED = ',=+<>#;"\\'
 _SEQUENCE, _SET, _OID, _CONTEXT_0 = 0x30, 0x31, 0x06, 0xA0
 
 
@@ -61,10 +64,15 @@ def _oid(body: bytes) -> str:
 
 
 def escape(value: str) -> str:
-    """RFC 2253 section 2.4: ``,+"\\<>;`` escaped anywhere, ``#`` or a space first, a space last."""
-    last = len(value) - 1
-    return "".join("\\" + c if c in ',+"\\<>;' or (i == 0 and c in "# ") or (i == last and c == " ") else c
-                   for i, c in enumerate(value))
+    """Java's RFC 2253 escapes: ``,=+<>#;"\\`` anywhere, NUL as ``\\00``, and every leading and trailing
+    space (or CR)."""
+    out = "".join("\\" + c if c in _ESCAPED else "\\00" if c == "\0" else c for c in value)
+    body = out.strip(" \r")
+    if body == out:
+        return out
+    lead = out[:len(out) - len(out.lstrip(" \r"))]
+    trail = out[len(lead) + len(body):]
+    return "".join("\\" + c for c in lead) + body + "".join("\\" + c for c in trail)
 
 
 def _attribute(data: bytes, start: int, end: int) -> str:
@@ -73,13 +81,10 @@ def _attribute(data: bytes, start: int, end: int) -> str:
         raise DerError(f"attribute at byte {start} is not (OID, value)")
     (_, _, ostart, oend), (vtag, whole, vstart, vend) = parts
     oid = _oid(data[ostart:oend])
-    keyword, encoding = KEYWORDS.get(oid), _STRINGS.get(vtag)
-    if keyword is None or encoding is None:
+    keyword = KEYWORDS.get(oid)
+    if keyword is None or vtag not in _STRINGS:
         return f"{keyword or oid}=#{data[whole:vend].hex()}"
-    try:
-        return f"{keyword}={escape(data[vstart:vend].decode(encoding))}"
-    except UnicodeDecodeError:
-        return f"{keyword}=#{data[whole:vend].hex()}"
+    return f"{keyword}={escape(data[vstart:vend].decode('utf-8', 'replace'))}"
 
 
 def subject_rfc2253(der: bytes) -> str:
