@@ -111,9 +111,9 @@ MTLS_ALICE = "User:CN=alice,OU=tests,O=kcodec"  # the subject of test_certs.clie
 @pytest.fixture(scope="module")
 def mtls_cluster(test_certs):
     """SSL listeners that require a client certificate from test_certs' CA; alice (by her certificate)
-    may describe and create ``alice-*`` topics only."""
+    may describe, create and write ``alice-*`` topics only."""
     with Cluster(tls=(test_certs.cert, test_certs.key), tls_client_auth="required", tls_client_ca=test_certs.ca,
-                 acls=[f"{MTLS_ALICE}:Describe:topic:alice-*", f"{MTLS_ALICE}:Create:topic:alice-*"],
+                 acls=[f"{MTLS_ALICE}:{op}:topic:alice-*" for op in ("Describe", "Create", "Write")],
                  system_topic_partitions=1) as c:
         c.create_topic("alice-seen", 1, 1)
         c.create_topic("hidden", 1, 1)
@@ -137,6 +137,21 @@ def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs
         assert "alice-new" in mtls_cluster.topics() and "other" not in mtls_cluster.topics()
     finally:
         record(CLIENT + " (mutual TLS)", mtls_cluster)
+
+
+def test_mutual_tls_producer(mtls_cluster, test_certs):
+    errors: list = []
+    producer = ck.Producer({"bootstrap.servers": mtls_cluster.bootstrap, "log_level": 2, "acks": "all",
+                            **_ssl_config(test_certs.ca, test_certs.clients["alice"])})
+    for value in (b"one", b"two"):
+        producer.produce("alice-seen", value, partition=0, on_delivery=lambda e, _m: e and errors.append(e))
+    producer.produce("hidden", b"no", partition=0, on_delivery=lambda e, _m: errors.append(e))
+    assert producer.flush(TIMEOUT) == 0
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]  # alice may not write there
+    topics = mtls_cluster.topics()
+    with mtls_cluster.state.lock:
+        assert mtls_cluster.state.logs.bounds(topics["alice-seen"].topic_id, 0) == (0, 2)
+        assert mtls_cluster.state.logs.bounds(topics["hidden"].topic_id, 0) == (0, 0)
 
 
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
