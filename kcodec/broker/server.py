@@ -89,8 +89,9 @@ class BrokerServer:
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
-        log.info("broker %d listening on %s:%d (%s, client auth %s)", self.node_id, host, self.port,
-                 self.security_protocol, self.client_auth)
+        client_auth = f", client certificates {self.client_auth}" if self.client_auth != "none" else ""
+        log.info("broker %d listening on %s:%d (%s%s)", self.node_id, host, self.port, self.security_protocol,
+                 client_auth)
 
     @property
     def security_protocol(self) -> str:

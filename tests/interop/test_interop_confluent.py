@@ -8,8 +8,6 @@ import pytest
 from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
-from kcodec.broker import Cluster
-
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
@@ -103,21 +101,6 @@ def test_wrong_password_is_refused(auth_broker):
         admin.poll(0.1)  # serves error_cb
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
     assert "wrong password for user 'carol'" in errors[0].str()  # the broker's reason reaches the client
-
-
-MTLS_ALICE = "User:CN=alice,OU=tests,O=kcodec"  # the subject of test_certs.clients["alice"]
-
-
-@pytest.fixture(scope="module")
-def mtls_cluster(test_certs):
-    """SSL listeners that require a client certificate from test_certs' CA; alice (by her certificate)
-    may describe, create and write ``alice-*`` topics only."""
-    with Cluster(tls=(test_certs.cert, test_certs.key), tls_client_auth="required", tls_client_ca=test_certs.ca,
-                 acls=[f"{MTLS_ALICE}:{op}:topic:alice-*" for op in ("Describe", "Create", "Write")],
-                 system_topic_partitions=1) as c:
-        c.create_topic("alice-seen", 1, 1)
-        c.create_topic("hidden", 1, 1)
-        yield c
 
 
 def _ssl_config(ca, pair=None) -> dict:
