@@ -196,7 +196,9 @@ class Connection:
         except ProtocolError as e:
             self._fail(e)
         except ssl.SSLError as e:  # before OSError: SSLError is one
-            self._fail(KafkaConnectionError(f"{self.address}: TLS: {describe_tls_error(e)}"))
+            hint = self._mtls_hint()
+            detail = (getattr(e, "reason", None) or str(e)) if hint else describe_tls_error(e)
+            self._fail(KafkaConnectionError(f"{self.address}: TLS: {detail}{hint}"))
         except OSError as e:
             self._fail(KafkaConnectionError(f"{self.address}: {e.strerror or e}{self._mtls_hint()}"))
         except asyncio.CancelledError:
