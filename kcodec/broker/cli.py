@@ -46,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "names it")
     p.add_argument("--tls-client-ca", type=Path, metavar="FILE",
                    help="PEM CA certificates that client certificates must chain to (with --tls-client-auth)")
+    p.add_argument("--tls-principal-rules", metavar="RULES",
+                   help="ssl.principal.mapping.rules for client certificates' DNs, e.g. "
+                        "'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT' (default DEFAULT: the whole DN)")
     p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on; a TLS client's USER is "
                         "User:<subject DN>, e.g. User:CN=alice,O=example:Describe:topic:orders")
@@ -107,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
         users = dict(u.split(":", 1) for u in args.user) if args.user else None
         if (args.tls_cert is None) != (args.tls_key is None):
             raise ValueError("--tls-cert and --tls-key go together")
-        if args.tls_cert is None and (args.tls_client_auth is not None or args.tls_client_ca is not None):
-            raise ValueError("--tls-client-auth and --tls-client-ca need --tls-cert and --tls-key")
+        if args.tls_cert is None and (args.tls_client_auth or args.tls_client_ca or args.tls_principal_rules):
+            raise ValueError("--tls-client-auth, --tls-client-ca and --tls-principal-rules need --tls-cert and "
+                             "--tls-key")
         racks = {}
         for item in args.rack:
             node, eq, rack = item.partition("=")
@@ -122,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
+                          tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
                           groups=group_settings(args.group_setting))

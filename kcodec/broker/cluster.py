@@ -16,6 +16,7 @@ import threading
 from collections import Counter
 from typing import Any, Iterable, Optional
 
+from kcodec.security.principal_rules import PrincipalRules
 from kcodec.security.tls import ClientAuth, PathLike, ServerTls, server_context
 
 from .acl import AclLike, Authorizer
@@ -49,6 +50,8 @@ class Cluster:
         chain to ``tls_client_ca`` (a PEM CA bundle, Kafka's truststore). Without SASL a client with a
         certificate is ``User:`` + its subject in RFC 2253 form (``User:CN=alice,O=example``), one
         without is ``User:ANONYMOUS``; with SASL the SASL identity is the principal.
+    tls_principal_rules: Kafka's ``ssl.principal.mapping.rules`` for that DN, e.g.
+        ``"RULE:^CN=([^,]*),.*$/$1/L,DEFAULT"`` (``User:alice``); a DN no rule applies to is refused.
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change), and
@@ -75,6 +78,7 @@ class Cluster:
                  sasl_mechanisms: Optional[Iterable[str]] = None, reauth_ms: Optional[int] = None,
                  oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
                  tls_client_auth: Optional[ClientAuth] = None, tls_client_ca: Optional[PathLike] = None,
+                 tls_principal_rules: Optional[str] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
@@ -82,7 +86,8 @@ class Cluster:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        if tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None):
+        if tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
+                            or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
         self.host, self.port, self.advertised_host = host, port, advertised_host
         state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
@@ -100,8 +105,9 @@ class Cluster:
         settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
         server_tls = (server_context(tls, client_auth=tls_client_auth, client_ca=tls_client_ca)
                       if tls is not None else None)
+        rules = PrincipalRules(tls_principal_rules) if tls_principal_rules is not None else None
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
-                                      idle_timeout=idle_timeout, tls=server_tls,
+                                      idle_timeout=idle_timeout, tls=server_tls, tls_principal_rules=rules,
                                       forward_admin=forward_admin, group_settings=groups or GroupSettings())
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):

@@ -21,6 +21,7 @@ from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kcodec.security.dn import DerError
+from kcodec.security.principal_rules import NoMatchingRule
 from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal
 
 from . import handlers
@@ -128,8 +129,8 @@ class BrokerServer:
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
-            # Kafka: a verified client certificate names the principal, until SASL (if on) names another
-            session.principal = peer_principal(writer.get_extra_info("ssl_object")) or session.principal
+            if not self.runtime.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
+                session.principal = self._tls_principal(writer) or session.principal
             while True:
                 data = await _read(reader, self.runtime.idle_timeout)
                 if not data:
@@ -157,8 +158,6 @@ class BrokerServer:
                         raise Close("closing after a SASL error response")
         except kcodec.DecodeError as e:
             log.warning("broker %d: closing %s: bad frame: %s", self.node_id, peer, e)
-        except DerError as e:  # a certificate the handshake verified, yet not one we can read
-            log.warning("broker %d: closing %s: its TLS certificate's subject: %s", self.node_id, peer, e)
         except Close as e:
             log.warning("broker %d: closing %s: %s", self.node_id, peer, e)
         except asyncio.TimeoutError:
@@ -179,6 +178,14 @@ class BrokerServer:
             except Exception:
                 pass
             writer.close()
+
+    def _tls_principal(self, writer: asyncio.StreamWriter) -> Optional[str]:
+        try:
+            return peer_principal(writer.get_extra_info("ssl_object"), self.runtime.tls_principal_rules)
+        except NoMatchingRule as e:  # Kafka fails the client's authentication
+            raise Close(str(e)) from None
+        except DerError as e:  # a certificate the handshake verified, yet not one we can read
+            raise Close(f"its TLS certificate's subject: {e}") from None
 
     def _intercepted(self, key: int, version: int, req: Any) -> Optional[Any]:
         """A test's interceptor answer (faults.py), or NOT_CONTROLLER from a broker that is not the

@@ -20,7 +20,10 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+
+if TYPE_CHECKING:
+    from cryptography import x509 as x509_types
 
 DEFAULT_HOSTS = ("127.0.0.1", "::1", "localhost")
 Directory = Union[str, "os.PathLike[str]"]
@@ -124,7 +127,7 @@ class ThrowAwayCA:
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
         return self._issue(stem, subject, ExtendedKeyUsageOID.SERVER_AUTH, x509.SubjectAlternativeName(alt))
 
-    def client_certificate(self, name: str, subject: Any = "") -> KeyPair:
+    def client_certificate(self, name: str, subject: Union[str, "x509_types.Name"] = "") -> KeyPair:
         """``client-NAME.pem`` and ``client-NAME-key.pem``: a client certificate whose subject is
         ``subject``, an RFC 4514 string (default ``CN=NAME``) or a ``cryptography.x509.Name``; a broker
         that verifies it names the client ``User:`` + that subject in RFC 2253 form (kcodec.security.dn)."""

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import ssl
-from typing import Literal, Optional, Union, get_args
+from typing import TYPE_CHECKING, Literal, Optional, Union, get_args
+
+if TYPE_CHECKING:
+    from .principal_rules import PrincipalRules
 
 PathLike = Union[str, "os.PathLike[str]"]
 # What the client accepts as ``tls=``: True (the system's CAs), a CA file, or a ready context.
@@ -97,9 +100,10 @@ def client_auth_of(ctx: ssl.SSLContext) -> str:
     return {mode: name for name, mode in _VERIFY_MODES.items()}[ctx.verify_mode]
 
 
-def peer_principal(ssl_object: Optional[ssl.SSLObject]) -> Optional[str]:
+def peer_principal(ssl_object: Optional[ssl.SSLObject], rules: Optional["PrincipalRules"] = None) -> Optional[str]:
     """``User:`` + the RFC 2253 subject of the certificate a TLS client presented (verified by the
-    handshake), as Kafka's default ``ssl.principal.mapping.rules``; None without one."""
+    handshake), mapped by ``rules`` (Kafka's ``ssl.principal.mapping.rules``; None: DEFAULT, the DN as it
+    is); None without a certificate. NoMatchingRule when no rule applies."""
     if ssl_object is None:
         return None
     der = ssl_object.getpeercert(binary_form=True)
@@ -107,7 +111,8 @@ def peer_principal(ssl_object: Optional[ssl.SSLObject]) -> Optional[str]:
         return None
     from .dn import subject_rfc2253
 
-    return "User:" + subject_rfc2253(der)
+    dn = subject_rfc2253(der)
+    return "User:" + (rules.name(dn) if rules is not None else dn)
 
 
 def looks_like_tls(data: bytes) -> bool:

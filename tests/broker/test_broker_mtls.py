@@ -20,8 +20,8 @@ TOPICS = ("alice-a", "alice-b", "public", "carol-only")
 
 def _cluster(certs, client_auth: str, **kw) -> Cluster:
     ca = certs.ca if client_auth != "none" else None
-    cluster = Cluster(tls=(certs.cert, certs.key), tls_client_auth=client_auth, tls_client_ca=ca, acls=ACLS,
-                      system_topic_partitions=1, **kw)
+    cluster = Cluster(tls=(certs.cert, certs.key), tls_client_auth=client_auth, tls_client_ca=ca,
+                      system_topic_partitions=1, **{"acls": ACLS, **kw})
     for name in TOPICS:
         cluster.create_topic(name, 1, 1)
     return cluster
@@ -72,6 +72,19 @@ def test_sasl_ssl_keeps_the_sasl_principal(test_certs):
             _visible(cluster, test_certs.ca, sasl_user="carol", sasl_password="carol-pw")
 
 
+def test_principal_mapping_rules(test_certs):
+    """ssl.principal.mapping.rules: alice's DN becomes User:alice; bob's (CN=bob) matches no rule and is
+    refused; with SASL the rules do not apply."""
+    rules = "RULE:^CN=([^,]*),OU=tests,.*$/$1/U"
+    with _cluster(test_certs, "required", tls_principal_rules=rules, acls=["ALICE:Describe:topic:alice-a"]) as cluster:
+        assert _visible(cluster, test_certs.ca, test_certs.clients["alice"]) == ["alice-a"]
+        with pytest.raises(KafkaConnectionError, match="before any answer"):
+            _visible(cluster, test_certs.ca, test_certs.clients["bob"])
+    with _cluster(test_certs, "required", tls_principal_rules=rules, users={"carol": "carol-pw"}) as cluster:
+        assert _visible(cluster, test_certs.ca, test_certs.clients["bob"], sasl_user="carol",
+                        sasl_password="carol-pw") == ["carol-only"]
+
+
 def test_bad_settings_are_refused(test_certs):
     with pytest.raises(ValueError, match="needs tls="):
         Cluster(tls_client_auth="required", tls_client_ca=test_certs.ca)
@@ -79,6 +92,8 @@ def test_bad_settings_are_refused(test_certs):
         Cluster(tls=(test_certs.cert, test_certs.key), tls_client_auth="required")
     with pytest.raises(ValueError, match="need tls="):
         SyncClient("127.0.0.1:9", tls_cert=test_certs.clients["alice"].cert)
+    with pytest.raises(ValueError, match="invalid TLS principal mapping rule 'DEFAULT/L'"):
+        Cluster(tls=(test_certs.cert, test_certs.key), tls_principal_rules="DEFAULT/L")
 
 
 def test_the_broker_and_topics_commands(test_certs):
@@ -115,6 +130,9 @@ def test_cli_flags_are_checked(test_certs, capsys):
     from kcodec.cli import main
 
     assert main(["broker", "--listen", "127.0.0.1:0", "--tls-client-auth", "required"]) == 2
-    assert "--tls-client-auth and --tls-client-ca need --tls-cert and --tls-key" in capsys.readouterr().err
+    assert "--tls-client-auth, --tls-client-ca and --tls-principal-rules need --tls-cert" in capsys.readouterr().err
+    assert main(["broker", "--listen", "127.0.0.1:0", "--tls-cert", str(test_certs.cert), "--tls-key",
+                 str(test_certs.key), "--tls-principal-rules", "RULE:^CN=(.*)$/$1/LU"]) == 2
+    assert "invalid TLS principal mapping rule 'RULE:^CN=(.*)$/$1/LU'" in capsys.readouterr().err
     assert main(["topics", "list", "--bootstrap", "127.0.0.1:9", "--tls-cert", str(test_certs.cert)]) == 2
     assert "--tls-cert and --tls-key need --tls-ca FILE or --tls" in capsys.readouterr().err
