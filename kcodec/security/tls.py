@@ -11,6 +11,8 @@ import os
 import ssl
 from typing import TYPE_CHECKING, Literal, Optional, Union, get_args
 
+from .dn import subject_rfc2253
+
 if TYPE_CHECKING:
     from .principal_rules import PrincipalRules
 
@@ -96,7 +98,7 @@ def server_context(tls: ServerTls, *, client_auth: Optional[ClientAuth] = None,
 
 
 def client_auth_of(ctx: ssl.SSLContext) -> str:
-    """"none", "requested" or "required": what a server context asks of clients."""
+    """What a server context asks of clients: "none", "requested" or "required"."""
     return {mode: name for name, mode in _VERIFY_MODES.items()}[ctx.verify_mode]
 
 
@@ -109,8 +111,6 @@ def peer_principal(ssl_object: Optional[ssl.SSLObject], rules: Optional["Princip
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
-    from .dn import subject_rfc2253
-
     dn = subject_rfc2253(der)
     return "User:" + (rules.name(dn) if rules is not None else dn)
 
