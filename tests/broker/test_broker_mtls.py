@@ -4,6 +4,7 @@ principal ACLs see, and SASL's identity winning over it on SASL_SSL."""
 
 from __future__ import annotations
 
+import ssl
 import subprocess
 import sys
 
@@ -58,6 +59,9 @@ def test_the_certificate_principal_in_acl_decisions(test_certs):
         assert _visible(cluster, test_certs.ca, test_certs.clients["bob"]) == []
     with _cluster(test_certs, "required", super_users=["User:CN=bob"]) as cluster:
         assert _visible(cluster, test_certs.ca, test_certs.clients["bob"]) == sorted(TOPICS)
+        ready = ssl.create_default_context(cafile=str(test_certs.ca))  # a context that holds the certificate
+        ready.load_cert_chain(test_certs.clients["alice"].cert, test_certs.clients["alice"].key)
+        assert _visible(cluster, ready) == ["alice-a", "alice-b"]
     assert Acl.parse(f"{ALICE}:Describe:topic:alice-*") == Acl(ALICE, "Describe", "topic", "alice-*")
     assert Acl.parse("User:CN=a:Create:cluster").principal == "User:CN=a"
 
