@@ -61,11 +61,23 @@ def shared() -> Path:
 
 @pytest.fixture(scope="session")
 def test_certs(tmp_path_factory):
-    """A throw-away CA and a server certificate for 127.0.0.1, ::1 and localhost (kcodec.security.certs)."""
+    """A throw-away CA, a server certificate for 127.0.0.1, ::1 and localhost, and client certificates
+    ``clients["alice"]`` (subject CN=alice,OU=tests,O=kcodec) and ``clients["bob"]`` (CN=bob)
+    (kcodec.security.certs)."""
     need_module("cryptography")
     from kcodec.security.certs import make_test_certificates
 
-    return make_test_certificates(tmp_path_factory.mktemp("certs"))
+    return make_test_certificates(tmp_path_factory.mktemp("certs"),
+                                  clients={"alice": "CN=alice,OU=tests,O=kcodec", "bob": ""})
+
+
+@pytest.fixture(scope="session")
+def stranger_client_cert(tmp_path_factory):
+    """A client certificate (CN=mallory) from a CA no test broker trusts."""
+    need_module("cryptography")
+    from kcodec.security.certs import ThrowAwayCA
+
+    return ThrowAwayCA(tmp_path_factory.mktemp("stranger-ca")).client_certificate("mallory")
 
 
 # Kafka traffic (issue 7): a real broker upstream of `kcodec tap`, and a local Spark session.

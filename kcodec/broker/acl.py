@@ -50,8 +50,11 @@ class Acl:
     @classmethod
     def parse(cls, text: str) -> "Acl":
         """``USER:OPERATION:topic:NAME``, ``USER:OPERATION:group:NAME`` or ``USER:OPERATION:cluster`` (the
-        CLI's --acl form)."""
-        parts = text.split(":", 3)
+        CLI's --acl form); USER may carry its ``User:`` prefix, as a TLS principal's DN does
+        (``User:CN=alice,O=example:Describe:topic:orders``)."""
+        user_prefix = "User:" if text.startswith("User:") else ""
+        parts = text[len(user_prefix):].split(":", 3)
+        parts[0] = user_prefix + parts[0]
         if len(parts) < 3 or (parts[2] in ("topic", "group") and len(parts) != 4):
             raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic|group:NAME or USER:OPERATION:cluster")
         return cls(parts[0], parts[1], parts[2], parts[3] if len(parts) == 4 else CLUSTER_NAME)

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kcodec.security.tls import CLIENT_AUTH
+
 if TYPE_CHECKING:
     from .groups import GroupSettings
 
@@ -38,8 +40,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a scope every OAUTHBEARER token must carry (repeat)")
     p.add_argument("--tls-cert", type=Path, metavar="FILE", help="PEM certificate (chain): SSL / SASL_SSL listeners")
     p.add_argument("--tls-key", type=Path, metavar="FILE", help="PEM private key of --tls-cert")
+    p.add_argument("--tls-client-auth", choices=CLIENT_AUTH,
+                   help="ssl.client.auth: ask TLS clients for no certificate (default), for one, or refuse those "
+                        "without one; a client's principal is then User:<its certificate's subject DN> unless SASL "
+                        "names it")
+    p.add_argument("--tls-client-ca", type=Path, metavar="FILE",
+                   help="PEM CA certificates that client certificates must chain to (with --tls-client-auth)")
+    p.add_argument("--tls-principal-rules", metavar="RULES",
+                   help="ssl.principal.mapping.rules for client certificates' DNs, e.g. "
+                        "'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT' (default DEFAULT: the whole DN)")
     p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
-                   help="allow an operation (repeat); any ACL turns authorization on")
+                   help="allow an operation (repeat); any ACL turns authorization on; a TLS client's USER is "
+                        "User:<subject DN>, e.g. User:CN=alice,O=example:Describe:topic:orders")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
@@ -98,6 +110,9 @@ def run(args: argparse.Namespace) -> int:
         users = dict(u.split(":", 1) for u in args.user) if args.user else None
         if (args.tls_cert is None) != (args.tls_key is None):
             raise ValueError("--tls-cert and --tls-key go together")
+        if args.tls_cert is None and (args.tls_client_auth or args.tls_client_ca or args.tls_principal_rules):
+            raise ValueError("--tls-client-auth, --tls-client-ca and --tls-principal-rules need --tls-cert and "
+                             "--tls-key")
         racks = {}
         for item in args.rack:
             node, eq, rack = item.partition("=")
@@ -110,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
+                          tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
+                          tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
                           groups=group_settings(args.group_setting))
@@ -123,9 +140,11 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> None:
         await cluster.start_async()
         mechanisms = cluster.runtime.sasl_settings.mechanisms
+        client_auth = cluster.tls_client_auth
         print(f"kcodec broker: {len(cluster.servers)} broker(s), bootstrap {cluster.bootstrap}, "
               f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}, "
-              f"{cluster.security_protocol}" + (f" ({', '.join(mechanisms)})" if mechanisms else ""), flush=True)
+              f"{cluster.security_protocol}" + (f" ({', '.join(mechanisms)})" if mechanisms else "")
+              + (f", client certificates {client_auth}" if client_auth != "none" else ""), flush=True)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):  # both end it cleanly (and write --versions-file)
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)

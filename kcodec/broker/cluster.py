@@ -16,7 +16,8 @@ import threading
 from collections import Counter
 from typing import Any, Iterable, Optional
 
-from kcodec.security.tls import ServerTls, server_context
+from kcodec.security.principal_rules import PrincipalRules
+from kcodec.security.tls import ClientAuth, PathLike, ServerTls, server_context
 
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
@@ -44,6 +45,13 @@ class Cluster:
         OAUTHBEARER); OAUTHBEARER accepts Kafka's unsecured JWS tokens and needs no users.
     reauth_ms: connections.max.reauth.ms (KIP-368); oauth_scope: the scope tokens must carry.
     tls: (certificate file, key file) or an ``ssl.SSLContext``: SSL (or SASL_SSL) listeners.
+    tls_client_auth: Kafka's ``ssl.client.auth``: "none" (the default for files), "requested" (a client
+        may present a certificate) or "required" (a handshake without one fails); a certificate must
+        chain to ``tls_client_ca`` (a PEM CA bundle, Kafka's truststore). Without SASL a client with a
+        certificate is ``User:`` + its subject in RFC 2253 form (``User:CN=alice,O=example``), one
+        without is ``User:ANONYMOUS``; with SASL the SASL identity is the principal.
+    tls_principal_rules: Kafka's ``ssl.principal.mapping.rules`` for that DN, e.g.
+        ``"RULE:^CN=([^,]*),.*$/$1/L,DEFAULT"`` (``User:alice``); a DN no rule applies to is refused.
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change), and
@@ -69,6 +77,8 @@ class Cluster:
                  super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
                  sasl_mechanisms: Optional[Iterable[str]] = None, reauth_ms: Optional[int] = None,
                  oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
+                 tls_client_auth: Optional[ClientAuth] = None, tls_client_ca: Optional[PathLike] = None,
+                 tls_principal_rules: Optional[str] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
@@ -76,6 +86,9 @@ class Cluster:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        if tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
+                            or tls_principal_rules is not None):
+            raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
         self.host, self.port, self.advertised_host = host, port, advertised_host
         state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
                              default_replication_factor=default_replication_factor,
@@ -90,8 +103,11 @@ class Cluster:
         if sasl_mechanisms is None:
             sasl_mechanisms = DEFAULT_MECHANISMS if users is not None else ()
         settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
+        server_tls = (server_context(tls, client_auth=tls_client_auth, client_ca=tls_client_ca)
+                      if tls is not None else None)
+        rules = PrincipalRules(tls_principal_rules) if tls_principal_rules is not None else None
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
-                                      idle_timeout=idle_timeout, tls=server_context(tls) if tls is not None else None,
+                                      idle_timeout=idle_timeout, tls=server_tls, tls_principal_rules=rules,
                                       forward_admin=forward_admin, group_settings=groups or GroupSettings())
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
@@ -114,6 +130,11 @@ class Cluster:
     def security_protocol(self) -> str:
         """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL: what clients must set."""
         return self.servers[0].security_protocol
+
+    @property
+    def tls_client_auth(self) -> str:
+        """none, requested or required: what the TLS listeners ask of clients (Kafka's ssl.client.auth)."""
+        return self.servers[0].client_auth
 
     @property
     def bootstrap(self) -> str:

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kcodec.security.principal_rules import PrincipalRules
+
 from .acl import ANONYMOUS, Authorizer
 from .mechanisms import MechanismServer, SaslSettings
 from .faults import Interceptors
@@ -72,6 +74,7 @@ class ClusterRuntime:
     max_frame_size: int = 8 * 1024 * 1024
     idle_timeout: float = 600.0
     tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
+    tls_principal_rules: Optional[PrincipalRules] = None  # ssl.principal.mapping.rules; None: DEFAULT
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)
     group_settings: GroupSettings = field(default_factory=GroupSettings)

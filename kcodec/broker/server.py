@@ -20,7 +20,9 @@ import kcodec
 from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
-from kcodec.security.tls import looks_like_tls
+from kcodec.security.dn import DerError
+from kcodec.security.principal_rules import NoMatchingRule
+from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
@@ -88,13 +90,20 @@ class BrokerServer:
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
-        log.info("broker %d listening on %s:%d (%s)", self.node_id, host, self.port, self.security_protocol)
+        client_auth = f", client certificates {self.client_auth}" if self.client_auth != "none" else ""
+        log.info("broker %d listening on %s:%d (%s%s)", self.node_id, host, self.port, self.security_protocol,
+                 client_auth)
 
     @property
     def security_protocol(self) -> str:
         """Kafka's name for this listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
         tls = "SSL" if self.runtime.tls is not None else "PLAINTEXT"
         return f"SASL_{tls}" if self.runtime.sasl else tls
+
+    @property
+    def client_auth(self) -> str:
+        """Kafka's ssl.client.auth of this listener: none, requested or required."""
+        return client_auth_of(self.runtime.tls) if self.runtime.tls is not None else "none"
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
@@ -120,6 +129,8 @@ class BrokerServer:
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
+            if not self.runtime.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
+                session.principal = self._tls_principal(writer) or session.principal
             while True:
                 data = await _read(reader, self.runtime.idle_timeout)
                 if not data:
@@ -167,6 +178,14 @@ class BrokerServer:
             except Exception:
                 pass
             writer.close()
+
+    def _tls_principal(self, writer: asyncio.StreamWriter) -> Optional[str]:
+        try:
+            return peer_principal(writer.get_extra_info("ssl_object"), self.runtime.tls_principal_rules)
+        except NoMatchingRule as e:  # Kafka fails the client's authentication
+            raise Close(str(e)) from None
+        except DerError as e:  # a certificate the handshake verified, yet not one we can read
+            raise Close(f"its TLS certificate's subject: {e}") from None
 
     def _intercepted(self, key: int, version: int, req: Any) -> Optional[Any]:
         """A test's interceptor answer (faults.py), or NOT_CONTROLLER from a broker that is not the

@@ -20,7 +20,7 @@ from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, Delet
                              MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
 from kcodec.versions import guess_release
 
-from kcodec.security.tls import ClientTls, client_context
+from kcodec.security.tls import ClientTls, PathLike, client_context
 
 from .cluster_view import ClusterView, metadata_request
 from .connection import Connection
@@ -65,6 +65,9 @@ class Client:
         tokens); see kcodec.client.sasl.
     tls: TLS on every connection: True (the system's CAs), a CA file path, or an ``ssl.SSLContext``;
         the broker's certificate must name the address connected to unless ``tls_check_hostname=False``.
+    tls_cert / tls_key: the client's certificate chain and private key (PEM files; the key may be in
+        the certificate's file) for brokers that ask for one (mutual TLS, Kafka's ssl.client.auth);
+        loaded into a given ``tls`` context too.
     timeout: each call's overall deadline in seconds, retries included (a call's own ``timeout=``
         overrides it); past it the call raises CallTimeoutError.
     request_timeout / connect_timeout: the most one request / one TCP connect may take (both capped
@@ -81,6 +84,7 @@ class Client:
                  sasl_user: Optional[str] = None, sasl_password: Optional[str] = None,
                  sasl_mechanism: Optional[str] = None, sasl: Optional[Sasl] = None,
                  tls: Optional[ClientTls] = None, tls_check_hostname: bool = True,
+                 tls_cert: Optional[PathLike] = None, tls_key: Optional[PathLike] = None,
                  request_timeout: float = 30.0, connect_timeout: float = 10.0, timeout: float = 60.0,
                  retry_backoff: float = 0.1, retry_backoff_max: float = 2.0,
                  metadata_max_age: Optional[float] = 300.0,
@@ -95,7 +99,10 @@ class Client:
         if sasl is None and (sasl_user is not None or sasl_password is not None or sasl_mechanism is not None):
             sasl = Sasl(sasl_mechanism or "PLAIN", sasl_user, sasl_password)
         self.sasl = sasl
-        self.tls = client_context(tls, check_hostname=tls_check_hostname) if tls is not None else None
+        if tls is None and (tls_cert is not None or tls_key is not None):
+            raise ValueError("tls_cert and tls_key need tls= (a CA file, True or an SSLContext)")
+        self.tls = (client_context(tls, check_hostname=tls_check_hostname, cert=tls_cert, key=tls_key)
+                    if tls is not None else None)
         self.list_topics_api_key = (definitions.list_topics_api_key() if list_topics_api_key is None
                                     else list_topics_api_key)
         self.partition_limit = partition_limit

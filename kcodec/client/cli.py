@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     common.add_argument("--tls-ca", metavar="FILE", help="connect over TLS, trusting the CA certificates in FILE")
     common.add_argument("--tls-no-hostname-check", action="store_true",
                         help="accept a certificate that does not name the broker's host (still verified)")
+    common.add_argument("--tls-cert", metavar="FILE",
+                        help="present this client certificate (PEM chain) to brokers that ask for one (mutual TLS)")
+    common.add_argument("--tls-key", metavar="FILE", help="the PEM private key of --tls-cert (if not in its file)")
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("--timeout", type=float, default=30.0,
                         help="seconds each call may take, retries included (default 30)")
@@ -73,7 +76,10 @@ def run(args: argparse.Namespace, out: Any = None) -> int:
         configs[key] = value
     try:
         tls = args.tls_ca if args.tls_ca is not None else (True if args.tls else None)
+        if tls is None and (args.tls_cert is not None or args.tls_key is not None):
+            raise ValueError("--tls-cert and --tls-key need --tls-ca FILE or --tls")
         client = SyncClient(args.bootstrap, sasl=sasl, tls=tls, tls_check_hostname=not args.tls_no_hostname_check,
+                            tls_cert=args.tls_cert, tls_key=args.tls_key,
                             timeout=args.timeout, request_timeout=args.timeout,
                             connect_timeout=min(args.timeout, 10.0),
                             list_topics_api_key=args.list_topics_api_key)

@@ -27,6 +27,7 @@ log = logging.getLogger("kcodec.client")
 API_VERSIONS_KEY = 18
 MAX_FRAME = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
+MTLS_HINT = "does the broker require a client certificate (mutual TLS) and refuse ours, or its absence?"
 _ABANDONED_KEEP = 1024  # correlation ids of timed-out requests remembered, to drop their late answers
 
 
@@ -55,6 +56,7 @@ class Connection:
         self._closed: Optional[ClientError] = None
         self._raw: Optional[asyncio.Future[bytes]] = None  # the bare SASL answer awaited (handshake v0)
         self.tls = False
+        self._answered = False  # any frame received yet
         self.session_lifetime_ms: Optional[int] = None  # KIP-368: what SaslAuthenticate v1+ granted
         self.reauth: Optional[Reauthentication] = None  # re-authenticates before the session ends
 
@@ -85,7 +87,7 @@ class Connection:
         except ConnectionError as e:
             if tls is not None:  # a plaintext listener hangs up on a TLS hello
                 raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: the broker closed the "
-                                           "connection (is the listener plaintext, not TLS?)") from None
+                                           f"connection (is the listener plaintext, not TLS? {MTLS_HINT})") from None
             raise KafkaConnectionError(f"{conn.address}: {e.strerror or type(e).__name__}") from None
         except OSError as e:
             raise KafkaConnectionError(f"{conn.address}: {e.strerror or e}") from None
@@ -185,7 +187,7 @@ class Connection:
             while True:
                 data = await self._reader.read(65536)
                 if not data:
-                    self._fail(KafkaConnectionError(f"{self.address} closed the connection"))
+                    self._fail(KafkaConnectionError(f"{self.address} closed the connection{self._mtls_hint()}"))
                     return
                 for frame in self._splitter.feed(data):
                     self._dispatch(frame)
@@ -194,17 +196,25 @@ class Connection:
         except ProtocolError as e:
             self._fail(e)
         except ssl.SSLError as e:  # before OSError: SSLError is one
-            self._fail(KafkaConnectionError(f"{self.address}: TLS: {describe_tls_error(e)}"))
+            hint = self._mtls_hint()
+            detail = (getattr(e, "reason", None) or str(e)) if hint else describe_tls_error(e)
+            self._fail(KafkaConnectionError(f"{self.address}: TLS: {detail}{hint}"))
         except OSError as e:
-            self._fail(KafkaConnectionError(f"{self.address}: {e.strerror or e}"))
+            self._fail(KafkaConnectionError(f"{self.address}: {e.strerror or e}{self._mtls_hint()}"))
         except asyncio.CancelledError:
             pass
+
+    def _mtls_hint(self) -> str:
+        """TLS 1.3: a broker checks the client's certificate after the client's side of the handshake
+        ended, so a refusal reaches the client as a connection closed (or reset) before any answer."""
+        return f" before any answer ({MTLS_HINT})" if self.tls and not self._answered else ""
 
     def _dispatch(self, frame: bytes) -> None:
         if self._raw is not None:  # a bare SASL token (handshake v0) has no header to correlate
             if not self._raw.done():
                 self._raw.set_result(bytes(frame[4:]))
             return
+        self._answered = True
         corr = wire.correlation_id_of(frame)
         entry = self._pending.pop(corr, None)
         if entry is None:
@@ -260,4 +270,6 @@ def describe_tls_error(e: ssl.SSLError) -> str:
     reason = getattr(e, "reason", None) or str(e)
     if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE") or "EOF" in str(e):
         return f"{reason} (is the listener plaintext, not TLS?)"
+    if reason in ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_BAD_CERTIFICATE"):
+        return f"{reason} (the broker requires a client certificate from a CA it trusts: mutual TLS)"
     return str(reason)

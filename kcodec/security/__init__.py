@@ -1,8 +1,10 @@
 """What kcodec's client and broker share to secure a connection: SASL mechanisms and TLS.
 
 Modules: scram (RFC 5802 / RFC 7677 computations and messages, both sides), oauthbearer (RFC 7628
-client messages, Kafka's unsecured JWS tokens), tls (SSL contexts from files), certs (a throw-away CA
-and server certificate for tests; needs the ``cryptography`` package). Pure functions over bytes: no
+client messages, Kafka's unsecured JWS tokens), tls (SSL contexts from files, client certificates and
+Kafka's ssl.client.auth), dn (a certificate's subject in RFC 2253 form: a TLS client's principal),
+principal_rules (Kafka's ssl.principal.mapping.rules over that subject), certs
+(a throw-away CA, server and client certificates for tests; needs the ``cryptography`` package). Pure functions over bytes: no
 sockets, no kcodec messages.
 """
 

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC,
-                              USERS, AuthBroker, write_report)
+                              MTLS_ALICE, USERS, AuthBroker, write_report)
 
 from kcodec.broker import Cluster
 
@@ -41,3 +41,15 @@ def auth_broker(request, test_certs) -> Iterator[AuthBroker]:
         c.create_topic(AUTH_TOPIC, 1, 1)
         c.create_topic(HIDDEN_TOPIC, 1, 1)
         yield AuthBroker(c, request.param, str(test_certs.ca) if tls else None)
+
+
+@pytest.fixture
+def mtls_cluster(test_certs) -> Iterator[Cluster]:
+    """SSL listeners that require a client certificate from test_certs' CA; alice (by her certificate,
+    test_certs.clients["alice"]) may describe, create and write ``alice-*`` topics only."""
+    with Cluster(tls=(test_certs.cert, test_certs.key), tls_client_auth="required", tls_client_ca=test_certs.ca,
+                 acls=[f"{MTLS_ALICE}:{op}:topic:alice-*" for op in ("Describe", "Create", "Write")],
+                 system_topic_partitions=1) as c:
+        c.create_topic("alice-seen", 1, 1)
+        c.create_topic("hidden", 1, 1)
+        yield c

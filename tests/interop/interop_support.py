@@ -22,6 +22,8 @@ AUTH_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 AUTH_USER, AUTH_PASSWORD = "carol", "carol-pw"
 AUTH_TOPIC, HIDDEN_TOPIC = "auth-topic", "hidden-topic"  # carol may describe only the first: proof of who she is
 AUTH_ACLS = [f"{AUTH_USER}:Describe:topic:auth-*"]
+# Mutual TLS: the principal of test_certs.clients["alice"]'s certificate (its subject, RFC 2253).
+MTLS_ALICE = "User:CN=alice,OU=tests,O=kcodec"
 
 
 @dataclass

@@ -101,3 +101,53 @@ def test_wrong_password_is_refused(auth_broker):
         admin.poll(0.1)  # serves error_cb
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
     assert "wrong password for user 'carol'" in errors[0].str()  # the broker's reason reaches the client
+
+
+def _ssl_config(ca, pair=None) -> dict:
+    config = {"security.protocol": "SSL", "ssl.ca.location": str(ca)}
+    if pair is not None:
+        config.update({"ssl.certificate.location": str(pair.cert), "ssl.key.location": str(pair.key)})
+    return config
+
+
+def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs):
+    admin = _admin(mtls_cluster.bootstrap, **_ssl_config(test_certs.ca, test_certs.clients["alice"]))
+    try:
+        assert "alice-seen" in admin.list_topics(timeout=TIMEOUT).topics
+        assert "hidden" not in admin.list_topics(timeout=TIMEOUT).topics  # ACLs apply to alice's DN
+        assert _one(admin.create_topics([NewTopic("alice-new", 1, 1)], request_timeout=TIMEOUT)) is None
+        assert _error(admin.create_topics([NewTopic("other", 1, 1)])) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert "alice-new" in mtls_cluster.topics() and "other" not in mtls_cluster.topics()
+    finally:
+        record(CLIENT + " (mutual TLS)", mtls_cluster)
+
+
+def test_mutual_tls_producer(mtls_cluster, test_certs):
+    errors: list = []
+    producer = ck.Producer({"bootstrap.servers": mtls_cluster.bootstrap, "log_level": 2, "acks": "all",
+                            **_ssl_config(test_certs.ca, test_certs.clients["alice"])})
+    for value in (b"one", b"two"):
+        producer.produce("alice-seen", value, partition=0, on_delivery=lambda e, _m: e and errors.append(e))
+    producer.produce("hidden", b"no", partition=0, on_delivery=lambda e, _m: errors.append(e))
+    assert producer.flush(TIMEOUT) == 0
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_AUTHORIZATION_FAILED]  # alice may not write there
+    topics = mtls_cluster.topics()
+    with mtls_cluster.state.lock:
+        assert mtls_cluster.state.logs.bounds(topics["alice-seen"].topic_id, 0) == (0, 2)
+        assert mtls_cluster.state.logs.bounds(topics["hidden"].topic_id, 0) == (0, 0)
+
+
+@pytest.mark.parametrize("who", ["no certificate", "another CA"])
+def test_mutual_tls_refuses_other_clients(mtls_cluster, test_certs, stranger_client_cert, who):
+    errors: list = []
+    pair = stranger_client_cert if who == "another CA" else None
+    client_id = f"mtls-{who.replace(' ', '-')}"
+    admin = _admin(mtls_cluster.bootstrap, error_cb=errors.append, **{"client.id": client_id},
+                   **_ssl_config(test_certs.ca, pair))
+    deadline = time.monotonic() + TIMEOUT
+    while not errors and time.monotonic() < deadline:
+        admin.poll(0.1)  # serves error_cb
+    assert errors and errors[0].code() in (KafkaError._TRANSPORT, KafkaError._SSL, KafkaError._ALL_BROKERS_DOWN)
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=2)
+    assert client_id not in mtls_cluster.requests_served()  # not one request got past the handshake

@@ -90,3 +90,16 @@ def test_wrong_password_is_refused(auth_broker, caplog):
     with pytest.raises(KafkaTimeoutError, match="Unable to bootstrap"):  # kafka-python retries until its deadline
         _admin(auth_broker.bootstrap, bootstrap_timeout_ms=1500, **_auth_config(auth_broker, "SCRAM-SHA-256", "wrong"))
     assert "wrong password for user 'carol'" in caplog.text  # each attempt logged the broker's reason
+
+
+def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs):
+    alice = test_certs.clients["alice"]
+    admin = _admin(mtls_cluster.bootstrap, security_protocol="SSL", ssl_cafile=str(test_certs.ca),
+                   ssl_certfile=str(alice.cert), ssl_keyfile=str(alice.key), ssl_check_hostname=True)
+    try:
+        assert set(admin.list_topics()) == {"alice-seen"}  # ACLs name alice's certificate subject
+        with pytest.raises(TopicAuthorizationFailedError):
+            admin.create_topics([NewTopic("other", 1, 1)], raise_errors=True)
+    finally:
+        admin.close()
+        record(CLIENT + " (mutual TLS)", mtls_cluster)
