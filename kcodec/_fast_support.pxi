@@ -60,7 +60,9 @@ cdef extern from *:
     }
     /* Short int32 tuples are shared: a Metadata response repeats the same few replica and ISR sets (a
        handful of brokers) across thousands of partitions, and a tuple of ints is immutable, so one object
-       serves every equal array. A direct-mapped cache keyed by the wire bytes; a miss replaces its entry. */
+       serves every equal array. A cache keyed by the wire bytes, two entries a set (a direct-mapped one
+       let two frequent sets that share a slot evict each other, about one new tuple every 20 arrays): a hit
+       moves to the first entry, and on a miss the least recently used entry of the two makes room. */
     #define KC_TUPLES 1024
     #define KC_TUPLE_MAX 8
     typedef struct { Py_ssize_t n; unsigned char key[KC_TUPLE_MAX * 4]; PyObject* tuple; } kc_tuple_entry;
@@ -68,18 +70,24 @@ cdef extern from *:
     static PyObject* kc_int32_tuple(const unsigned char* b, Py_ssize_t n) {
         uint32_t h = 2166136261u;
         Py_ssize_t i, len = n * 4;
-        kc_tuple_entry* e;
+        kc_tuple_entry *set, *e, swap;
         PyObject* t;
         if (n == 0 || n > KC_TUPLE_MAX) return kc_int32_tuple_new(b, n);
         for (i = 0; i < len; i++) h = (h ^ b[i]) * 16777619u;
-        e = &kc_tuples[(h ^ (h >> 15)) & (KC_TUPLES - 1)];
-        if (e->tuple != NULL && e->n == n && memcmp(e->key, b, (size_t)len) == 0) {
-            Py_INCREF(e->tuple);
-            return e->tuple;
+        set = &kc_tuples[(h ^ (h >> 15)) & (KC_TUPLES - 2)];
+        for (i = 0; i < 2; i++) {
+            e = &set[i];
+            if (e->tuple != NULL && e->n == n && memcmp(e->key, b, (size_t)len) == 0) {
+                if (i == 1) { swap = set[0]; set[0] = set[1]; set[1] = swap; }
+                Py_INCREF(set[0].tuple);
+                return set[0].tuple;
+            }
         }
         t = kc_int32_tuple_new(b, n);
         if (t == NULL) return NULL;
-        Py_XDECREF(e->tuple);
+        Py_XDECREF(set[1].tuple);  /* the least recently used goes; the new one comes first */
+        set[1] = set[0];
+        e = &set[0];
         Py_INCREF(t);
         e->tuple = t;
         e->n = n;
@@ -103,13 +111,30 @@ cdef extern from *:
         *(PyObject**)((char*)o + off) = s;
         return 1;
     }
+    /* Ints past CPython's small ones that struct fields repeat (INT32_MIN, every topic's "authorized
+       operations not asked for"; an epoch many partitions share): one object a value, direct-mapped by
+       value, replaced on a miss. Ints are immutable, so sharing shows only to `is`. */
+    #define KC_INTS 256
+    static PyObject* kc_ints[KC_INTS];
+    static long kc_int_keys[KC_INTS];
+    static inline PyObject* kc_shared_int(long x) {
+        size_t i = ((uint32_t)x * 2654435761u) >> 24;
+        PyObject* v;
+        if (kc_ints[i] != NULL && kc_int_keys[i] == x) { Py_INCREF(kc_ints[i]); return kc_ints[i]; }
+        if ((v = PyLong_FromLong(x)) == NULL) return NULL;
+        Py_XDECREF(kc_ints[i]);
+        Py_INCREF(v);
+        kc_ints[i] = v;
+        kc_int_keys[i] = x;
+        return v;
+    }
     /* An int32 or int16 (size 4 or 2) at b, put in a new object's empty slot: no reference to drop. */
     static inline int kc_store_int(PyObject* o, Py_ssize_t off, int size, const unsigned char* b) {
         long x = size == 4 ? (long)(int32_t)(((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3])
                            : (long)(int16_t)(((uint16_t)b[0] << 8) | b[1]);
         PyObject* v;
         if (x >= -5 && x <= 256) { v = kc_small[x + 5]; Py_INCREF(v); }
-        else if ((v = PyLong_FromLong(x)) == NULL) return -1;
+        else if ((v = kc_shared_int(x)) == NULL) return -1;
         *(PyObject**)((char*)o + off) = v;
         return 0;
     }

@@ -107,3 +107,35 @@ def test_equal_int32_arrays_share_a_tuple_and_never_mix():
     assert parts[0].isr_nodes is parts[1].isr_nodes          # (1,) twice
     assert parts[6].replica_nodes is not parts[n + 6].replica_nodes  # nine ints: each array its own
     assert all(type(p.replica_nodes) is tuple for p in parts)
+
+
+def test_shared_tuples_and_ints_of_the_1k_payload(shared):
+    """On the 1,000-topic payload every equal replica or ISR set is one tuple (two frequent sets that
+    fall in one cache set do not evict each other), and each topic's INT32_MIN authorized operations is
+    one int; decoding it twice gives the same objects again."""
+    if dict(BACKENDS).get("cython") is None:
+        missing("the Cython backend (kcodec._fast, built by pip install with a compiler)")
+    backend = dict(BACKENDS)["cython"]
+    data = (shared / "vectors" / "metadata" / "metadata_v12_1k_body.bin").read_bytes()
+    prog = program_for(MR, 12)
+    first, _ = backend.decode(prog, data, 0, None, False)
+    again, _ = backend.decode(prog, data, 0, None, False)
+    arrays = [a for m in (first, again) for t in m.topics for p in t.partitions for a in (p.replica_nodes, p.isr_nodes)]
+    assert len({id(a) for a in arrays}) == len(set(arrays))
+    ops = [t.topic_authorized_operations for m in (first, again) for t in m.topics]
+    assert set(ops) == {-2**31} and len({id(v) for v in ops}) == 1
+
+
+@pytest.mark.parametrize("name,backend", BACKENDS, ids=IDS)
+def test_int_fields_past_the_small_ints_keep_their_values(name, backend):
+    """Shared ints (the compiled backend's cache by value) never mix values: many distinct ones (more than
+    the cache holds, so misses replace entries) and repeated ones, of both signs, int32 and int16."""
+    epochs = [70000 + i for i in range(600)] + [-2**31, 2**31 - 1, 257, -6, 300] * 3
+    built = MR(topics=[MR.Topic(name="t", error_code=-300, partitions=[
+        MR.Partition(partition_index=i, leader_epoch=e, leader_id=-(e // 2), error_code=i % 700 - 350)
+        for i, e in enumerate(epochs)])])
+    prog = program_for(MR, 12)
+    msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+    assert msg == built
+    parts = msg.topics[0].partitions
+    assert [p.leader_epoch for p in parts] == epochs and [p.leader_id for p in parts] == [-(e // 2) for e in epochs]
