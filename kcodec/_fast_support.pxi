@@ -91,18 +91,20 @@ cdef extern from *:
     }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
     /* An ASCII string of n bytes at b put in a new object's empty slot: 1 when stored, 0 when the bytes are
-       not all ASCII (nothing made: the caller takes the UTF-8 path, which checks and names a bad byte),
-       -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. */
+       not all ASCII (nothing kept: the caller takes the UTF-8 path, which checks and names a bad byte),
+       -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. The bytes are
+       checked and copied a word at a time in one loop: a names-only struct (a Metadata request's topic)
+       spent a third of its decode in the compiler's `rep movs` for a 20-40 byte memcpy. */
     static int kc_store_ascii(PyObject* o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) {
         Py_ssize_t i = 0;
         uint64_t w, acc = 0;
-        PyObject* s;
-        for (; i + 8 <= n; i += 8) { memcpy(&w, b + i, 8); acc |= w; }
-        for (; i < n; i++) acc |= b[i];
-        if (acc & 0x8080808080808080ULL) return 0;
-        s = PyUnicode_New(n, 127);
+        unsigned char* d;
+        PyObject* s = PyUnicode_New(n, 127);
         if (s == NULL) return -1;
-        memcpy(PyUnicode_1BYTE_DATA(s), b, (size_t)n);
+        d = PyUnicode_1BYTE_DATA(s);
+        for (; i + 8 <= n; i += 8) { memcpy(&w, b + i, 8); acc |= w; memcpy(d + i, &w, 8); }
+        for (; i < n; i++) { acc |= b[i]; d[i] = b[i]; }
+        if (acc & 0x8080808080808080ULL) { Py_DECREF(s); return 0; }
         *(PyObject**)((char*)o + off) = s;
         return 1;
     }
