@@ -21,6 +21,8 @@ from libc.string cimport memcpy
 
 
 cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
+    void* PyUnicode_DATA(object s)
     int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
     int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
 
@@ -61,6 +63,19 @@ cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
     return (<uint64_t>be32(p) << 32) | be32(p + 4)
 
 
+cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t seen = 0, word
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        seen |= word
+        i += 8
+    while i < n:
+        seen |= p[i]
+        i += 1
+    return (seen & 0x8080808080808080ULL) == 0
+
+
 cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nogil:
     """One big-endian value at p, written natively at out."""
     cdef uint64_t u64
@@ -79,51 +94,6 @@ cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nog
         memcpy(out, p, 16)
 
 
-@cython.final
-cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
-                       int64_t n, Py_ssize_t* at) noexcept nogil:
-    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
-    partitions), from at[0]; returns how many, with at[0] after them. It stops before the first that is
-    not the plain case (a short buffer, a long or forbidden null length, tagged fields): the caller walks
-    that one the full way, which makes the reference's error when there is one."""
-    cdef int64_t done, m
-    cdef int k
-    cdef const Step* st
-    cdef Py_ssize_t q
-    for done in range(n):
-        q = at[0]
-        for k in range(nsteps):
-            st = steps + k
-            if st.run > end - q:
-                return done
-            q += st.run
-            if not st.elem:
-                continue
-            if st.compact:
-                if q >= end or buf[q] >= 0x80:
-                    return done
-                m = <int64_t>buf[q] - 1
-                q += 1
-            else:
-                if 4 > end - q:
-                    return done
-                m = <int32_t>be32(buf + q)
-                q += 4
-            if m < 0:
-                if m == -1 and st.nullable:
-                    continue
-                return done
-            if m * st.elem > end - q:
-                return done
-            q += m * st.elem
-        if flexible:
-            if q >= end or buf[q] != 0:
-                return done
-            q += 1
-        at[0] = q
-    return n
-
-
 cdef class Walker:
     cdef const unsigned char* buf
     cdef Py_ssize_t start
@@ -140,6 +110,7 @@ cdef class Walker:
     cdef object reason
     cdef Py_ssize_t offset
     cdef list path
+    cdef Plan* plans             # per op, take_rows' scratch
 
     def __cinit__(self, Layout L):
         cdef int i
@@ -148,7 +119,9 @@ cdef class Walker:
         self.values = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
         self.nulls = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
         self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
-        if self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL:
+        self.plans = <Plan*>malloc(max(L.nops, 1) * sizeof(Plan))
+        if (self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL
+                or self.plans == NULL):
             raise MemoryError()
         self.objects = []
         for i in range(L.ncols):
@@ -171,6 +144,7 @@ cdef class Walker:
         free(self.values)
         free(self.nulls)
         free(self.rows)
+        free(self.plans)
 
     # ------------------------------------------------------------------------------------ growing
 
@@ -295,12 +269,11 @@ cdef class Walker:
             if col >= 0:
                 (<list>self.objects[col]).append((<const char*>p)[:n])
             return pos + n
-        for i in range(n):
-            if p[i] >= 0x80:
-                break
-        else:
+        if ascii(p, n):  # the common case: no decoder, a copy
             if col >= 0:
-                (<list>self.objects[col]).append(PyUnicode_DecodeUTF8(<const char*>p, n, NULL))
+                s = PyUnicode_New(n, 127)
+                memcpy(PyUnicode_DATA(s), p, n)
+                (<list>self.objects[col]).append(s)
             return pos + n
         try:  # not ASCII: Python's decoder checks it and names the bad byte
             s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
@@ -344,6 +317,7 @@ cdef class Walker:
     cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
         cdef int64_t n, i, k
         cdef int col = op.col
+        cdef StructC* sub
         cdef Py_ssize_t size, after
         cdef char* out
         cdef const unsigned char* p
@@ -356,25 +330,23 @@ cdef class Walker:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
         if n > 0:
-            if op.kind == STRUCT and self.L.structs[op.sub].skip:
+            if op.kind == STRUCT:
+                sub = &self.L.structs[op.sub]
                 i = 0
-                while i < n:
-                    k = skip_rows(self.buf, self.end, self.L.steps + self.L.structs[op.sub].first_step,
-                                  self.L.structs[op.sub].nsteps, self.L.structs[op.sub].flexible, n - i, &pos)
-                    self.rows[op.sub] += k
-                    i += k
-                    if i < n:  # anything unusual: the full path, with its checks and errors
+                while i < n:  # rows of numbers by the fast loops; anything unusual, and other structs, the
+                    if sub.skip:  # full path, with its checks and errors
+                        k = skip_rows(self.buf, self.end, self.L.steps + sub.first_step, sub.nsteps,
+                                      sub.flexible, n - i, &pos)
+                        self.rows[op.sub] += k
+                        i += k
+                    elif sub.plain:
+                        i += take_rows(self, op.sub, n - i, &pos, row)
+                    if i < n:
                         pos = self.walk(op.sub, pos, row)
                         if pos < 0:
                             self.path.append(i)
                             return pos
                         i += 1
-            elif op.kind == STRUCT:
-                for i in range(n):
-                    pos = self.walk(op.sub, pos, row)
-                    if pos < 0:
-                        self.path.append(i)
-                        return pos
             elif op.fixed:
                 size = op.fixed
                 if col >= 0:
@@ -495,6 +467,9 @@ cdef class Walker:
         if st.flexible:
             pos = self.tagged(pos)
         return pos
+
+
+include "_columnar_rows.pxi"
 
 
 cdef void release(Buf* b):

@@ -18,6 +18,7 @@ cdef struct StructC:
     int flexible
     int parent_col  # the column that takes each row's parent row, -1 when none
     int skip        # nothing kept and only numbers (a names-only scan's partitions): skip_rows' steps
+    int plain       # only numbers and arrays of numbers, something kept: take_rows
     int first_step  # its steps in Layout.steps
     int nsteps
 
@@ -27,6 +28,16 @@ cdef struct Step:
     int elem        # an array of numbers of this size (0: none)
     int compact
     int nullable
+
+
+cdef struct Plan:   # a plain struct's field in take_rows
+    int kind
+    int size        # bytes per number
+    int array       # 0: a number, 1: a compact array of numbers, 2: one with an int32 length
+    char* dst       # its column's first free item (one item per row), NULL when not kept
+    char* nul       # its null mask's first free item, or NULL
+    Buf* values     # an array's values
+    int64_t vlen    # values written, the unfinished row's included
 
 
 cdef struct Buf:
@@ -134,6 +145,8 @@ cdef class Layout:
             self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
             self.structs[i].skip = s[3] < 0 and all(
                 ops[k][5] < 0 and ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
+            self.structs[i].plain = not self.structs[i].skip and s[1] > 0 and all(
+                ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
         self.steps = <Step*>malloc((self.nops + self.nstructs + 1) * sizeof(Step))  # a step per field, one more per struct
         if self.steps == NULL:
             raise MemoryError()

@@ -1,0 +1,172 @@
+# Part of kcodec/_columnar.pyx (included there): the row loops of structs made only of numbers and arrays of
+# numbers (a topic's partitions), run instead of Walker.walk per row. Each stops before the first row that is
+# not the plain case (a short buffer, a null or long length, tagged fields); the caller walks that row the full
+# way, which makes the reference's error when there is one, so errors stay those of the full path.
+
+
+cdef inline void put(int size, int kind, const unsigned char* p, char* out, int64_t i) noexcept nogil:
+    """Item i of a column of numbers of this size, from the big-endian value at p."""
+    if size == 4:
+        (<uint32_t*>out)[i] = be32(p)
+    elif size == 2:
+        (<uint16_t*>out)[i] = be16(p)
+    elif size == 8:
+        store(kind, p, out + 8 * i)
+    else:
+        (<uint8_t*>out)[i] = (p[0] != 0) if kind == BOOL else p[0]
+
+
+cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
+    """Decodes up to n rows of plain struct s from at[0] into their columns; returns how many, with at[0]
+    after them. Every column that takes one item per row has room for n reserved first (n is bounded by
+    the bytes left: the caller checked n * the row's least size), so a row costs no capacity check but one
+    per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing."""
+    cdef StructC* st = &w.L.structs[s]
+    cdef OpC* ops = w.L.ops + st.first
+    cdef Plan* plans = w.plans
+    cdef Plan* f
+    cdef int nops = st.count, i, col, flexible = st.flexible
+    cdef const unsigned char* buf = w.buf
+    cdef Py_ssize_t end = w.end, q = at[0], p
+    cdef int64_t r = 0, m, k, vl
+    cdef Buf* b
+    cdef char* out
+    cdef const unsigned char* src
+    cdef int32_t* parents = NULL
+    w.at = q
+    if st.parent_col >= 0:
+        parents = <int32_t*>w.room(&w.data[st.parent_col], n)
+    for i in range(nops):
+        f = plans + i
+        col = ops[i].col
+        f.kind = ops[i].kind
+        f.size = ops[i].fixed
+        f.array = 0 if not ops[i].array else 1 if ops[i].compact else 2
+        f.dst = f.nul = NULL
+        f.values = NULL
+        if col < 0:
+            continue
+        f.dst = w.room(&w.data[col], n)
+        if ops[i].array:
+            f.values = &w.values[col]
+            f.vlen = f.values.len
+            if w.L.has_nulls[col]:
+                f.nul = w.room(&w.nulls[col], n)
+    while r < n:
+        p = q
+        for i in range(nops):
+            f = plans + i
+            if f.array == 0:
+                if f.size > end - p:
+                    break
+                if f.dst != NULL:
+                    put(f.size, f.kind, buf + p, f.dst, r)
+                p += f.size
+                continue
+            if f.array == 1:
+                if p >= end or <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
+                    break
+                m = buf[p] - 1
+                p += 1
+            else:
+                if 4 > end - p:
+                    break
+                m = <int32_t>be32(buf + p)
+                if m < 0:
+                    break
+                p += 4
+            if m * f.size > end - p:
+                break
+            src = buf + p
+            p += m * f.size
+            if f.dst == NULL:
+                continue
+            vl = f.vlen
+            b = f.values
+            if vl + m > b.cap:
+                w.at = q
+                w.grow(b, vl + m - b.len)
+            out = b.data
+            if f.size == 4 and m <= 4 and end - (src - buf) >= 16 and vl + 4 <= b.cap:
+                for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
+                    (<uint32_t*>out)[vl + k] = be32(src + 4 * k)
+            elif f.size == 4:
+                for k in range(m):
+                    (<uint32_t*>out)[vl + k] = be32(src + 4 * k)
+            else:
+                for k in range(m):
+                    put(f.size, f.kind, src + f.size * k, out, vl + k)
+            vl += m
+            f.vlen = vl
+            (<int32_t*>f.dst)[r] = <int32_t>vl
+            if f.nul != NULL:
+                f.nul[r] = 0
+        else:  # every field read
+            if flexible:
+                if p >= end or buf[p] != 0:
+                    break
+                p += 1
+            if parents != NULL:
+                parents[r] = <int32_t>parent
+            r += 1
+            q = p
+            continue
+        break
+    # the whole rows count; an unfinished row's values are dropped (its offsets entry was never counted)
+    if parents != NULL:
+        w.data[st.parent_col].len += r
+    for i in range(nops):
+        f = plans + i
+        if f.dst == NULL:
+            continue
+        b = &w.data[ops[i].col]
+        b.len += r
+        if f.values != NULL:
+            f.values.len = (<int32_t*>b.data)[b.len - 1]
+            if f.nul != NULL:
+                w.nulls[ops[i].col].len += r
+    w.rows[s] += r
+    at[0] = q
+    return r
+
+
+cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
+                       int64_t n, Py_ssize_t* at) noexcept nogil:
+    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
+    partitions), from at[0]; returns how many, with at[0] after them."""
+    cdef int64_t done, m
+    cdef int k
+    cdef const Step* st
+    cdef Py_ssize_t q
+    for done in range(n):
+        q = at[0]
+        for k in range(nsteps):
+            st = steps + k
+            if st.run > end - q:
+                return done
+            q += st.run
+            if not st.elem:
+                continue
+            if st.compact:
+                if q >= end or buf[q] >= 0x80:
+                    return done
+                m = <int64_t>buf[q] - 1
+                q += 1
+            else:
+                if 4 > end - q:
+                    return done
+                m = <int32_t>be32(buf + q)
+                q += 4
+            if m < 0:
+                if m == -1 and st.nullable:
+                    continue
+                return done
+            if m * st.elem > end - q:
+                return done
+            q += m * st.elem
+        if flexible:
+            if q >= end or buf[q] != 0:
+                return done
+            q += 1
+        at[0] = q
+    return n
