@@ -51,6 +51,7 @@ KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32
 
 
 include "_columnar_layout.pxi"
+include "_columnar_memory.pxi"
 
 
 cdef inline uint16_t be16(const unsigned char* p) noexcept nogil:
@@ -156,23 +157,13 @@ cdef class Walker:
 
     cdef char* grow(self, Buf* b, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = b.len + n, cap, guess
-        cdef char* p
         # Extrapolate from the share of the buffer read so far; grow by at least half.
         guess = <Py_ssize_t>((<double>need) * (self.end - self.start) / max(self.at - self.start, 1) * 1.05)
         cap = max(need, b.cap + b.cap // 2, 16)
         if guess > cap and guess < need * 64:
             cap = guess
-        if b.data != NULL:
-            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
-        p = <char*>realloc(b.data, cap * b.itemsize)
-        if p == NULL:
-            if b.data != NULL:
-                PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>b.data, b.cap * b.itemsize)
-            raise MemoryError()
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, cap * b.itemsize)
-        b.data = p
-        b.cap = cap
-        return p + b.len * b.itemsize
+        resize(b, cap)
+        return b.data + b.len * b.itemsize
 
     cdef inline int push32(self, Buf* b, int64_t x) except -1:
         """An offset or a row number: int32 (a Kafka body is under 2 GiB; run() checks)."""
@@ -470,13 +461,6 @@ cdef class Walker:
 
 
 include "_columnar_rows.pxi"
-
-
-cdef void release(Buf* b):
-    if b.data != NULL:
-        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
-        free(b.data)
-        b.data = NULL
 
 
 def run(Layout layout, data, Py_ssize_t pos=0):

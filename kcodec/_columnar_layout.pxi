@@ -47,61 +47,6 @@ cdef struct Buf:
     Py_ssize_t itemsize
 
 
-cdef class Column:
-    """C memory that numpy adopts without a copy (np.frombuffer); freed with the last array over it."""
-    cdef char* data
-    cdef Py_ssize_t nbytes
-    cdef Py_ssize_t shape[1]
-    cdef Py_ssize_t strides[1]
-
-    def __getbuffer__(self, Py_buffer* view, int flags):
-        self.shape[0] = self.nbytes
-        self.strides[0] = 1
-        view.buf = self.data
-        view.obj = self
-        view.len = self.nbytes
-        view.readonly = 0
-        view.itemsize = 1
-        view.format = "B"
-        view.ndim = 1
-        view.shape = self.shape
-        view.strides = self.strides
-        view.suboffsets = NULL
-        view.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer* view):
-        pass
-
-    def __dealloc__(self):
-        if self.data != NULL:
-            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>self.data)
-            free(self.data)
-
-
-cdef Column adopt(Buf* b):
-    """Hand a buffer's memory to a Column, trimmed to its length."""
-    cdef Column c = Column.__new__(Column)
-    cdef Py_ssize_t nbytes = b.len * b.itemsize
-    cdef char* p = b.data
-    if p == NULL:  # numpy wants memory even for no items
-        p = <char*>malloc(1)
-        if p == NULL:
-            raise MemoryError()
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
-    elif nbytes < b.cap * b.itemsize and nbytes > 0:
-        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
-        p = <char*>realloc(p, nbytes)
-        if p == NULL:
-            p = b.data
-            nbytes = b.cap * b.itemsize
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, nbytes)
-    c.data = p
-    c.nbytes = b.len * b.itemsize
-    b.data = NULL
-    b.len = b.cap = 0
-    return c
-
-
 cdef class Layout:
     """A message version's fields as C arrays, and what each column is."""
     cdef OpC* ops

@@ -83,9 +83,10 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 continue
             vl = f.vlen
             b = f.values
-            if vl + m > b.cap:
+            if vl + m > b.cap:  # (growing keeps len items: count the batch's so far; the end recounts)
                 w.at = q
-                w.grow(b, vl + m - b.len)
+                b.len = vl
+                w.grow(b, m)
             out = b.data
             if f.size == 4 and m <= 4 and end - (src - buf) >= 16 and vl + 4 <= b.cap:
                 for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted

@@ -267,3 +267,28 @@ def test_partition_rows_fast_loop_fails_alike(cls, version):
         for value in (0x00, 0x80, 0xFF, body[pos] ^ 1):
             seen.add(errors_match(cls, body[:pos] + bytes([value]) + body[pos + 1:], version))
     assert seen == {"ok", "error"}
+
+
+@pytest.mark.skipif(columnar._columnar is None, reason="the Cython engine is not built")
+def test_kept_blocks_reused_alike(shared):
+    """Large blocks of dropped columns are kept (bounded) for the next decode, which gives the same
+    tables; tracemalloc sees the columns in use, not the kept blocks."""
+    import tracemalloc
+
+    md = kcodec.decode(MetadataResponse, payload(shared, 12), 12)
+    body = kcodec.encode(MetadataResponse(brokers=md.brokers, topics=md.topics * 4), 12)
+    want = columnar.tables(MetadataResponse, body, 12, engine="python")
+    for _ in range(3):
+        assert_same_tables(columnar.tables(MetadataResponse, body, 12, engine="cython"), want)
+    blocks, kept = columnar._columnar.kept_memory()
+    assert 0 < blocks <= 16 and 0 < kept <= 64 << 20
+    tracemalloc.start()
+    try:
+        t = columnar.tables(MetadataResponse, body, 12, engine="cython")
+        assert columnar._columnar.kept_memory()[1] < kept  # the blocks were taken again
+        in_use = tracemalloc.get_traced_memory()[0]
+        assert in_use >= t.partitions["replica_nodes"].values.nbytes + t.partitions["leader_id"].nbytes
+        del t
+        assert tracemalloc.get_traced_memory()[0] < in_use
+    finally:
+        tracemalloc.stop()
