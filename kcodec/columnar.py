@@ -206,6 +206,10 @@ class _Layout:
                 self.absent.append((col, op))
         for sp in structs:
             self.order[sp.index] += [by_attr[sp.index][a] for a in sp.attrs if a in by_attr[sp.index]]
+        plans = [[(self.columns[i].attr, i, self.columns[i].what) for i in cols] for cols in self.order]
+        self.table_plans = [(s, names[s], plans[s]) for s in range(1, len(structs))]
+        self.root_plan = [(a, i, what) for a, i, what in plans[0] if what in (UUIDS, SCALAR, OBJECTS, LISTS)]
+        self.dtypes = [(_dtype(c), _DTYPE.get(c.kind), c.what == UUIDS) for c in self.columns[:self.present]]
         self.cython = None
         if _columnar is not None:
             self.cython = _columnar.Layout(
@@ -292,16 +296,15 @@ def _run_cython(lay: _Layout, data: Any, strict: bool) -> Raw:
         raise DecodeError(reason, offset, _path_text(path), prog.message, prog.version)
     _, pos, rows, cols = out
     finish(None, pos, memoryview(data).nbytes, strict, prog.message, prog.version)
+    frombuffer, bool_ = np.frombuffer, np.bool_
     raw: list[tuple[Any, Any, Any, Any]] = []
-    for c, (d, v, n, objs) in zip(lay.columns, cols):
+    for (d, v, n, objs), (dtype, value_dtype, uuids) in zip(cols, lay.dtypes):
         if objs is not None:
             raw.append((None, None, None, objs))
             continue
-        arr = np.frombuffer(d, dtype=_dtype(c))
-        if c.what == UUIDS:
-            arr = arr.reshape(-1, 16)
-        raw.append((arr, None if v is None else np.frombuffer(v, dtype=_DTYPE[c.kind]),
-                    None if n is None else np.frombuffer(n, dtype=np.bool_), None))
+        arr = frombuffer(d, dtype=dtype)
+        raw.append((arr.reshape(-1, 16) if uuids else arr, None if v is None else frombuffer(v, dtype=value_dtype),
+                    None if n is None else frombuffer(n, dtype=bool_), None))
     return rows, raw
 
 
@@ -372,31 +375,30 @@ def _assemble(lay: _Layout, rows: list[int], raw: list[tuple[Any, Any, Any, Any]
     for col, op in lay.absent:  # fields this version lacks: their defaults, as the object decode gives
         raw.append(_default_column(lay.columns[col], op, rows[lay.columns[col].table]))
     tables = {}
-    for s, name in enumerate(lay.names):
-        t = Table(name, rows[s])
-        for i in lay.order[s]:
-            c = lay.columns[i]
+    for s, name, plan in lay.table_plans:
+        columns = {}
+        for attr, i, what in plan:
             d, v, n, objs = raw[i]
-            if c.what == OBJECTS:
-                t.columns[c.attr] = objs
-            elif c.what == LISTS:
-                t.columns[c.attr] = Lists(d, v, n)
-            elif c.what == CHILDREN and n is not None:
-                t.columns[c.attr] = Lists(d, np.arange(d[-1], dtype=INDEX), n)
+            if what == OBJECTS:
+                columns[attr] = objs
+            elif what == LISTS:
+                columns[attr] = Lists(d, v, n)
+            elif what == CHILDREN and n is not None:
+                columns[attr] = Lists(d, np.arange(d[-1], dtype=INDEX), n)
             else:
-                t.columns[c.attr] = d
-        tables[name] = t
-    root_table = tables.pop("root")
+                columns[attr] = d
+        tables[name] = Table(name, rows[s], columns)
     root: dict[str, Any] = {}
-    for attr, col in root_table.columns.items():
-        if isinstance(col, np.ndarray) and col.ndim == 2:
-            root[attr] = uuid.UUID(bytes=col[0].tobytes())
-        elif isinstance(col, np.ndarray) and attr not in tables:
-            root[attr] = col[0].item()
-        elif isinstance(col, list):
-            root[attr] = col[0]
-        elif isinstance(col, Lists) and attr not in tables:
-            root[attr] = col.tolist()[0]
+    for attr, i, what in lay.root_plan:  # one row: values
+        d, v, n, objs = raw[i]
+        if what == UUIDS:
+            root[attr] = uuid.UUID(bytes=d.tobytes())
+        elif what == SCALAR:
+            root[attr] = d.item(0)
+        elif what == OBJECTS:
+            root[attr] = objs[0]
+        else:
+            root[attr] = Lists(d, v, n).tolist()[0]
     return Tables(lay.prog.message, lay.prog.version, root, tables)
 
 
