@@ -17,7 +17,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 
 cdef extern from "Python.h":
@@ -132,6 +132,7 @@ cdef class Walker:
             self.objects.append([] if L.is_object[i] else None)
         for i in range(L.nstructs):
             self.rows[i] = 0
+        plan_rows(self)
         self.path = []
 
     def __dealloc__(self):

@@ -30,13 +30,17 @@ cdef struct Step:
     int nullable
 
 
+cdef struct Buf
+
+
 cdef struct Plan:   # a plain struct's field in take_rows
     int kind
     int size        # bytes per number
     int array       # 0: a number, 1: a compact array of numbers, 2: one with an int32 length
-    char* dst       # its column's first free item (one item per row), NULL when not kept
-    char* nul       # its null mask's first free item, or NULL
+    Buf* data       # its column (one item per row), NULL when not kept
     Buf* values     # an array's values
+    Buf* nulls      # an array's null mask, or NULL
+    char* dst       # its column's first free item in this batch of rows
     int64_t vlen    # values written, the unfinished row's included
 
 

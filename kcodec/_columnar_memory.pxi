@@ -3,9 +3,9 @@
 # 4 KiB page (a quarter of a 10,000-topic decode's time), and glibc hands large freed blocks back to the OS
 # at once; so a few large blocks of dropped columns are kept for the next decode (at most KEEP_BYTES).
 
-DEF KEEP_BLOCKS = 16
+DEF KEEP_BLOCKS = 64
 DEF KEEP_BYTES = 64 << 20
-DEF KEEP_MIN = 128 << 10      # smaller blocks: malloc keeps them itself
+DEF KEEP_MIN = 16 << 10       # smaller blocks: malloc keeps them itself
 
 cdef char* kept[KEEP_BLOCKS]
 cdef Py_ssize_t kept_size[KEEP_BLOCKS]

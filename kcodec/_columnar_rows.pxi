@@ -16,16 +16,35 @@ cdef inline void put(int size, int kind, const unsigned char* p, char* out, int6
         (<uint8_t*>out)[i] = (p[0] != 0) if kind == BOOL else p[0]
 
 
+cdef void plan_rows(Walker w) noexcept:
+    """take_rows' fields, per op of every struct (what does not change within a run)."""
+    cdef Plan* f
+    cdef OpC* op
+    cdef int i
+    for i in range(w.L.nops):
+        f = w.plans + i
+        op = &w.L.ops[i]
+        f.kind = op.kind
+        f.size = op.fixed
+        f.array = 0 if not op.array else 1 if op.compact else 2
+        f.data = f.values = f.nulls = NULL
+        if op.col >= 0:
+            f.data = &w.data[op.col]
+            if op.array:
+                f.values = &w.values[op.col]
+                if w.L.has_nulls[op.col]:
+                    f.nulls = &w.nulls[op.col]
+
+
 cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
     """Decodes up to n rows of plain struct s from at[0] into their columns; returns how many, with at[0]
     after them. Every column that takes one item per row has room for n reserved first (n is bounded by
     the bytes left: the caller checked n * the row's least size), so a row costs no capacity check but one
     per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing."""
     cdef StructC* st = &w.L.structs[s]
-    cdef OpC* ops = w.L.ops + st.first
-    cdef Plan* plans = w.plans
+    cdef Plan* plans = w.plans + st.first
     cdef Plan* f
-    cdef int nops = st.count, i, col, flexible = st.flexible
+    cdef int nops = st.count, i, flexible = st.flexible
     cdef const unsigned char* buf = w.buf
     cdef Py_ssize_t end = w.end, q = at[0], p
     cdef int64_t r = 0, m, k, vl
@@ -38,20 +57,10 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         parents = <int32_t*>w.room(&w.data[st.parent_col], n)
     for i in range(nops):
         f = plans + i
-        col = ops[i].col
-        f.kind = ops[i].kind
-        f.size = ops[i].fixed
-        f.array = 0 if not ops[i].array else 1 if ops[i].compact else 2
-        f.dst = f.nul = NULL
-        f.values = NULL
-        if col < 0:
-            continue
-        f.dst = w.room(&w.data[col], n)
-        if ops[i].array:
-            f.values = &w.values[col]
-            f.vlen = f.values.len
-            if w.L.has_nulls[col]:
-                f.nul = w.room(&w.nulls[col], n)
+        if f.data != NULL:
+            f.dst = w.room(f.data, n)
+            if f.values != NULL:
+                f.vlen = f.values.len
     while r < n:
         p = q
         for i in range(nops):
@@ -59,7 +68,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
             if f.array == 0:
                 if f.size > end - p:
                     break
-                if f.dst != NULL:
+                if f.data != NULL:
                     put(f.size, f.kind, buf + p, f.dst, r)
                 p += f.size
                 continue
@@ -79,7 +88,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 break
             src = buf + p
             p += m * f.size
-            if f.dst == NULL:
+            if f.data == NULL:
                 continue
             vl = f.vlen
             b = f.values
@@ -100,32 +109,30 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
             vl += m
             f.vlen = vl
             (<int32_t*>f.dst)[r] = <int32_t>vl
-            if f.nul != NULL:
-                f.nul[r] = 0
         else:  # every field read
             if flexible:
                 if p >= end or buf[p] != 0:
                     break
                 p += 1
-            if parents != NULL:
-                parents[r] = <int32_t>parent
             r += 1
             q = p
             continue
         break
     # the whole rows count; an unfinished row's values are dropped (its offsets entry was never counted)
     if parents != NULL:
+        for k in range(r):
+            parents[k] = <int32_t>parent
         w.data[st.parent_col].len += r
     for i in range(nops):
         f = plans + i
-        if f.dst == NULL:
+        if f.data == NULL:
             continue
-        b = &w.data[ops[i].col]
-        b.len += r
+        f.data.len += r
         if f.values != NULL:
-            f.values.len = (<int32_t*>b.data)[b.len - 1]
-            if f.nul != NULL:
-                w.nulls[ops[i].col].len += r
+            f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
+        if f.nulls != NULL:  # the loop takes no null array
+            memset(w.room(f.nulls, r), 0, r)
+            f.nulls.len += r
     w.rows[s] += r
     at[0] = q
     return r

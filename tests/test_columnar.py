@@ -281,7 +281,7 @@ def test_kept_blocks_reused_alike(shared):
     for _ in range(3):
         assert_same_tables(columnar.tables(MetadataResponse, body, 12, engine="cython"), want)
     blocks, kept = columnar._columnar.kept_memory()
-    assert 0 < blocks <= 16 and 0 < kept <= 64 << 20
+    assert 0 < blocks <= 64 and 0 < kept <= 64 << 20
     tracemalloc.start()
     try:
         t = columnar.tables(MetadataResponse, body, 12, engine="cython")
