@@ -77,6 +77,14 @@ cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return (seen & 0x8080808080808080ULL) == 0
 
 
+cdef int append_ascii(list objects, const unsigned char* p, Py_ssize_t n) except -1:
+    """An ASCII string, copied (no decoder), onto a column of strings."""
+    cdef object text = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(text), p, n)
+    objects.append(text)
+    return 0
+
+
 cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nogil:
     """One big-endian value at p, written natively at out."""
     cdef uint64_t u64
@@ -263,9 +271,7 @@ cdef class Walker:
             return pos + n
         if ascii(p, n):  # the common case: no decoder, a copy
             if col >= 0:
-                s = PyUnicode_New(n, 127)
-                memcpy(PyUnicode_DATA(s), p, n)
-                (<list>self.objects[col]).append(s)
+                append_ascii(self.objects[col], p, n)
             return pos + n
         try:  # not ASCII: Python's decoder checks it and names the bad byte
             s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
@@ -449,6 +455,21 @@ cdef class Walker:
                     if self.L.has_nulls[op.col]:
                         self.push8(&self.nulls[op.col], 0)
                     continue
+            if op.kind == STRING and op.compact and pos < self.end and 0 < self.buf[pos] < 0x80:
+                n = self.buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
+                p = self.buf + pos + 1
+                if n < self.end - pos and ascii(p, n):
+                    if op.col >= 0:
+                        append_ascii(self.objects[op.col], p, n)
+                    pos += 1 + n
+                    continue
+            if op.kind == UUID and 16 <= self.end - pos:
+                if op.col >= 0:
+                    b = &self.data[op.col]
+                    memcpy(self.room(b, 1), self.buf + pos, 16)
+                    b.len += 1
+                pos += 16
+                continue
             if op.array:
                 pos = self.array(op, pos, row)
             else:
@@ -457,6 +478,8 @@ cdef class Walker:
                 self.path.append(self.L.attrs[i])
                 return pos
         if st.flexible:
+            if pos < self.end and self.buf[pos] == 0:
+                return pos + 1
             pos = self.tagged(pos)
         return pos
 
