@@ -34,6 +34,7 @@ cdef struct Buf
 
 
 cdef struct Plan:   # a plain struct's field in take_rows
+    int code        # which case of the row loop (_columnar_rows.pxi)
     int kind
     int size        # bytes per number
     int array       # 0: a number, 1: a compact array of numbers, 2: one with an int32 length

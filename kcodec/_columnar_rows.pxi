@@ -16,6 +16,13 @@ cdef inline void put(int size, int kind, const unsigned char* p, char* out, int6
         (<uint8_t*>out)[i] = (p[0] != 0) if kind == BOOL else p[0]
 
 
+# Plan.code: the cases of the row loop, the common ones first
+DEF INT32_KEPT = 1
+DEF INT16_KEPT = 2
+DEF NUMBER = 3    # any other number, kept or not
+DEF ARRAY = 4
+
+
 cdef void plan_rows(Walker w) noexcept:
     """take_rows' fields, per op of every struct (what does not change within a run)."""
     cdef Plan* f
@@ -27,8 +34,13 @@ cdef void plan_rows(Walker w) noexcept:
         f.kind = op.kind
         f.size = op.fixed
         f.array = 0 if not op.array else 1 if op.compact else 2
+        f.code = ARRAY if op.array else NUMBER
         f.data = f.values = f.nulls = NULL
         if op.col >= 0:
+            if not op.array and op.kind in (INT32, UINT32):
+                f.code = INT32_KEPT
+            elif not op.array and op.kind in (INT16, UINT16):
+                f.code = INT16_KEPT
             f.data = &w.data[op.col]
             if op.array:
                 f.values = &w.values[op.col]
@@ -44,7 +56,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     cdef StructC* st = &w.L.structs[s]
     cdef Plan* plans = w.plans + st.first
     cdef Plan* f
-    cdef int nops = st.count, i, flexible = st.flexible
+    cdef int nops = st.count, i, flexible = st.flexible, code
     cdef const unsigned char* buf = w.buf
     cdef Py_ssize_t end = w.end, q = at[0], p
     cdef int64_t r = 0, m, k, vl
@@ -65,7 +77,20 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         p = q
         for i in range(nops):
             f = plans + i
-            if f.array == 0:
+            code = f.code
+            if code == INT32_KEPT:
+                if 4 > end - p:
+                    break
+                (<uint32_t*>f.dst)[r] = be32(buf + p)
+                p += 4
+                continue
+            if code == INT16_KEPT:
+                if 2 > end - p:
+                    break
+                (<uint16_t*>f.dst)[r] = be16(buf + p)
+                p += 2
+                continue
+            if code == NUMBER:
                 if f.size > end - p:
                     break
                 if f.data != NULL:
@@ -92,12 +117,12 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 continue
             vl = f.vlen
             b = f.values
-            if vl + m > b.cap:  # (growing keeps len items: count the batch's so far; the end recounts)
+            if vl + m + 4 > b.cap:  # (growing keeps len items: count the batch's so far; the end recounts)
                 w.at = q
                 b.len = vl
-                w.grow(b, m)
+                w.grow(b, m + 4)
             out = b.data
-            if f.size == 4 and m <= 4 and end - (src - buf) >= 16 and vl + 4 <= b.cap:
+            if f.size == 4 and m <= 4 and end - (src - buf) >= 16:
                 for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
                     (<uint32_t*>out)[vl + k] = be32(src + 4 * k)
             elif f.size == 4:
