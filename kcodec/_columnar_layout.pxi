@@ -43,6 +43,8 @@ cdef struct Plan:   # a plain struct's field in take_rows
     Buf* nulls      # an array's null mask, or NULL
     char* dst       # its column's first free item in this batch of rows
     int64_t vlen    # values written, the unfinished row's included
+    char* vdata     # the values' memory and capacity (items), as of this batch
+    Py_ssize_t vcap
 
 
 cdef struct Buf:

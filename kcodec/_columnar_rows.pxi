@@ -19,8 +19,9 @@ cdef inline void put(int size, int kind, const unsigned char* p, char* out, int6
 # Plan.code: the cases of the row loop, the common ones first
 DEF INT32_KEPT = 1
 DEF INT16_KEPT = 2
-DEF NUMBER = 3    # any other number, kept or not
-DEF ARRAY = 4
+DEF INT32S_KEPT = 3
+DEF NUMBER = 4    # any other number, kept or not
+DEF ARRAY = 5     # any other array
 
 
 cdef void plan_rows(Walker w) noexcept:
@@ -41,6 +42,8 @@ cdef void plan_rows(Walker w) noexcept:
                 f.code = INT32_KEPT
             elif not op.array and op.kind in (INT16, UINT16):
                 f.code = INT16_KEPT
+            elif op.array and op.compact and op.kind in (INT32, UINT32):
+                f.code = INT32S_KEPT
             f.data = &w.data[op.col]
             if op.array:
                 f.values = &w.values[op.col]
@@ -73,6 +76,8 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
             f.dst = w.room(f.data, n)
             if f.values != NULL:
                 f.vlen = f.values.len
+                f.vdata = f.values.data
+                f.vcap = f.values.cap
     while r < n:
         p = q
         for i in range(nops):
@@ -89,6 +94,32 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     break
                 (<uint16_t*>f.dst)[r] = be16(buf + p)
                 p += 2
+                continue
+            if code == INT32S_KEPT:  # a compact array of 32-bit numbers: a topic's replicas, ISR
+                if p >= end or <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
+                    break
+                m = buf[p] - 1
+                src = buf + p + 1
+                if 4 * m > end - p - 1:
+                    break
+                p += 1 + 4 * m
+                vl = f.vlen
+                if vl + m + 4 > f.vcap:  # (growing keeps len items: count the batch's so far; the end recounts)
+                    w.at = q
+                    f.values.len = vl
+                    w.grow(f.values, m + 4)
+                    f.vdata = f.values.data
+                    f.vcap = f.values.cap
+                out = f.vdata + 4 * vl
+                if m <= 4 and end - (src - buf) >= 16:
+                    for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                else:
+                    for k in range(m):
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                vl += m
+                f.vlen = vl
+                (<int32_t*>f.dst)[r] = <int32_t>vl
                 continue
             if code == NUMBER:
                 if f.size > end - p:
