@@ -208,7 +208,13 @@ class _Layout:
             self.order[sp.index] += [by_attr[sp.index][a] for a in sp.attrs if a in by_attr[sp.index]]
         plans = [[(self.columns[i].attr, i, self.columns[i].what) for i in cols] for cols in self.order]
         self.table_plans = [(s, names[s], plans[s]) for s in range(1, len(structs))]
-        self.root_plan = [(a, i, what) for a, i, what in plans[0] if what in (UUIDS, SCALAR, OBJECTS, LISTS)]
+        root_plan = [(a, i, what) for a, i, what in plans[0] if what in (UUIDS, SCALAR, OBJECTS, LISTS)]
+        # the root's absent fields are the same values every time: made once (not lists: a caller may change
+        # one), in the root's order
+        root_absent = {col: (_root_value(self.columns[col].what, *_default_column(self.columns[col], op, 1)),)
+                       for col, op in self.absent if self.columns[col].table == 0 and self.columns[col].what != LISTS}
+        self.root_values = [(a, i, what, root_absent.get(i)) for a, i, what in root_plan]
+        self.absent = [(col, op) for col, op in self.absent if col not in root_absent]
         self.dtypes = [(_dtype(c), _DTYPE.get(c.kind), c.what == UUIDS) for c in self.columns[:self.present]]
         self.cython = None
         if _columnar is not None:
@@ -371,9 +377,9 @@ def _run_python(lay: _Layout, cls: type, data: Any, strict: bool) -> Raw:
 
 
 def _assemble(lay: _Layout, rows: list[int], raw: list[tuple[Any, Any, Any, Any]]) -> Tables:
-    raw = list(raw)
+    raw = list(raw) + [(None, None, None, None)] * (len(lay.columns) - len(raw))
     for col, op in lay.absent:  # fields this version lacks: their defaults, as the object decode gives
-        raw.append(_default_column(lay.columns[col], op, rows[lay.columns[col].table]))
+        raw[col] = _default_column(lay.columns[col], op, rows[lay.columns[col].table])
     tables = {}
     for s, name, plan in lay.table_plans:
         columns = {}
@@ -389,17 +395,20 @@ def _assemble(lay: _Layout, rows: list[int], raw: list[tuple[Any, Any, Any, Any]
                 columns[attr] = d
         tables[name] = Table(name, rows[s], columns)
     root: dict[str, Any] = {}
-    for attr, i, what in lay.root_plan:  # one row: values
-        d, v, n, objs = raw[i]
-        if what == UUIDS:
-            root[attr] = uuid.UUID(bytes=d.tobytes())
-        elif what == SCALAR:
-            root[attr] = d.item(0)
-        elif what == OBJECTS:
-            root[attr] = objs[0]
-        else:
-            root[attr] = Lists(d, v, n).tolist()[0]
+    for attr, i, what, absent in lay.root_values:  # one row: values (an absent field's is made already)
+        root[attr] = _root_value(what, *raw[i]) if absent is None else absent[0]
     return Tables(lay.prog.message, lay.prog.version, root, tables)
+
+
+def _root_value(what: int, d: Any, v: Any, n: Any, objs: Any) -> Any:
+    """The value of a column of the root (one row)."""
+    if what == UUIDS:
+        return uuid.UUID(bytes=d.tobytes())
+    if what == SCALAR:
+        return d.item(0)
+    if what == OBJECTS:
+        return objs[0]
+    return Lists(d, v, n).tolist()[0]
 
 
 def _default_column(c: _Column, op: FieldOp, n: int) -> tuple[Any, Any, Any, Any]:
