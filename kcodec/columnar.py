@@ -19,6 +19,9 @@ The work is done by the Cython module ``kcodec._columnar`` over the caller's buf
 layout compiled from the message's IR. Without the extension (or with ``KCODEC_PURE=1``) the same
 tables are built from the object decode; both give identical tables and identical DecodeErrors (byte
 offset, field path). numpy is needed by this module only; the rest of kcodec does not import it.
+
+The extension keeps a few large blocks of dropped columns (at most 64 MiB) for the next decode: memory
+fresh from the OS costs a page fault per 4 KiB, a quarter of a 10,000-topic decode's time.
 """
 
 from __future__ import annotations
