@@ -105,6 +105,7 @@ cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nog
         memcpy(out, p, 16)
 
 
+@cython.final
 cdef class Walker:
     cdef const unsigned char* buf
     cdef Py_ssize_t start
