@@ -26,13 +26,13 @@ cdef void give_back(char* p, Py_ssize_t size) noexcept:
 
 
 cdef char* reuse(Py_ssize_t size, Py_ssize_t* got) noexcept:
-    """The smallest kept block of at least size bytes (and under four times that: a small column does not
-    take a large block), its size in got; NULL when none."""
+    """The smallest kept block of at least size bytes (and at most a quarter more: a column holds no more
+    memory than it would have had from malloc), its size in got; NULL when none."""
     global nkept, kept_bytes
     cdef int i, best = -1
     cdef char* p
     for i in range(nkept):
-        if size <= kept_size[i] <= 4 * size and (best < 0 or kept_size[i] < kept_size[best]):
+        if size <= kept_size[i] <= size + size // 4 and (best < 0 or kept_size[i] < kept_size[best]):
             best = i
     if best < 0:
         return NULL
@@ -115,7 +115,7 @@ cdef class Column:
 
 
 cdef Column adopt(Buf* b):
-    """Hand a buffer's memory to a Column; trimmed to its length when a quarter or more is unused."""
+    """Hand a buffer's memory to a Column; trimmed to its length when an eighth or more is unused."""
     cdef Column c = Column.__new__(Column)
     cdef Py_ssize_t nbytes = b.len * b.itemsize, size = b.cap * b.itemsize
     cdef char* p = b.data
@@ -125,7 +125,7 @@ cdef Column adopt(Buf* b):
             raise MemoryError()
         size = 1
         PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
-    elif nbytes < size - size // 4 and nbytes > 0:
+    elif nbytes < size - size // 8 and nbytes > 0:
         PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
         p = <char*>realloc(p, nbytes)
         if p == NULL:

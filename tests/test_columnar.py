@@ -286,8 +286,9 @@ def test_kept_blocks_reused_alike(shared):
     try:
         t = columnar.tables(MetadataResponse, body, 12, engine="cython")
         assert columnar._columnar.kept_memory()[1] < kept  # the blocks were taken again
-        in_use = tracemalloc.get_traced_memory()[0]
+        in_use, peak = tracemalloc.get_traced_memory()
         assert in_use >= t.partitions["replica_nodes"].values.nbytes + t.partitions["leader_id"].nbytes
+        assert peak <= 1.25 * in_use  # kept blocks are not much larger than what they serve
         del t
         assert tracemalloc.get_traced_memory()[0] < in_use
     finally:
