@@ -104,6 +104,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     break
                 p += 1 + 4 * m
                 vl = f.vlen
+                if m == 0:  # (offline replicas, ELR: mostly empty)
+                    (<int32_t*>f.dst)[r] = <int32_t>vl
+                    continue
                 if vl + m + 4 > f.vcap:  # (growing keeps len items: count the batch's so far; the end recounts)
                     w.at = q
                     f.values.len = vl
