@@ -6,6 +6,8 @@ struct, its fields in wire order, each with the column it feeds or -1 to validat
 is a table; a struct instance is a row. Nothing here makes a Python object per row except the strings a
 layout asks for. Columns grow by extrapolating from the share of the buffer read so far, so they end
 close to their final size; they are handed to numpy without a copy (``np.frombuffer`` over ``Column``).
+Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi), and large
+blocks of dropped columns are reused (_columnar_memory.pxi).
 
 The checks, their order, their messages and offsets are the reference backend's (kcodec/_pure.py), so a
 bad buffer fails with the same DecodeError as the object decode. On failure ``run`` returns the reason,
@@ -17,10 +19,12 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 
 cdef extern from "Python.h":
+    object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
+    void* PyUnicode_DATA(object s)
     int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
     int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
 
@@ -49,6 +53,7 @@ KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32
 
 
 include "_columnar_layout.pxi"
+include "_columnar_memory.pxi"
 
 
 cdef inline uint16_t be16(const unsigned char* p) noexcept nogil:
@@ -59,6 +64,27 @@ cdef inline uint32_t be32(const unsigned char* p) noexcept nogil:
 
 cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
     return (<uint64_t>be32(p) << 32) | be32(p + 4)
+
+
+cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t seen = 0, word
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&word, p + i, 8)
+        seen |= word
+        i += 8
+    while i < n:
+        seen |= p[i]
+        i += 1
+    return (seen & 0x8080808080808080ULL) == 0
+
+
+cdef int append_ascii(list objects, const unsigned char* p, Py_ssize_t n) except -1:
+    """An ASCII string, copied (no decoder), onto a column of strings."""
+    cdef object text = PyUnicode_New(n, 127)
+    memcpy(PyUnicode_DATA(text), p, n)
+    objects.append(text)
+    return 0
 
 
 cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nogil:
@@ -80,50 +106,6 @@ cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nog
 
 
 @cython.final
-cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
-                       int64_t n, Py_ssize_t* at) noexcept nogil:
-    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
-    partitions), from at[0]; returns how many, with at[0] after them. It stops before the first that is
-    not the plain case (a short buffer, a long or forbidden null length, tagged fields): the caller walks
-    that one the full way, which makes the reference's error when there is one."""
-    cdef int64_t done, m
-    cdef int k
-    cdef const Step* st
-    cdef Py_ssize_t q
-    for done in range(n):
-        q = at[0]
-        for k in range(nsteps):
-            st = steps + k
-            if st.run > end - q:
-                return done
-            q += st.run
-            if not st.elem:
-                continue
-            if st.compact:
-                if q >= end or buf[q] >= 0x80:
-                    return done
-                m = <int64_t>buf[q] - 1
-                q += 1
-            else:
-                if 4 > end - q:
-                    return done
-                m = <int32_t>be32(buf + q)
-                q += 4
-            if m < 0:
-                if m == -1 and st.nullable:
-                    continue
-                return done
-            if m * st.elem > end - q:
-                return done
-            q += m * st.elem
-        if flexible:
-            if q >= end or buf[q] != 0:
-                return done
-            q += 1
-        at[0] = q
-    return n
-
-
 cdef class Walker:
     cdef const unsigned char* buf
     cdef Py_ssize_t start
@@ -140,6 +122,7 @@ cdef class Walker:
     cdef object reason
     cdef Py_ssize_t offset
     cdef list path
+    cdef Plan* plans             # per op, take_rows' scratch
 
     def __cinit__(self, Layout L):
         cdef int i
@@ -148,7 +131,9 @@ cdef class Walker:
         self.values = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
         self.nulls = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
         self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
-        if self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL:
+        self.plans = <Plan*>malloc(max(L.nops, 1) * sizeof(Plan))
+        if (self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL
+                or self.plans == NULL):
             raise MemoryError()
         self.objects = []
         for i in range(L.ncols):
@@ -158,6 +143,7 @@ cdef class Walker:
             self.objects.append([] if L.is_object[i] else None)
         for i in range(L.nstructs):
             self.rows[i] = 0
+        plan_rows(self)
         self.path = []
 
     def __dealloc__(self):
@@ -171,6 +157,7 @@ cdef class Walker:
         free(self.values)
         free(self.nulls)
         free(self.rows)
+        free(self.plans)
 
     # ------------------------------------------------------------------------------------ growing
 
@@ -182,23 +169,13 @@ cdef class Walker:
 
     cdef char* grow(self, Buf* b, Py_ssize_t n) except NULL:
         cdef Py_ssize_t need = b.len + n, cap, guess
-        cdef char* p
         # Extrapolate from the share of the buffer read so far; grow by at least half.
         guess = <Py_ssize_t>((<double>need) * (self.end - self.start) / max(self.at - self.start, 1) * 1.05)
         cap = max(need, b.cap + b.cap // 2, 16)
         if guess > cap and guess < need * 64:
             cap = guess
-        if b.data != NULL:
-            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
-        p = <char*>realloc(b.data, cap * b.itemsize)
-        if p == NULL:
-            if b.data != NULL:
-                PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>b.data, b.cap * b.itemsize)
-            raise MemoryError()
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, cap * b.itemsize)
-        b.data = p
-        b.cap = cap
-        return p + b.len * b.itemsize
+        resize(b, cap)
+        return b.data + b.len * b.itemsize
 
     cdef inline int push32(self, Buf* b, int64_t x) except -1:
         """An offset or a row number: int32 (a Kafka body is under 2 GiB; run() checks)."""
@@ -295,12 +272,9 @@ cdef class Walker:
             if col >= 0:
                 (<list>self.objects[col]).append((<const char*>p)[:n])
             return pos + n
-        for i in range(n):
-            if p[i] >= 0x80:
-                break
-        else:
+        if ascii(p, n):  # the common case: no decoder, a copy
             if col >= 0:
-                (<list>self.objects[col]).append(PyUnicode_DecodeUTF8(<const char*>p, n, NULL))
+                append_ascii(self.objects[col], p, n)
             return pos + n
         try:  # not ASCII: Python's decoder checks it and names the bad byte
             s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
@@ -344,6 +318,7 @@ cdef class Walker:
     cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
         cdef int64_t n, i, k
         cdef int col = op.col
+        cdef StructC* sub
         cdef Py_ssize_t size, after
         cdef char* out
         cdef const unsigned char* p
@@ -356,25 +331,23 @@ cdef class Walker:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
         if n > 0:
-            if op.kind == STRUCT and self.L.structs[op.sub].skip:
+            if op.kind == STRUCT:
+                sub = &self.L.structs[op.sub]
                 i = 0
-                while i < n:
-                    k = skip_rows(self.buf, self.end, self.L.steps + self.L.structs[op.sub].first_step,
-                                  self.L.structs[op.sub].nsteps, self.L.structs[op.sub].flexible, n - i, &pos)
-                    self.rows[op.sub] += k
-                    i += k
-                    if i < n:  # anything unusual: the full path, with its checks and errors
+                while i < n:  # rows of numbers by the fast loops; anything unusual, and other structs, the
+                    if sub.skip:  # full path, with its checks and errors
+                        k = skip_rows(self.buf, self.end, self.L.steps + sub.first_step, sub.nsteps,
+                                      sub.flexible, n - i, &pos)
+                        self.rows[op.sub] += k
+                        i += k
+                    elif sub.plain:
+                        i += take_rows(self, op.sub, n - i, &pos, row)
+                    if i < n:
                         pos = self.walk(op.sub, pos, row)
                         if pos < 0:
                             self.path.append(i)
                             return pos
                         i += 1
-            elif op.kind == STRUCT:
-                for i in range(n):
-                    pos = self.walk(op.sub, pos, row)
-                    if pos < 0:
-                        self.path.append(i)
-                        return pos
             elif op.fixed:
                 size = op.fixed
                 if col >= 0:
@@ -485,6 +458,21 @@ cdef class Walker:
                     if self.L.has_nulls[op.col]:
                         self.push8(&self.nulls[op.col], 0)
                     continue
+            if op.kind == STRING and op.compact and pos < self.end and 0 < self.buf[pos] < 0x80:
+                n = self.buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
+                p = self.buf + pos + 1
+                if n < self.end - pos and ascii(p, n):
+                    if op.col >= 0:
+                        append_ascii(self.objects[op.col], p, n)
+                    pos += 1 + n
+                    continue
+            if op.kind == UUID and 16 <= self.end - pos:
+                if op.col >= 0:
+                    b = &self.data[op.col]
+                    memcpy(self.room(b, 1), self.buf + pos, 16)
+                    b.len += 1
+                pos += 16
+                continue
             if op.array:
                 pos = self.array(op, pos, row)
             else:
@@ -493,15 +481,13 @@ cdef class Walker:
                 self.path.append(self.L.attrs[i])
                 return pos
         if st.flexible:
+            if pos < self.end and self.buf[pos] == 0:
+                return pos + 1
             pos = self.tagged(pos)
         return pos
 
 
-cdef void release(Buf* b):
-    if b.data != NULL:
-        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
-        free(b.data)
-        b.data = NULL
+include "_columnar_rows.pxi"
 
 
 def run(Layout layout, data, Py_ssize_t pos=0):

@@ -18,6 +18,7 @@ cdef struct StructC:
     int flexible
     int parent_col  # the column that takes each row's parent row, -1 when none
     int skip        # nothing kept and only numbers (a names-only scan's partitions): skip_rows' steps
+    int plain       # only numbers and arrays of numbers, something kept: take_rows
     int first_step  # its steps in Layout.steps
     int nsteps
 
@@ -29,66 +30,28 @@ cdef struct Step:
     int nullable
 
 
+cdef struct Buf
+
+
+cdef struct Plan:   # a plain struct's field in take_rows
+    int code        # which case of the row loop (_columnar_rows.pxi)
+    int kind
+    int size        # bytes per number
+    int array       # 0: a number, 1: a compact array of numbers, 2: one with an int32 length
+    Buf* data       # its column (one item per row), NULL when not kept
+    Buf* values     # an array's values
+    Buf* nulls      # an array's null mask, or NULL
+    char* dst       # its column's first free item in this batch of rows
+    int64_t vlen    # values written, the unfinished row's included
+    char* vdata     # the values' memory and capacity (items), as of this batch
+    Py_ssize_t vcap
+
+
 cdef struct Buf:
     char* data
     Py_ssize_t len   # items
     Py_ssize_t cap   # items
     Py_ssize_t itemsize
-
-
-cdef class Column:
-    """C memory that numpy adopts without a copy (np.frombuffer); freed with the last array over it."""
-    cdef char* data
-    cdef Py_ssize_t nbytes
-    cdef Py_ssize_t shape[1]
-    cdef Py_ssize_t strides[1]
-
-    def __getbuffer__(self, Py_buffer* view, int flags):
-        self.shape[0] = self.nbytes
-        self.strides[0] = 1
-        view.buf = self.data
-        view.obj = self
-        view.len = self.nbytes
-        view.readonly = 0
-        view.itemsize = 1
-        view.format = "B"
-        view.ndim = 1
-        view.shape = self.shape
-        view.strides = self.strides
-        view.suboffsets = NULL
-        view.internal = NULL
-
-    def __releasebuffer__(self, Py_buffer* view):
-        pass
-
-    def __dealloc__(self):
-        if self.data != NULL:
-            PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>self.data)
-            free(self.data)
-
-
-cdef Column adopt(Buf* b):
-    """Hand a buffer's memory to a Column, trimmed to its length."""
-    cdef Column c = Column.__new__(Column)
-    cdef Py_ssize_t nbytes = b.len * b.itemsize
-    cdef char* p = b.data
-    if p == NULL:  # numpy wants memory even for no items
-        p = <char*>malloc(1)
-        if p == NULL:
-            raise MemoryError()
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
-    elif nbytes < b.cap * b.itemsize and nbytes > 0:
-        PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
-        p = <char*>realloc(p, nbytes)
-        if p == NULL:
-            p = b.data
-            nbytes = b.cap * b.itemsize
-        PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, nbytes)
-    c.data = p
-    c.nbytes = b.len * b.itemsize
-    b.data = NULL
-    b.len = b.cap = 0
-    return c
 
 
 cdef class Layout:
@@ -134,6 +97,8 @@ cdef class Layout:
             self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
             self.structs[i].skip = s[3] < 0 and all(
                 ops[k][5] < 0 and ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
+            self.structs[i].plain = not self.structs[i].skip and s[1] > 0 and all(
+                ops[k][6] > 0 for k in range(s[0], s[0] + s[1]))
         self.steps = <Step*>malloc((self.nops + self.nstructs + 1) * sizeof(Step))  # a step per field, one more per struct
         if self.steps == NULL:
             raise MemoryError()

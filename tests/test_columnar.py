@@ -230,3 +230,66 @@ def test_engine_follows_the_backend_choice():
     from test_api import expected_engine
 
     assert columnar.ENGINE == expected_engine("_columnar")
+
+
+def _partition_rows(cls, version: int):
+    """A response whose partitions take every turn of the fast row loops: empty, one-value and long arrays
+    (a multi-byte compact length), tagged fields and, where nullable, null arrays, in first, middle and
+    last rows of several topics."""
+    Topic, Partition = cls.Topic, cls.Partition
+    nullable = [f for f in ("eligible_leader_replicas", "last_known_elr") if hasattr(Partition(), f)]
+    topics = []
+    for t in range(3):
+        parts = []
+        for i in range(4):
+            p = Partition(partition_index=i, leader_id=t * 10 + i, leader_epoch=-i, error_code=i % 2,
+                          replica_nodes=list(range(i + 1)), isr_nodes=[] if i == 1 else [i],
+                          offline_replicas=list(range(130)) if (t, i) == (1, 2) else [])
+            for f in nullable:
+                setattr(p, f, None if (t + i) % 3 == 0 else [t, i])
+            if version >= 9 and (t, i) in ((0, 0), (1, 3), (2, 1)):
+                p.unknown_tagged_fields = {7: b"xy"}
+            parts.append(p)
+        topics.append(Topic(name=f"topic-{t}", partitions=parts))
+    return cls(topics=topics)
+
+
+@pytest.mark.parametrize("cls,version", [(MetadataResponse, 1), (MetadataResponse, 12),
+                                         (DescribeTopicPartitionsResponse, 0)], ids=["md-v1", "md-v12", "dtp-v0"])
+def test_partition_rows_fast_loop_fails_alike(cls, version):
+    """The row loops of plain structs (partitions) hand anything unusual to the full path: the same tables
+    on good bytes, the same DecodeError at every truncation and at mutations of every byte."""
+    body = kcodec.encode(_partition_rows(cls, version), version)
+    assert errors_match(cls, body, version) == "ok"
+    seen = set()
+    for pos in range(len(body)):
+        errors_match(cls, body[:pos], version)
+        for value in (0x00, 0x80, 0xFF, body[pos] ^ 1):
+            seen.add(errors_match(cls, body[:pos] + bytes([value]) + body[pos + 1:], version))
+    assert seen == {"ok", "error"}
+
+
+@pytest.mark.skipif(columnar._columnar is None, reason="the Cython engine is not built")
+def test_kept_blocks_reused_alike(shared):
+    """Large blocks of dropped columns are kept (bounded) for the next decode, which gives the same
+    tables; tracemalloc sees the columns in use, not the kept blocks."""
+    import tracemalloc
+
+    md = kcodec.decode(MetadataResponse, payload(shared, 12), 12)
+    body = kcodec.encode(MetadataResponse(brokers=md.brokers, topics=md.topics * 4), 12)
+    want = columnar.tables(MetadataResponse, body, 12, engine="python")
+    for _ in range(3):
+        assert_same_tables(columnar.tables(MetadataResponse, body, 12, engine="cython"), want)
+    blocks, kept = columnar._columnar.kept_memory()
+    assert 0 < blocks <= 64 and 0 < kept <= 64 << 20
+    tracemalloc.start()
+    try:
+        t = columnar.tables(MetadataResponse, body, 12, engine="cython")
+        assert columnar._columnar.kept_memory()[1] < kept  # the blocks were taken again
+        in_use, peak = tracemalloc.get_traced_memory()
+        assert in_use >= t.partitions["replica_nodes"].values.nbytes + t.partitions["leader_id"].nbytes
+        assert peak <= 1.25 * in_use  # kept blocks are not much larger than what they serve
+        del t
+        assert tracemalloc.get_traced_memory()[0] < in_use
+    finally:
+        tracemalloc.stop()

@@ -1,0 +1,239 @@
+# Part of kcodec/_columnar.pyx (included there): the row loops of structs made only of numbers and arrays of
+# numbers (a topic's partitions), run instead of Walker.walk per row. Each stops before the first row that is
+# not the plain case (a short buffer, a null or long length, tagged fields); the caller walks that row the full
+# way, which makes the reference's error when there is one, so errors stay those of the full path.
+
+
+cdef inline void put(int size, int kind, const unsigned char* p, char* out, int64_t i) noexcept nogil:
+    """Item i of a column of numbers of this size, from the big-endian value at p."""
+    if size == 4:
+        (<uint32_t*>out)[i] = be32(p)
+    elif size == 2:
+        (<uint16_t*>out)[i] = be16(p)
+    elif size == 8:
+        store(kind, p, out + 8 * i)
+    else:
+        (<uint8_t*>out)[i] = (p[0] != 0) if kind == BOOL else p[0]
+
+
+# Plan.code: the cases of the row loop, the common ones first
+DEF INT32_KEPT = 1
+DEF INT16_KEPT = 2
+DEF INT32S_KEPT = 3
+DEF NUMBER = 4    # any other number, kept or not
+DEF ARRAY = 5     # any other array
+
+
+cdef void plan_rows(Walker w) noexcept:
+    """take_rows' fields, per op of every struct (what does not change within a run)."""
+    cdef Plan* f
+    cdef OpC* op
+    cdef int i
+    for i in range(w.L.nops):
+        f = w.plans + i
+        op = &w.L.ops[i]
+        f.kind = op.kind
+        f.size = op.fixed
+        f.array = 0 if not op.array else 1 if op.compact else 2
+        f.code = ARRAY if op.array else NUMBER
+        f.data = f.values = f.nulls = NULL
+        if op.col >= 0:
+            if not op.array and op.kind in (INT32, UINT32):
+                f.code = INT32_KEPT
+            elif not op.array and op.kind in (INT16, UINT16):
+                f.code = INT16_KEPT
+            elif op.array and op.compact and op.kind in (INT32, UINT32):
+                f.code = INT32S_KEPT
+            f.data = &w.data[op.col]
+            if op.array:
+                f.values = &w.values[op.col]
+                if w.L.has_nulls[op.col]:
+                    f.nulls = &w.nulls[op.col]
+
+
+cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
+    """Decodes up to n rows of plain struct s from at[0] into their columns; returns how many, with at[0]
+    after them. Every column that takes one item per row has room for n reserved first (n is bounded by
+    the bytes left: the caller checked n * the row's least size), so a row costs no capacity check but one
+    per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing."""
+    cdef StructC* st = &w.L.structs[s]
+    cdef Plan* plans = w.plans + st.first
+    cdef Plan* f
+    cdef int nops = st.count, i, flexible = st.flexible, code
+    cdef const unsigned char* buf = w.buf
+    cdef Py_ssize_t end = w.end, q = at[0], p
+    cdef int64_t r = 0, m, k, vl
+    cdef Buf* b
+    cdef char* out
+    cdef const unsigned char* src
+    cdef int32_t* parents = NULL
+    w.at = q
+    if st.parent_col >= 0:
+        parents = <int32_t*>w.room(&w.data[st.parent_col], n)
+    for i in range(nops):
+        f = plans + i
+        if f.data != NULL:
+            f.dst = w.room(f.data, n)
+            if f.values != NULL:
+                f.vlen = f.values.len
+                f.vdata = f.values.data
+                f.vcap = f.values.cap
+    while r < n:
+        p = q
+        for i in range(nops):
+            f = plans + i
+            code = f.code
+            if code == INT32_KEPT:
+                if 4 > end - p:
+                    break
+                (<uint32_t*>f.dst)[r] = be32(buf + p)
+                p += 4
+                continue
+            if code == INT16_KEPT:
+                if 2 > end - p:
+                    break
+                (<uint16_t*>f.dst)[r] = be16(buf + p)
+                p += 2
+                continue
+            if code == INT32S_KEPT:  # a compact array of 32-bit numbers: a topic's replicas, ISR
+                if p >= end or <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
+                    break
+                m = buf[p] - 1
+                src = buf + p + 1
+                if 4 * m > end - p - 1:
+                    break
+                p += 1 + 4 * m
+                vl = f.vlen
+                if m == 0:  # (offline replicas, ELR: mostly empty)
+                    (<int32_t*>f.dst)[r] = <int32_t>vl
+                    continue
+                if vl + m + 4 > f.vcap:  # (growing keeps len items: count the batch's so far; the end recounts)
+                    w.at = q
+                    f.values.len = vl
+                    w.grow(f.values, m + 4)
+                    f.vdata = f.values.data
+                    f.vcap = f.values.cap
+                out = f.vdata + 4 * vl
+                if m <= 4 and end - (src - buf) >= 16:
+                    for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                else:
+                    for k in range(m):
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                vl += m
+                f.vlen = vl
+                (<int32_t*>f.dst)[r] = <int32_t>vl
+                continue
+            if code == NUMBER:
+                if f.size > end - p:
+                    break
+                if f.data != NULL:
+                    put(f.size, f.kind, buf + p, f.dst, r)
+                p += f.size
+                continue
+            if f.array == 1:
+                if p >= end or <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
+                    break
+                m = buf[p] - 1
+                p += 1
+            else:
+                if 4 > end - p:
+                    break
+                m = <int32_t>be32(buf + p)
+                if m < 0:
+                    break
+                p += 4
+            if m * f.size > end - p:
+                break
+            src = buf + p
+            p += m * f.size
+            if f.data == NULL:
+                continue
+            vl = f.vlen
+            b = f.values
+            if vl + m + 4 > b.cap:  # (growing keeps len items: count the batch's so far; the end recounts)
+                w.at = q
+                b.len = vl
+                w.grow(b, m + 4)
+            out = b.data
+            if f.size == 4 and m <= 4 and end - (src - buf) >= 16:
+                for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
+                    (<uint32_t*>out)[vl + k] = be32(src + 4 * k)
+            elif f.size == 4:
+                for k in range(m):
+                    (<uint32_t*>out)[vl + k] = be32(src + 4 * k)
+            else:
+                for k in range(m):
+                    put(f.size, f.kind, src + f.size * k, out, vl + k)
+            vl += m
+            f.vlen = vl
+            (<int32_t*>f.dst)[r] = <int32_t>vl
+        else:  # every field read
+            if flexible:
+                if p >= end or buf[p] != 0:
+                    break
+                p += 1
+            r += 1
+            q = p
+            continue
+        break
+    # the whole rows count; an unfinished row's values are dropped (its offsets entry was never counted)
+    if parents != NULL:
+        for k in range(r):
+            parents[k] = <int32_t>parent
+        w.data[st.parent_col].len += r
+    for i in range(nops):
+        f = plans + i
+        if f.data == NULL:
+            continue
+        f.data.len += r
+        if f.values != NULL:
+            f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
+        if f.nulls != NULL:  # the loop takes no null array
+            memset(w.room(f.nulls, r), 0, r)
+            f.nulls.len += r
+    w.rows[s] += r
+    at[0] = q
+    return r
+
+
+cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
+                       int64_t n, Py_ssize_t* at) noexcept nogil:
+    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
+    partitions), from at[0]; returns how many, with at[0] after them."""
+    cdef int64_t done, m
+    cdef int k
+    cdef const Step* st
+    cdef Py_ssize_t q
+    for done in range(n):
+        q = at[0]
+        for k in range(nsteps):
+            st = steps + k
+            if st.run > end - q:
+                return done
+            q += st.run
+            if not st.elem:
+                continue
+            if st.compact:
+                if q >= end or buf[q] >= 0x80:
+                    return done
+                m = <int64_t>buf[q] - 1
+                q += 1
+            else:
+                if 4 > end - q:
+                    return done
+                m = <int32_t>be32(buf + q)
+                q += 4
+            if m < 0:
+                if m == -1 and st.nullable:
+                    continue
+                return done
+            if m * st.elem > end - q:
+                return done
+            q += m * st.elem
+        if flexible:
+            if q >= end or buf[q] != 0:
+                return done
+            q += 1
+        at[0] = q
+    return n
