@@ -4,7 +4,7 @@
 # at once; so a few large blocks of dropped columns are kept for the next decode (at most KEEP_BYTES).
 
 DEF KEEP_BLOCKS = 64
-DEF KEEP_BYTES = 64 << 20
+DEF KEEP_BYTES = 16 << 20     # a 10,000-topic Metadata's columns (~7 MB) fit; kept for the process's life
 DEF KEEP_MIN = 16 << 10       # smaller blocks: malloc keeps them itself
 
 cdef char* kept[KEEP_BLOCKS]
@@ -46,8 +46,19 @@ cdef char* reuse(Py_ssize_t size, Py_ssize_t* got) noexcept:
 
 
 def kept_memory():
-    """(blocks, bytes) kept for reuse (for tests)."""
+    """(blocks, bytes) kept for reuse."""
     return nkept, kept_bytes
+
+
+def release_kept():
+    """Frees every kept block; returns the bytes freed."""
+    global nkept, kept_bytes
+    cdef Py_ssize_t freed = kept_bytes
+    while nkept:
+        nkept -= 1
+        free(kept[nkept])
+    kept_bytes = 0
+    return freed
 
 
 cdef int resize(Buf* b, Py_ssize_t cap) except -1:

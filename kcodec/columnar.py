@@ -20,8 +20,9 @@ layout compiled from the message's IR. Without the extension (or with ``KCODEC_P
 tables are built from the object decode; both give identical tables and identical DecodeErrors (byte
 offset, field path). numpy is needed by this module only; the rest of kcodec does not import it.
 
-The extension keeps a few large blocks of dropped columns (at most 64 MiB) for the next decode: memory
+The extension keeps a few large blocks of dropped columns (at most 16 MiB) for the next decode: memory
 fresh from the OS costs a page fault per 4 KiB, a quarter of a 10,000-topic decode's time.
+``release_memory()`` frees them, ``kept_memory()`` says how much is kept.
 """
 
 from __future__ import annotations
@@ -462,6 +463,16 @@ def topic_names(cls: type, data: Any, version: int, *, strict: bool = True,
     if cls not in (MetadataResponse, DescribeTopicPartitionsResponse, ListTopicsResponse):
         raise TypeError(f"no names-only scan for {getattr(cls, '__name__', cls)}")
     return _names(cls, data, version, strict, engine)
+
+
+def kept_memory() -> tuple[int, int]:
+    """(blocks, bytes) of dropped columns the extension keeps for the next decode (at most 16 MiB)."""
+    return (0, 0) if _columnar is None else _columnar.kept_memory()
+
+
+def release_memory() -> int:
+    """Frees the blocks of dropped columns kept for the next decode; returns how many bytes."""
+    return 0 if _columnar is None else _columnar.release_kept()
 
 
 def metadata_tables(data: Any, version: int, *, strict: bool = True) -> Tables:

@@ -280,12 +280,12 @@ def test_kept_blocks_reused_alike(shared):
     want = columnar.tables(MetadataResponse, body, 12, engine="python")
     for _ in range(3):
         assert_same_tables(columnar.tables(MetadataResponse, body, 12, engine="cython"), want)
-    blocks, kept = columnar._columnar.kept_memory()
-    assert 0 < blocks <= 64 and 0 < kept <= 64 << 20
+    blocks, kept = columnar.kept_memory()
+    assert 0 < blocks <= 64 and 0 < kept <= 16 << 20
     tracemalloc.start()
     try:
         t = columnar.tables(MetadataResponse, body, 12, engine="cython")
-        assert columnar._columnar.kept_memory()[1] < kept  # the blocks were taken again
+        assert columnar.kept_memory()[1] < kept  # the blocks were taken again
         in_use, peak = tracemalloc.get_traced_memory()
         assert in_use >= t.partitions["replica_nodes"].values.nbytes + t.partitions["leader_id"].nbytes
         assert peak <= 1.25 * in_use  # kept blocks are not much larger than what they serve
@@ -293,3 +293,6 @@ def test_kept_blocks_reused_alike(shared):
         assert tracemalloc.get_traced_memory()[0] < in_use
     finally:
         tracemalloc.stop()
+    kept_now = columnar.kept_memory()[1]  # the dropped tables' blocks are kept again
+    assert kept_now > 0 and columnar.release_memory() == kept_now
+    assert columnar.kept_memory() == (0, 0) and columnar.release_memory() == 0
