@@ -213,12 +213,15 @@ def test_produce_requests_are_what_each_client_sent(exchanges, captured):
     # requests may cross the wire unread by the tap: those count as no_response (the test above bounds them
     # to the tail of their connection).
     assert did["confluent-kafka"]["sent"] == {-1: n, 0: n}
-    assert by["ck-producer-acks-1", "answered"] == n and by["ck-producer-acks0", "acks0_answered"] >= 1
+    assert by["ck-producer-acks-1", "answered"] == n
     assert by["ck-producer-acks0", "acks0_answered"] + by["ck-producer-acks0", "no_response"] == n
     assert did["kafkajs"]["sent"] == {"-1": n, "0": n}
     js = Counter(prod[prod.client_id == "kafkajs-client"].pairing)
-    assert js["answered"] == n and js["acks0_answered"] >= 1
+    assert js["answered"] == n
     assert js["acks0_answered"] + js["no_response"] == n and sum(js.values()) == 2 * n, js
+    # Which answers the tap read before a client closed is timing (a loaded CI machine has seen kafkajs's
+    # six all unread): the flag must show on some of the two clients that keep their connection open.
+    assert by["ck-producer-acks0", "acks0_answered"] + js["acks0_answered"] >= 1, (by, js)
     assert did["kafka-python"]["sent"] == {1: n, 0: n} and did["aiokafka"]["sent"] == {"all": n, 0: n}
     for client, acked in (("kpy-producer", "acks1"), ("aio-producer", "acksall")):
         assert by[f"{client}-{acked}", "answered"] == n
