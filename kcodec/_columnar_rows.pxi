@@ -220,6 +220,9 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
             if st.compact:
                 if q >= end or buf[q] >= 0x80:
                     return done
+                if buf[q] == 1:  # empty: a constant step (the next read need not wait for this byte)
+                    q += 1
+                    continue
                 m = <int64_t>buf[q] - 1
                 q += 1
             else:
