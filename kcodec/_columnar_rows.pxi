@@ -36,6 +36,7 @@ cdef void plan_rows(Walker w) noexcept:
         f.size = op.fixed
         f.array = 0 if not op.array else 1 if op.compact else 2
         f.code = ARRAY if op.array else NUMBER
+        f.nullable = op.nullable
         f.data = f.values = f.nulls = NULL
         if op.col >= 0:
             if not op.array and op.kind in (INT32, UINT32):
@@ -74,6 +75,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         f = plans + i
         if f.data != NULL:
             f.dst = w.room(f.data, n)
+            if f.nulls != NULL:
+                f.ndst = w.room(f.nulls, n)
+                f.marked = 0
             if f.values != NULL:
                 f.vlen = f.values.len
                 f.vdata = f.values.data
@@ -103,7 +107,15 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     (<int32_t*>f.dst)[r] = <int32_t>f.vlen
                     continue
                 if <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
-                    break
+                    if buf[p] != 0 or not f.nullable:
+                        break
+                    p += 1  # null (a nullable ELR): empty, marked
+                    (<int32_t*>f.dst)[r] = <int32_t>f.vlen
+                    if not f.marked:  # the batch's first null: the mask is zeroed now, not per row
+                        memset(f.ndst, 0, n)
+                        f.marked = 1
+                    f.ndst[r] = 1
+                    continue
                 m = buf[p] - 1
                 src = buf + p + 1
                 if 4 * m > end - p - 1:
@@ -192,8 +204,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         f.data.len += r
         if f.values != NULL:
             f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
-        if f.nulls != NULL:  # the loop takes no null array
-            memset(w.room(f.nulls, r), 0, r)
+        if f.nulls != NULL:  # no null in the batch: the mask is zeroed here
+            if not f.marked:
+                memset(f.ndst, 0, r)
             f.nulls.len += r
     w.rows[s] += r
     at[0] = q
