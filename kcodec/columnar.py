@@ -219,7 +219,8 @@ class _Layout:
                        for col, op in self.absent if self.columns[col].table == 0 and self.columns[col].what != LISTS}
         self.root_values = [(a, i, what, root_absent.get(i)) for a, i, what in root_plan]
         self.absent = [(col, op) for col, op in self.absent if col not in root_absent]
-        self.dtypes = [(_dtype(c), _DTYPE.get(c.kind), c.what == UUIDS) for c in self.columns[:self.present]]
+        self.dtypes = [(np.dtype(_dtype(c)), np.dtype(_DTYPE[c.kind]) if c.kind in _DTYPE else None, c.what == UUIDS)
+                       for c in self.columns[:self.present]]
         self.cython = None
         if _columnar is not None:
             self.cython = _columnar.Layout(
@@ -294,6 +295,9 @@ def _internal_attr(cls: type) -> str:
 Raw = tuple[list[int], list[tuple[Any, Any, Any, Any]]]  # rows per table; (data, values, nulls, objects)
 
 
+_BOOL = np.dtype(np.bool_)
+
+
 def _run_cython(lay: _Layout, data: Any, strict: bool) -> Raw:
     prog = lay.prog
     try:
@@ -306,15 +310,15 @@ def _run_cython(lay: _Layout, data: Any, strict: bool) -> Raw:
         raise DecodeError(reason, offset, _path_text(path), prog.message, prog.version)
     _, pos, rows, cols = out
     finish(None, pos, memoryview(data).nbytes, strict, prog.message, prog.version)
-    frombuffer, bool_ = np.frombuffer, np.bool_
+    frombuffer, bool_ = np.frombuffer, _BOOL
     raw: list[tuple[Any, Any, Any, Any]] = []
     for (d, v, n, objs), (dtype, value_dtype, uuids) in zip(cols, lay.dtypes):
         if objs is not None:
             raw.append((None, None, None, objs))
             continue
-        arr = frombuffer(d, dtype=dtype)
-        raw.append((arr.reshape(-1, 16) if uuids else arr, None if v is None else frombuffer(v, dtype=value_dtype),
-                    None if n is None else frombuffer(n, dtype=bool_), None))
+        arr = frombuffer(d, dtype)  # (dtypes made once and passed by position: half the cost of keywords)
+        raw.append((arr.reshape(-1, 16) if uuids else arr, None if v is None else frombuffer(v, value_dtype),
+                    None if n is None else frombuffer(n, bool_), None))
     return rows, raw
 
 
