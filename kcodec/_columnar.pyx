@@ -123,6 +123,7 @@ cdef class Walker:
     cdef Py_ssize_t offset
     cdef list path
     cdef Plan* plans             # per op, take_rows' scratch
+    cdef int64_t* spare          # per struct: rows take_rows' pointers have room for (0: set them up)
 
     def __cinit__(self, Layout L):
         cdef int i
@@ -132,8 +133,9 @@ cdef class Walker:
         self.nulls = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
         self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
         self.plans = <Plan*>malloc(max(L.nops, 1) * sizeof(Plan))
+        self.spare = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
         if (self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL
-                or self.plans == NULL):
+                or self.plans == NULL or self.spare == NULL):
             raise MemoryError()
         self.objects = []
         for i in range(L.ncols):
@@ -143,6 +145,7 @@ cdef class Walker:
             self.objects.append([] if L.is_object[i] else None)
         for i in range(L.nstructs):
             self.rows[i] = 0
+            self.spare[i] = 0
         plan_rows(self)
         self.path = []
 
@@ -158,6 +161,7 @@ cdef class Walker:
         free(self.nulls)
         free(self.rows)
         free(self.plans)
+        free(self.spare)
 
     # ------------------------------------------------------------------------------------ growing
 
@@ -417,6 +421,7 @@ cdef class Walker:
         cdef const unsigned char* p
         self.rows[s] = row + 1
         self.at = pos
+        self.spare[s] = 0  # its columns move: take_rows sets its pointers up again
         if st.parent_col >= 0:
             self.push32(&self.data[st.parent_col], parent)
         for i in range(st.first, st.first + st.count):

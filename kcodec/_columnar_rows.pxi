@@ -56,32 +56,44 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     """Decodes up to n rows of plain struct s from at[0] into their columns; returns how many, with at[0]
     after them. Every column that takes one item per row has room for n reserved first (n is bounded by
     the bytes left: the caller checked n * the row's least size), so a row costs no capacity check but one
-    per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing."""
+    per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing.
+    The columns' pointers are set up once for as many rows as they have room for, not per call (a call
+    per topic); a row that takes the full path (Walker.walk) moves the columns and clears w.spare[s]."""
     cdef StructC* st = &w.L.structs[s]
     cdef Plan* plans = w.plans + st.first
     cdef Plan* f
     cdef int nops = st.count, i, flexible = st.flexible, code
     cdef const unsigned char* buf = w.buf
     cdef Py_ssize_t end = w.end, q = at[0], p
-    cdef int64_t r = 0, m, k, vl
+    cdef int64_t r = 0, m, k, vl, spare
     cdef Buf* b
     cdef char* out
     cdef const unsigned char* src
     cdef int32_t* parents = NULL
     w.at = q
+    if n > w.spare[s]:  # room for n rows more in every column; the pointers then last the rows it has room
+        spare = <int64_t>1 << 62  # for (a topic's partitions, call after call), until a row takes the full path
+        if st.parent_col >= 0:
+            b = &w.data[st.parent_col]
+            w.room(b, n)
+            spare = b.cap - b.len
+        for i in range(nops):
+            f = plans + i
+            if f.data != NULL:
+                f.dst = w.room(f.data, n)
+                spare = min(spare, f.data.cap - f.data.len)
+                if f.nulls != NULL:
+                    f.ndst = w.room(f.nulls, n)
+                    f.marked = 0
+                    spare = min(spare, f.nulls.cap - f.nulls.len)
+                if f.values != NULL:
+                    f.vlen = f.values.len
+                    f.vdata = f.values.data
+                    f.vcap = f.values.cap
+        w.spare[s] = spare
     if st.parent_col >= 0:
-        parents = <int32_t*>w.room(&w.data[st.parent_col], n)
-    for i in range(nops):
-        f = plans + i
-        if f.data != NULL:
-            f.dst = w.room(f.data, n)
-            if f.nulls != NULL:
-                f.ndst = w.room(f.nulls, n)
-                f.marked = 0
-            if f.values != NULL:
-                f.vlen = f.values.len
-                f.vdata = f.values.data
-                f.vcap = f.values.cap
+        b = &w.data[st.parent_col]
+        parents = <int32_t*>b.data + b.len
     while r < n:
         p = q
         for i in range(nops):
@@ -202,12 +214,16 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         if f.data == NULL:
             continue
         f.data.len += r
+        f.dst += r * f.data.itemsize
         if f.values != NULL:
-            f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
+            f.vlen = f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
         if f.nulls != NULL:  # no null in the batch: the mask is zeroed here
             if not f.marked:
                 memset(f.ndst, 0, r)
+            f.ndst += r
+            f.marked = 0
             f.nulls.len += r
+    w.spare[s] -= r
     w.rows[s] += r
     at[0] = q
     return r
