@@ -237,15 +237,14 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
     cdef int k
     cdef const Step* st
     cdef Py_ssize_t q
-    for done in range(n):
+    cdef const Step* tail = steps + nsteps - 1  # the numbers after the last array (Layout ends every
+    for done in range(n):                       # skipped struct's steps with one, without an array)
         q = at[0]
-        for k in range(nsteps):
+        for k in range(nsteps - 1):  # each a run of numbers, then an array
             st = steps + k
             if st.run > end - q:
                 return done
             q += st.run
-            if not st.elem:
-                continue
             if st.compact:
                 if q >= end or buf[q] >= 0x80:
                     return done
@@ -266,6 +265,9 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
             if m * st.elem > end - q:
                 return done
             q += m * st.elem
+        if tail.run > end - q:
+            return done
+        q += tail.run
         if flexible:
             if q >= end or buf[q] != 0:
                 return done
