@@ -237,6 +237,9 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
     cdef int k
     cdef const Step* st
     cdef Py_ssize_t q
+    cdef uint8_t last[8]
+    cdef Py_ssize_t step[8]
+    memset(last, 0xFF, 8)  # (no guess: a length byte of 0xFF is never taken here)
     cdef const Step* tail = steps + nsteps - 1  # the numbers after the last array (Layout ends every
     for done in range(n):                       # skipped struct's steps with one, without an array)
         q = at[0]
@@ -251,7 +254,15 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
                 if buf[q] == 1:  # empty: a constant step (the next read need not wait for this byte)
                     q += 1
                     continue
+                if k < 8 and buf[q] == last[k]:  # the last row's count (a replication factor): its step,
+                    if step[k] > end - q:        # known before this byte is (a predicted branch)
+                        return done
+                    q += step[k]
+                    continue
                 m = <int64_t>buf[q] - 1
+                if k < 8 and m > 0 and m * st.elem < end - q:
+                    last[k] = buf[q]
+                    step[k] = 1 + m * st.elem
                 q += 1
             else:
                 if 4 > end - q:
