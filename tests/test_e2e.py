@@ -4,8 +4,8 @@ confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's clie
 three-broker ``kcodec.broker.Cluster`` (SASL PLAIN) through the tap (``kcodec.showcase.traffic``, the
 showcase's own driver); `kcodec analyze` runs on the session's local[2] Spark, and its tables are
 checked against the broker's count of what it answered, what each client was told, and the bytes.
-(Produce and fetch traffic goes through the tap to Tansu in tests/test_spark.py: the broker serves
-administration only.)
+Then confluent-kafka's idempotent producer writes with every codec and a consumer group reads it all back.
+(tests/test_spark.py and tests/test_spark_real.py send more data traffic, through the tap to Tansu.)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop,
 
 need_module("pyspark")
 from kcodec.showcase.e2e import analyze_capture, check, headline  # noqa: E402
-from kcodec.showcase.traffic import (CK, CKP, CODECS, DATA_RECORDS, DATA_TOPIC, KC, KPY,  # noqa: E402
+from kcodec.showcase.traffic import (CK, CKC, CKP, CODECS, DATA_RECORDS, DATA_TOPIC, KC, KPY,  # noqa: E402
                                      background_topic, drive, told_errors)
 
 
@@ -47,13 +47,18 @@ def analyzed(spark, traffic, tmp_path_factory):
 
 def test_every_client_ran_and_the_analysis_agrees(traffic, analyzed):
     _, figs, ex, _ = analyzed
-    assert set(traffic.clients) == {CK, CKP, KPY, KC} and not traffic.skipped
+    assert set(traffic.clients) == {CK, CKP, CKC, KPY, KC} and not traffic.skipped
     assert check(traffic, figs) == []
     # Spelled out: exchanges per client, API and version are what the broker answered, one for one.
-    assert figs.counts == traffic.served and set(figs.counts) == {CK, CKP, KPY, KC}
-    # The data path: every acknowledged record is in the capture's Produce batches, with its codec.
+    assert figs.counts == traffic.served and set(figs.counts) == {CK, CKP, CKC, KPY, KC}
+    # The data path: every acknowledged record is in the capture's Produce batches, with its codec, and
+    # the consumer read each one back once, as the Fetch responses' batches show.
     assert figs.produced == traffic.produced == {(DATA_TOPIC, c): DATA_RECORDS for c in CODECS}
+    assert figs.fetched == traffic.consumed == traffic.produced
     assert {"InitProducerId", "Produce"} <= {api for api, _ in figs.counts[CKP]}
+    assert {"FindCoordinator", "JoinGroup", "SyncGroup", "Fetch", "OffsetCommit"} <= {
+        api for api, _ in figs.counts[CKC]}
+    assert sum(traffic.committed.values()) == sum(traffic.consumed.values())  # offsets from 0, no gaps
     assert figs.counts[KC] == traffic.kcodec_sent
     assert len(ex) == sum(sum(n.values()) for n in traffic.served.values())
     assert ex.decode_error.isna().all() and ex.response_bytes.notna().all()
@@ -62,11 +67,13 @@ def test_every_client_ran_and_the_analysis_agrees(traffic, analyzed):
     served = {c: Counter(n) for c, n in traffic.served.items()}
     served[KPY][("Metadata", 13)] += 1
     told = dict(traffic.errors, **{CK: Counter({("CreateTopics", 36): 1})})
-    produced = Counter(traffic.produced)
+    produced, consumed = Counter(traffic.produced), Counter(traffic.consumed)
     produced[(DATA_TOPIC, "zstd")] += 1
-    bad = check(dataclasses.replace(traffic, served=served, errors=told, produced=produced), figs)
-    assert len(bad) == 3 and bad[0].startswith(f"{KPY}: the capture has") and "was told" in bad[1]
+    consumed[(DATA_TOPIC, "lz4")] -= 1
+    bad = check(dataclasses.replace(traffic, served=served, errors=told, produced=produced, consumed=consumed), figs)
+    assert len(bad) == 4 and bad[0].startswith(f"{KPY}: the capture has") and "was told" in bad[1]
     assert bad[2].startswith("records produced per (topic, codec)")
+    assert bad[3].startswith("records fetched per (topic, codec)")
 
 
 def test_versions_each_client_used(analyzed):

@@ -121,6 +121,79 @@ def test_pipelined_traffic_with_a_tiny_buffer_loses_nothing(tmp_path):
         assert ts == sorted(ts)
 
 
+async def _slow_upstream(delay):
+    """A broker stand-in that answers each request ``delay`` seconds after reading it (never, for None),
+    whether or not the client is still there."""
+    async def handle(r, w):
+        async def answer(corr):
+            await asyncio.sleep(delay)
+            w.write(kcodec.encode_response(ApiVersionsResponse(), 0, corr))
+        try:
+            while True:
+                size = struct.unpack(">i", await r.readexactly(4))[0]
+                header, _ = kcodec.decode_request(struct.pack(">i", size) + await r.readexactly(size))
+                if delay is not None:
+                    asyncio.create_task(answer(header.correlation_id))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await asyncio.sleep(1.0 if delay is None else delay + 0.2)  # answers still go out after the client's FIN
+            w.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+async def _send_and_hang_up(port, n):
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    for corr in range(n):
+        w.write(kcodec.encode_request(ApiVersionsRequest(), 0, corr, client_id="leaver"))
+    await w.drain()
+    w.close()
+
+
+@pytest.mark.parametrize("close_tap_at_once", [False, True])
+def test_answers_to_a_departed_client_are_recorded(tmp_path, close_tap_at_once):
+    """A client that hangs up with requests in flight (librdkafka at its close): their answers, which
+    crossed the wire after it left, are in the capture; stopping the tap meanwhile waits for them."""
+    async def check():
+        server = await _slow_upstream(0.2)
+        tap = Tap(("127.0.0.1", 0), server.sockets[0].getsockname(), tmp_path, drain_timeout=5.0)
+        await tap.start()
+        await _send_and_hang_up(tap.port, 3)
+        await asyncio.sleep(0.05)  # the tap has seen the hang-up
+        for _ in range(0 if close_tap_at_once else 250):
+            if not tap.open_connections:
+                break
+            await asyncio.sleep(0.02)
+        await tap.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(check())
+    recs = _records(tmp_path)
+    assert [r.kind for r in recs] == [capture.OPENED] + [capture.REQUEST] * 3 + [capture.RESPONSE] * 3 + [capture.CLOSED]
+    assert [struct.unpack_from(">i", r.payload, 4)[0] for r in recs if r.kind == capture.RESPONSE] == [0, 1, 2]
+    assert recs[-1].payload == b"client closed"
+
+
+def test_a_departed_client_waits_no_longer_than_the_drain_timeout(tmp_path):
+    """Answers that never come: the connection is closed after ``drain_timeout``, its request unanswered."""
+    async def check():
+        server = await _slow_upstream(None)
+        tap = Tap(("127.0.0.1", 0), server.sockets[0].getsockname(), tmp_path, drain_timeout=0.2)
+        await tap.start()
+        await _send_and_hang_up(tap.port, 1)
+        for _ in range(250):  # the connection ends after 0.2 s; 5 s would mean it hung
+            if not tap.open_connections:
+                break
+            await asyncio.sleep(0.02)
+        assert not tap.open_connections
+        await tap.close()
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(check())
+    assert [r.kind for r in _records(tmp_path)] == [capture.OPENED, capture.REQUEST, capture.CLOSED]
+
+
 @pytest.mark.interop
 def test_kafka_python_through_the_tap(tmp_path, kafka_upstream):
     from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition

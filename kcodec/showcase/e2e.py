@@ -30,6 +30,8 @@ class Figures:
     what_if_vs_real: Optional[tuple[int, int]]
     # (topic, codec) -> records in the Produce requests' batches that decoded (the batches table)
     produced: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)
+    # (topic, codec) -> distinct records in the Fetch responses' whole batches (a batch fetched twice counts once)
+    fetched: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)
 
 
 def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..., None] = print,
@@ -40,7 +42,8 @@ def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..
     agg = analyze(spark, [str(traffic.capture_dir / "*.kcap")], out, print_=print_, progress=progress)
     tables = out.resolve() / "tables"
     f = figures(spark.read.parquet(str(tables / "exchanges")), agg)
-    f.produced = produced_records(spark.read.parquet(str(tables / "batches")))
+    batches = spark.read.parquet(str(tables / "batches"))
+    f.produced, f.fetched = produced_records(batches), fetched_records(batches)
     return f
 
 
@@ -50,6 +53,18 @@ def produced_records(batches: Any) -> Counter[tuple[str, str]]:
 
     ok = batches.where((F.col("direction") == "produced") & F.col("error").isNull() & ~F.col("control"))
     rows = ok.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
+    return Counter({(r["topic"], r["codec"]): int(r["records"]) for r in rows})
+
+
+def fetched_records(batches: Any) -> Counter[tuple[str, str]]:
+    """Distinct records per (topic, codec) that the Fetch responses carried in whole batches, from the
+    batches table: a batch is its (topic, partition, base offset), however often it was fetched."""
+    from pyspark.sql import functions as F
+
+    ok = batches.where((F.col("direction") == "fetched") & F.col("error").isNull() & ~F.col("control")
+                       & ~F.coalesce(F.col("partial"), F.lit(False)))
+    one = ok.dropDuplicates(["topic", "partition", "base_offset"])
+    rows = one.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
     return Counter({(r["topic"], r["codec"]): int(r["records"]) for r in rows})
 
 
@@ -112,6 +127,9 @@ def check(traffic: Traffic, f: Figures) -> list[str]:
     if f.produced != traffic.produced:
         bad.append(f"records produced per (topic, codec): the capture's batches carry {dict(f.produced)}, "
                    f"the producer had acknowledged {dict(traffic.produced)}")
+    if f.fetched != traffic.consumed:
+        bad.append(f"records fetched per (topic, codec): the capture's Fetch batches carry {dict(f.fetched)}, "
+                   f"the consumer read {dict(traffic.consumed)}")
     if f.what_if_vs_real is not None and f.what_if_vs_real[0] != f.what_if_vs_real[1]:
         bad.append(f"what-if ListTopics v1 {f.what_if_vs_real[0]} B, the real one {f.what_if_vs_real[1]} B")
     return bad
@@ -141,7 +159,7 @@ def traffic_step(ctx: Context) -> None:
         "pages of 50 partitions, KIP-966, for kcodec), add partitions, delete, and calls that fail "
         "(TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, deleting an internal or an "
         "unknown topic). Then confluent-kafka's idempotent producer writes records to `kcodec broker` with every "
-        "compression codec (acks=all).\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
+        "compression codec (acks=all), and a confluent-kafka consumer in a group reads them back and commits.\n\n" + "\n".join(f"- {x}" for x in lines) + "\n")
 
 
 def analyze_step(ctx: Context) -> None:
@@ -224,8 +242,12 @@ def headline(traffic: Traffic, f: Figures, bad: list[str]) -> tuple[str, str]:
         notes.append(f"{sum(f.produced.values()):,} records in the Produce requests' batches ("
                      + ", ".join(f"{n} {codec} in {topic}" for (topic, codec), n in sorted(f.produced.items()))
                      + "), decoded from the capture with kcodec.records")
+    if f.fetched:
+        notes.append(f"{sum(f.fetched.values()):,} distinct records in the Fetch responses' batches, what the "
+                     f"consumer group read back")
     notes.append("checked against the broker's count of requests per client, API and version, the kcodec "
-                 "client's own count, the records the producer had acknowledged, and the error codes each "
+                 "client's own count, the records the producer had acknowledged and the consumer read, and the error "
+                 "codes each "
                  "client was told: "
                  + ("they agree" if not bad else "DISAGREE: " + "; ".join(bad)))
     text = ("## End to end: the capture on Spark\n\n"

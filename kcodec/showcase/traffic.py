@@ -6,7 +6,7 @@ confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's own 
 script (create with explicit settings and with the broker's KIP-464 defaults, list, describe, add
 partitions, delete, and calls that fail) and keeps the error codes it was told; then confluent-kafka's
 idempotent producer writes records with every compression codec (acks=all), counting what was
-acknowledged. The broker counts the requests it answered per client id. Both are what an analysis of the capture must agree with
+acknowledged, and a confluent-kafka consumer, a static member of a group, reads them all back and commits. The broker counts the requests it answered per client id. Both are what an analysis of the capture must agree with
 (``kcodec.showcase.e2e``). A client library that is not installed is left out, and said so.
 """
 
@@ -23,6 +23,7 @@ from kcodec.errors import ErrorCode
 
 CK, KPY, KC = "e2e-confluent", "e2e-kafka-python", "e2e-kcodec"  # client ids, one per client
 CKP = "e2e-confluent-producer"
+CKC, GROUP = "e2e-confluent-consumer", "e2e-orders"
 DATA_TOPIC, DATA_RECORDS = "ck-orders", 200  # records produced per compression codec
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 USER, PASSWORD = "e2e", "e2e-secret"
@@ -42,6 +43,8 @@ class Traffic:
     served: dict[str, Counter[tuple[str, int]]] = dataclasses.field(default_factory=dict)  # (API, version)
     kcodec_sent: Counter[tuple[str, int]] = dataclasses.field(default_factory=Counter)     # its own count
     produced: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)  # (topic, codec): acked
+    consumed: Counter[tuple[str, str]] = dataclasses.field(default_factory=Counter)  # (topic, codec): read back
+    committed: dict[int, int] = dataclasses.field(default_factory=dict)             # partition -> next offset
     tap_summary: str = ""
     seconds: float = 0.0
 
@@ -105,6 +108,45 @@ def _confluent_produce(bootstrap: str, t: Traffic) -> None:
         t.produced[(DATA_TOPIC, codec)] += len(acked)
         del p  # the handle closes its connections when destroyed
         gc.collect()
+    _confluent_consume(bootstrap, t)
+
+
+def _confluent_consume(bootstrap: str, t: Traffic) -> None:
+    """The read path: a static member of a group (classic protocol, KIP-345) reads every record back and
+    commits. Static: a dynamic member's first JoinGroup is answered MEMBER_ID_REQUIRED (KIP-394), a step
+    librdkafka takes without telling its caller, which the check against what clients were told would
+    have to special-case."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    t.clients[CKC] = t.clients[CK]
+    c = Consumer({"bootstrap.servers": bootstrap, "client.id": CKC, "group.id": GROUP,
+                  "group.instance.id": f"{GROUP}-0",
+                  "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": USER,
+                  "sasl.password": PASSWORD, "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 100, "log_level": 2})
+    try:
+        c.subscribe([DATA_TOPIC])
+        want = sum(n for (topic, _), n in t.produced.items() if topic == DATA_TOPIC)
+        seen: set[tuple[int, int]] = set()
+        deadline = time.monotonic() + 4 * TIMEOUT
+        while len(seen) < want and time.monotonic() < deadline:
+            for m in c.consume(num_messages=500, timeout=0.5):
+                if m.error() is None and (m.partition(), m.offset()) not in seen:
+                    seen.add((m.partition(), m.offset()))
+                    t.consumed[(m.topic(), m.value().split(b" ", 1)[0].decode())] += 1
+        if len(seen) < want:
+            raise AssertionError(f"confluent-kafka's consumer read {len(seen)} of {want} records")
+        ends = {}
+        for part, offset in seen:
+            ends[part] = max(ends.get(part, 0), offset + 1)
+        c.commit(offsets=[TopicPartition(DATA_TOPIC, p, o) for p, o in sorted(ends.items())], asynchronous=False)
+        t.committed = dict(sorted(ends.items()))
+        # Stop fetching and let the last long poll come back (fetch.wait.max.ms) before leaving, so that
+        # every request this consumer sent has its answer in the capture.
+        c.pause(c.assignment())
+        time.sleep(0.5)
+    finally:
+        c.close()  # a static member does not send LeaveGroup: its place waits for the session timeout
 
 
 def _kafka_python(bootstrap: str, t: Traffic) -> None:

@@ -28,6 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--advertise", help="host given to clients in rewritten responses (default: the listen host)")
     p.add_argument("--max-file-mb", type=float, default=64.0, help="start a new capture file past this size")
     p.add_argument("--buffer-mb", type=float, default=32.0, help="frames held in memory before connections wait")
+    p.add_argument("--drain-seconds", type=float, default=2.0,
+                   help="how long answers to a departed client's requests are still awaited and recorded")
 
 
 def run(args: Any) -> int:
@@ -41,7 +43,7 @@ def run(args: Any) -> int:
     async def main() -> None:
         tap = Tap(args.listen, args.upstream, Path(args.out), advertise=args.advertise,
                   max_file_bytes=int(args.max_file_mb * 1024 * 1024),
-                  buffer_bytes=int(args.buffer_mb * 1024 * 1024))
+                  buffer_bytes=int(args.buffer_mb * 1024 * 1024), drain_timeout=max(0.0, args.drain_seconds))
         await tap.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

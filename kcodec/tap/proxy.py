@@ -8,6 +8,12 @@ Memory is bounded twice over: a connection reads its next frame only after the p
 to the recorder and drained to the other side (TCP backpressure both ways), and the recorder holds at
 most ``buffer_bytes`` of frames not yet on disk (a connection waits when it is full). Nothing is
 dropped: a frame is queued for the capture before it is forwarded.
+
+A client that hangs up with requests in flight does not lose their answers from the capture: the
+connection stays open upstream for at most ``drain_timeout`` seconds, until as many responses came back
+as requests went up (or the broker closes), and those are recorded, not forwarded. The wire carried them,
+so a capture of the broker's side (tcpdump) has them too; without this the tap's capture would show
+requests a librdkafka client abandoned at its close as unanswered.
 """
 
 from __future__ import annotations
@@ -30,6 +36,21 @@ from .sasl_v0 import handshake_v0
 _SIZE = struct.Struct(">i")
 _REQ_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _CORR = struct.Struct(">i")
+
+
+class _Flow:
+    """One connection's frames in flight: requests forwarded, responses read, whether the client left."""
+
+    __slots__ = ("sent", "answered", "client_gone")
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.answered = 0
+        self.client_gone = False
+
+    @property
+    def in_flight(self) -> int:
+        return self.sent - self.answered
 
 
 class Recorder:
@@ -93,7 +114,7 @@ class Tap:
     def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], out: Path, *,
                  advertise: Optional[str] = None, max_file_bytes: int = 64 * 1024 * 1024,
                  buffer_bytes: int = 32 * 1024 * 1024, max_frame: int = 100 * 1024 * 1024,
-                 connect_timeout: float = 10.0) -> None:
+                 connect_timeout: float = 10.0, drain_timeout: float = 2.0) -> None:
         self.listen = listen
         self.upstream = upstream
         # Clients cannot connect to a wildcard address: tell them this host's name instead.
@@ -103,10 +124,12 @@ class Tap:
         self.buffer_bytes = buffer_bytes
         self.max_frame = max_frame
         self.connect_timeout = connect_timeout
+        self.drain_timeout = drain_timeout
         self.listeners: dict[tuple[str, int], tuple[asyncio.Server, int]] = {}
         self._lock = asyncio.Lock()
         self._next_conn = 0
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._draining: set[asyncio.Task[Any]] = set()  # connections whose client left, answers still due
         self.connections = 0
         self.frames = 0
         self.recorder: Optional[Recorder] = None
@@ -115,6 +138,11 @@ class Tap:
     def port(self) -> int:
         """The bootstrap listener's port (useful with ``--listen HOST:0``)."""
         return self.listeners[self.upstream][1]
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections being served now, those awaiting answers for a departed client included."""
+        return len(self._tasks)
 
     async def start(self) -> None:
         self.recorder = Recorder(self.writer, self.buffer_bytes)
@@ -146,7 +174,7 @@ class Tap:
     async def close(self) -> None:
         for server, _ in self.listeners.values():
             server.close()
-        for task in list(self._tasks):
+        for task in list(self._tasks - self._draining):  # draining ones end by themselves, bounded
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for server, _ in self.listeners.values():
@@ -187,10 +215,21 @@ class Tap:
             ur, up = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
             uw = up
             pending: dict[int, tuple[int, int]] = {}
-            tasks = [asyncio.create_task(self._requests(conn, cr, up, pending)),
-                     asyncio.create_task(self._responses(conn, ur, cw, pending))]
+            flow = _Flow()
+            tasks = [asyncio.create_task(self._requests(conn, cr, up, pending, flow)),
+                     asyncio.create_task(self._responses(conn, ur, cw, pending, flow))]
             try:
                 done, rest = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                if done == {tasks[0]} and tasks[0].exception() is None and flow.in_flight > 0:
+                    # The client hung up with answers due: record them as they come (see the module's text).
+                    flow.client_gone = True
+                    me = asyncio.current_task()
+                    assert me is not None
+                    self._draining.add(me)
+                    try:
+                        await asyncio.wait([tasks[1]], timeout=self.drain_timeout)
+                    finally:
+                        self._draining.discard(me)
             finally:
                 for t in tasks:
                     t.cancel()
@@ -209,7 +248,7 @@ class Tap:
             await self.recorder.record(capture.CLOSED, conn, time.time_ns(), reason.encode())
 
     async def _requests(self, conn: int, cr: asyncio.StreamReader, uw: asyncio.StreamWriter,
-                        pending: dict[int, tuple[int, int]]) -> str:
+                        pending: dict[int, tuple[int, int]], flow: _Flow) -> str:
         assert self.recorder is not None
         raw_tokens = 0  # after SaslHandshake v0 the client's tokens come bare, with no header
         while True:
@@ -228,13 +267,16 @@ class Tap:
             await self.recorder.record(capture.REQUEST, conn, ts, frame)
             self.frames += 1
             uw.write(frame)
+            flow.sent += 1
             await uw.drain()
 
     async def _responses(self, conn: int, ur: asyncio.StreamReader, cw: asyncio.StreamWriter,
-                         pending: dict[int, tuple[int, int]]) -> str:
+                         pending: dict[int, tuple[int, int]], flow: _Flow) -> str:
         assert self.recorder is not None
         answered = False
         while True:
+            if flow.client_gone and flow.in_flight <= 0:
+                return "client closed"
             frame = await self._read_frame(ur, "upstream")
             if frame is None:
                 # a TLS listener hangs up on the plaintext it gets from the tap without a word
@@ -244,10 +286,17 @@ class Tap:
             ts = time.time_ns()
             await self.recorder.record(capture.RESPONSE, conn, ts, frame)
             self.frames += 1
+            flow.answered += 1
+            if flow.client_gone:
+                continue
             if len(frame) >= 8:
                 corr = _CORR.unpack_from(frame, 4)[0]
                 known = pending.pop(corr, None)
                 if known is not None:
                     frame = await rewrite_response(frame, known[0], known[1], corr, self.listener_for) or frame
             cw.write(frame)
-            await cw.drain()
+            try:
+                await cw.drain()
+            except ConnectionError:
+                if not flow.client_gone:
+                    raise
