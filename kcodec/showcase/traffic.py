@@ -131,12 +131,13 @@ def _confluent_consume(bootstrap: str, t: Traffic) -> None:
         deadline = time.monotonic() + 4 * TIMEOUT
         while len(seen) < want and time.monotonic() < deadline:
             for m in c.consume(num_messages=500, timeout=0.5):
-                if m.error() is None and (m.partition(), m.offset()) not in seen:
-                    seen.add((m.partition(), m.offset()))
-                    t.consumed[(m.topic(), m.value().split(b" ", 1)[0].decode())] += 1
+                part, offset, value = m.partition(), m.offset(), m.value()
+                if m.error() is None and part is not None and offset is not None and (part, offset) not in seen:
+                    seen.add((part, offset))
+                    t.consumed[(DATA_TOPIC, (value or b"").split(b" ", 1)[0].decode())] += 1
         if len(seen) < want:
             raise AssertionError(f"confluent-kafka's consumer read {len(seen)} of {want} records")
-        ends = {}
+        ends: dict[int, int] = {}
         for part, offset in seen:
             ends[part] = max(ends.get(part, 0), offset + 1)
         c.commit(offsets=[TopicPartition(DATA_TOPIC, p, o) for p, o in sorted(ends.items())], asynchronous=False)
