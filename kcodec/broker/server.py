@@ -88,9 +88,10 @@ class BrokerServer:
         self.port = 0
 
     async def start(self, host: str, port: int, advertised_host: Optional[str] = None) -> None:
-        tls = None if _HANDSHAKE_IN_SERVE else self.runtime.tls
+        tls = None if _HANDSHAKE_IN_SERVE else self.runtime.tls  # None: plaintext, or _serve's handshake
+        timeout = TLS_HANDSHAKE_TIMEOUT if tls is not None else None
         self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True, ssl=tls,
-                                                 ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT if tls else None)
+                                                 ssl_handshake_timeout=timeout)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
