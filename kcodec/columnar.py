@@ -174,7 +174,6 @@ class _Layout:
         self.columns: list[_Column] = []
         self.ops: list[tuple[int, FieldOp]] = []        # (column or -1, op), all structs in order
         self.structs: list[tuple[int, int, bool, int]] = []
-        self.absent: list[tuple[int, FieldOp]] = []     # columns of fields this version lacks
         self.order: list[list[int]] = [[] for _ in structs]  # each table's columns, in the class's order
 
         def kept(s: int, attr: str) -> bool:
@@ -203,11 +202,12 @@ class _Layout:
             pending += [(s, op) for op in sp.absent]
             self.structs.append((first, len(sp.fields), sp.flexible, parent_col))
         self.present = len(self.columns)  # the Cython layout fills these; absent fields' columns follow
+        absent: list[tuple[int, FieldOp]] = []  # (column, op) of the fields this version lacks
         for s, op in pending:
             what = _what(op)
             if what is not None and what != CHILDREN and kept(s, op.attr):
                 col = by_attr[s][op.attr] = self._add(_Column(s, op.attr, what, op.kind, op.default is None))
-                self.absent.append((col, op))
+                absent.append((col, op))
         for sp in structs:
             self.order[sp.index] += [by_attr[sp.index][a] for a in sp.attrs if a in by_attr[sp.index]]
         plans = [[(self.columns[i].attr, i, self.columns[i].what) for i in cols] for cols in self.order]
@@ -216,9 +216,10 @@ class _Layout:
         # the root's absent fields are the same values every time: made once (not lists: a caller may change
         # one), in the root's order
         root_absent = {col: (_root_value(self.columns[col].what, *_default_column(self.columns[col], op, 1)),)
-                       for col, op in self.absent if self.columns[col].table == 0 and self.columns[col].what != LISTS}
+                       for col, op in absent if self.columns[col].table == 0 and self.columns[col].what != LISTS}
         self.root_values = [(a, i, what, root_absent.get(i)) for a, i, what in root_plan]
-        self.absent = [(col, op) for col, op in self.absent if col not in root_absent]
+        # the other absent fields' columns, made anew by each decode (tables' rows vary; a root list may change)
+        self.absent_each_decode: list[tuple[int, FieldOp]] = [(col, op) for col, op in absent if col not in root_absent]
         self.dtypes = [(np.dtype(_dtype(c)), np.dtype(_DTYPE[c.kind]) if c.kind in _DTYPE else None, c.what == UUIDS)
                        for c in self.columns[:self.present]]
         self.cython = None
@@ -386,7 +387,7 @@ def _run_python(lay: _Layout, cls: type, data: Any, strict: bool) -> Raw:
 
 def _assemble(lay: _Layout, rows: list[int], raw: list[tuple[Any, Any, Any, Any]]) -> Tables:
     raw = list(raw) + [(None, None, None, None)] * (len(lay.columns) - len(raw))
-    for col, op in lay.absent:  # fields this version lacks: their defaults, as the object decode gives
+    for col, op in lay.absent_each_decode:  # fields this version lacks: their defaults, as the object decode gives
         raw[col] = _default_column(lay.columns[col], op, rows[lay.columns[col].table])
     tables = {}
     for s, name, plan in lay.table_plans:

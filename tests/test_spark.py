@@ -24,6 +24,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.interop,
               pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")]  # librdkafka's Metadata request
 
 CK_MESSAGES, KPY_MESSAGES, KPY_LIST_TOPICS = 30, 10, 3
+# The clients the fixture frees (`del`) rather than drains: librdkafka's destroy drops what is in flight, so
+# a Metadata refresh sent just before can close its connection unanswered. kafka-python's are drained: its
+# admin waits for every answer, its producer's close() runs until nothing is in flight.
+FREED_IN_FLIGHT = {"ck-admin", "ck-producer"}
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +103,18 @@ def _record_count(records: bytes) -> int:
     return n
 
 
+def _answered(view):
+    """The exchanges of one capture view that were answered, having checked the rest: each is the last request
+    on its connection, unanswered, from a client freed with requests in flight (FREED_IN_FLIGHT)."""
+    waiting = view[view.pairing != "answered"]
+    last = view.groupby("conn").exchange.transform("max")
+    assert (waiting.pairing == "unanswered").all(), Counter(waiting.pairing)
+    assert (waiting.exchange == last[waiting.index]).all(), waiting[["conn", "exchange", "api_name"]]
+    assert set(waiting.client_id) <= FREED_IN_FLIGHT, waiting[["client_id", "api_name"]]
+    assert waiting.response_bytes.isna().all()
+    return view[view.pairing == "answered"]
+
+
 def test_exchanges_match_what_the_clients_did(analyzed, real_capture):
     out, agg, ex, _ = analyzed
     _, _, frames = real_capture
@@ -106,7 +122,8 @@ def test_exchanges_match_what_the_clients_did(analyzed, real_capture):
     requests = [f for f in frames if f.direction == 0]
     assert len(tap) == len(requests)
     assert tap.decode_error.isna().all(), tap.decode_error.dropna().tolist()
-    assert (tap.response_bytes.notna()).all() and (tap.latency_ns >= 0).all()
+    answered = _answered(tap)
+    assert (answered.response_bytes.notna()).all() and (answered.latency_ns >= 0).all()
     # Bytes and versions are the frames' own, request for request.
     direct = Counter((kcodec.decode_request_header(f.data, strict=False)[0].client_id,
                       f.data[5], f.data[7], len(f.data)) for f in requests)
@@ -141,7 +158,7 @@ def test_exchanges_match_what_the_clients_did(analyzed, real_capture):
 def test_metadata_what_if_figures(analyzed, real_capture):
     _, agg, ex, _ = analyzed
     _, _, frames = real_capture
-    md = ex[(ex.api_name == "Metadata") & ex.source.str.endswith(".kcap")]
+    md = _answered(ex[ex.source.str.endswith(".kcap")]).query("api_name == 'Metadata'")
     assert md.list_topics_v1_bytes.notna().all() and md.dtp_bytes.notna().all()
     full = md[md.topics >= 1]
     assert len(full) and (full.list_topics_v1_bytes < full.response_bytes).all()
@@ -167,7 +184,7 @@ def test_pcap_gives_the_same_exchanges(analyzed):
     key = lambda df: Counter(tuple(None if v != v else v for v in row) for row in df.itertuples(index=False))  # noqa: E731
     assert key(pcap[cols]) == key(tap[cols])
     assert pcap.decode_error.isna().all(), pcap.decode_error.dropna().tolist()
-    assert (pcap.pairing == "answered").all() and (tap.pairing == "answered").all()
+    assert Counter(pcap.pairing) == Counter(tap.pairing) and len(_answered(pcap)) == len(_answered(tap))
 
 
 def test_report_tables_and_console(analyzed, spark):

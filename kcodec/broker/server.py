@@ -22,7 +22,7 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kcodec.security.dn import DerError
 from kcodec.security.principal_rules import NoMatchingRule
-from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal
+from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal, refused_handshake
 
 from . import handlers
 from .context import ClusterRuntime, Context, Session
@@ -41,6 +41,10 @@ SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
 READ_CHUNK = 65536
 FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
+TLS_HANDSHAKE_TIMEOUT = 10.0  # seconds
+# Python 3.11+: each connection's TLS handshake runs in _serve, which logs a refused one with the peer and
+# the reason; on 3.10 asyncio runs it before _serve and drops a failure silently.
+_HANDSHAKE_IN_SERVE = sys.version_info >= (3, 11)
 _SIZE = struct.Struct(">i")
 
 
@@ -84,9 +88,10 @@ class BrokerServer:
         self.port = 0
 
     async def start(self, host: str, port: int, advertised_host: Optional[str] = None) -> None:
-        tls = self.runtime.tls
+        tls = None if _HANDSHAKE_IN_SERVE else self.runtime.tls  # None: plaintext, or _serve's handshake
+        timeout = TLS_HANDSHAKE_TIMEOUT if tls is not None else None
         self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True, ssl=tls,
-                                                 ssl_handshake_timeout=10.0 if tls is not None else None)
+                                                 ssl_handshake_timeout=timeout)
         self.host = host
         self.port = self.server.sockets[0].getsockname()[1]
         self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
@@ -129,6 +134,8 @@ class BrokerServer:
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
+            if _HANDSHAKE_IN_SERVE and self.runtime.tls is not None:
+                await self._tls_handshake(writer)
             if not self.runtime.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
                 session.principal = self._tls_principal(writer) or session.principal
             while True:
@@ -178,6 +185,15 @@ class BrokerServer:
             except Exception:
                 pass
             writer.close()
+
+    async def _tls_handshake(self, writer: asyncio.StreamWriter) -> None:
+        """The server's side of the TLS handshake; Close, logged like any refused connection, when it fails."""
+        assert self.runtime.tls is not None
+        if sys.version_info >= (3, 11):  # StreamWriter.start_tls (_HANDSHAKE_IN_SERVE)
+            try:
+                await writer.start_tls(self.runtime.tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT)
+            except ssl.SSLError as e:
+                raise Close(f"TLS handshake refused: {refused_handshake(e)}") from None
 
     def _tls_principal(self, writer: asyncio.StreamWriter) -> Optional[str]:
         try:

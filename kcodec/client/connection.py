@@ -19,6 +19,7 @@ from kcodec.messages import ApiVersionsRequest
 
 from . import wire
 from .errors import BrokerError, ClientError, KafkaConnectionError, ProtocolError, RequestTimeoutError
+from .failure import describe_failure
 from .sasl import Reauthentication, Sasl, authenticate
 from .versions import Versions
 
@@ -27,7 +28,6 @@ log = logging.getLogger("kcodec.client")
 API_VERSIONS_KEY = 18
 MAX_FRAME = 100 * 1024 * 1024
 _SIZE = struct.Struct(">i")
-MTLS_HINT = "does the broker require a client certificate (mutual TLS) and refuse ours, or its absence?"
 _ABANDONED_KEEP = 1024  # correlation ids of timed-out requests remembered, to drop their late answers
 
 
@@ -82,15 +82,8 @@ class Connection:
                 connect_timeout)
         except asyncio.TimeoutError:
             raise KafkaConnectionError(f"{conn.address}: no connection within {connect_timeout}s") from None
-        except ssl.SSLError as e:  # before OSError: SSLError is one
-            raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: {describe_tls_error(e)}") from None
-        except ConnectionError as e:
-            if tls is not None:  # a plaintext listener hangs up on a TLS hello
-                raise KafkaConnectionError(f"{conn.address}: TLS handshake failed: the broker closed the "
-                                           f"connection (is the listener plaintext, not TLS? {MTLS_HINT})") from None
-            raise KafkaConnectionError(f"{conn.address}: {e.strerror or type(e).__name__}") from None
-        except OSError as e:
-            raise KafkaConnectionError(f"{conn.address}: {e.strerror or e}") from None
+        except OSError as e:  # ssl.SSLError and ConnectionError among them
+            raise KafkaConnectionError(describe_failure(conn.address, e, tls=tls is not None, handshake=True)) from None
         conn.tls = tls is not None
         conn._task = asyncio.get_running_loop().create_task(conn._read_loop())
         try:
@@ -187,7 +180,7 @@ class Connection:
             while True:
                 data = await self._reader.read(65536)
                 if not data:
-                    self._fail(KafkaConnectionError(f"{self.address} closed the connection{self._mtls_hint()}"))
+                    self._fail(KafkaConnectionError(self._describe_failure(None)))
                     return
                 for frame in self._splitter.feed(data):
                     self._dispatch(frame)
@@ -195,19 +188,13 @@ class Connection:
             self._fail(ProtocolError(f"{self.address} sent a bad frame: {e}"))
         except ProtocolError as e:
             self._fail(e)
-        except ssl.SSLError as e:  # before OSError: SSLError is one
-            hint = self._mtls_hint()
-            detail = (getattr(e, "reason", None) or str(e)) if hint else describe_tls_error(e)
-            self._fail(KafkaConnectionError(f"{self.address}: TLS: {detail}{hint}"))
-        except OSError as e:
-            self._fail(KafkaConnectionError(f"{self.address}: {e.strerror or e}{self._mtls_hint()}"))
+        except OSError as e:  # ssl.SSLError among them
+            self._fail(KafkaConnectionError(self._describe_failure(e)))
         except asyncio.CancelledError:
             pass
 
-    def _mtls_hint(self) -> str:
-        """TLS 1.3: a broker checks the client's certificate after the client's side of the handshake
-        ended, so a refusal reaches the client as a connection closed (or reset) before any answer."""
-        return f" before any answer ({MTLS_HINT})" if self.tls and not self._answered else ""
+    def _describe_failure(self, error: Optional[OSError]) -> str:
+        return describe_failure(self.address, error, tls=self.tls, answered=self._answered)
 
     def _dispatch(self, frame: bytes) -> None:
         if self._raw is not None:  # a bare SASL token (handshake v0) has no header to correlate
@@ -261,15 +248,3 @@ class Connection:
                 await self._writer.wait_closed()
             except OSError:
                 pass
-
-
-def describe_tls_error(e: ssl.SSLError) -> str:
-    """The reason OpenSSL gave (certificate checks name what failed), with a hint for the usual cause."""
-    if isinstance(e, ssl.SSLCertVerificationError):
-        return f"the broker's certificate does not verify: {e.verify_message}"
-    reason = getattr(e, "reason", None) or str(e)
-    if reason in ("WRONG_VERSION_NUMBER", "UNEXPECTED_EOF_WHILE_READING", "RECORD_LAYER_FAILURE") or "EOF" in str(e):
-        return f"{reason} (is the listener plaintext, not TLS?)"
-    if reason in ("TLSV13_ALERT_CERTIFICATE_REQUIRED", "TLSV1_ALERT_UNKNOWN_CA", "SSLV3_ALERT_BAD_CERTIFICATE"):
-        return f"{reason} (the broker requires a client certificate from a CA it trusts: mutual TLS)"
-    return str(reason)

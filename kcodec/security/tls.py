@@ -119,3 +119,18 @@ def looks_like_tls(data: bytes) -> bool:
     """Whether bytes start a TLS record (handshake or alert, TLS 1.x): a Kafka frame never does below
     350 MB, the size those bytes would announce."""
     return len(data) >= 3 and data[0] in (0x15, 0x16) and data[1] == 0x03 and data[2] <= 0x04
+
+
+def refused_handshake(e: ssl.SSLError) -> str:
+    """Why a server's side of a TLS handshake failed, for its log: OpenSSL's reason, and what it means for
+    the usual causes (a client without the certificate mutual TLS requires, one from a foreign CA, plaintext)."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"the client's certificate does not verify: {e.verify_message} (mutual TLS)"
+    reason = getattr(e, "reason", None) or str(e)
+    if reason == "PEER_DID_NOT_RETURN_A_CERTIFICATE":
+        return f"{reason} (the client sent no certificate, which mutual TLS requires)"
+    if reason in ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNSUPPORTED_PROTOCOL"):
+        return f"{reason} (a plaintext client?)"
+    if reason == "UNEXPECTED_EOF_WHILE_READING":
+        return f"{reason} (the client hung up during the handshake)"
+    return str(reason)

@@ -4,9 +4,11 @@ principal ACLs see, and SASL's identity winning over it on SASL_SSL."""
 
 from __future__ import annotations
 
+import logging
 import ssl
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -51,6 +53,36 @@ def test_client_auth_modes(test_certs, stranger_client_cert, client_auth, alice,
                     _visible(cluster, test_certs.ca, pair)
             else:
                 assert _visible(cluster, test_certs.ca, pair) == expected
+
+
+def _plaintext(cluster: Cluster) -> None:
+    with SyncClient(cluster.bootstrap, connect_timeout=5, request_timeout=5, timeout=5):
+        pass
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10's asyncio drops a failed handshake silently")
+def test_refused_handshakes_are_logged(test_certs, stranger_client_cert, caplog):
+    """Like any refused connection: the peer's address and why (no certificate, a foreign CA's, plaintext)."""
+    with caplog.at_level(logging.INFO, logger="kcodec.broker"), _cluster(test_certs, "required") as cluster:
+        for refused_client, reason in (
+                (lambda: _visible(cluster, test_certs.ca),
+                 "PEER_DID_NOT_RETURN_A_CERTIFICATE (the client sent no certificate, which mutual TLS requires)"),
+                (lambda: _visible(cluster, test_certs.ca, stranger_client_cert),
+                 "the client's certificate does not verify: unable to get local issuer certificate (mutual TLS)"),
+                (lambda: _plaintext(cluster), "WRONG_VERSION_NUMBER (a plaintext client?)")):
+            caplog.clear()
+            with pytest.raises(KafkaConnectionError):
+                refused_client()
+            deadline = time.monotonic() + 5  # the broker's thread logs it
+            while not any("refused" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            refused = [(r.levelno, r.getMessage()) for r in caplog.records if "refused" in r.getMessage()]
+            assert refused and all(level == logging.WARNING for level, _ in refused), refused
+            assert all(m.startswith("broker 1: closing ('127.0.0.1', ") for _, m in refused), refused
+            assert all(m.endswith(f"): TLS handshake refused: {reason}") for _, m in refused), refused
+        caplog.clear()
+        assert _visible(cluster, test_certs.ca, test_certs.clients["alice"]) == ["alice-a", "alice-b"]
+    assert not [r for r in caplog.records if "refused" in r.getMessage()], caplog.text
 
 
 def test_the_certificate_principal_in_acl_decisions(test_certs):

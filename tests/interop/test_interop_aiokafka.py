@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 from needs import need_module
@@ -121,3 +122,42 @@ def test_wrong_password_is_refused(auth_broker, caplog):
     with pytest.raises(KafkaError, match="Unable to bootstrap"):
         asyncio.run(asyncio.wait_for(_list_as_carol(auth_broker, "SCRAM-SHA-512", "wrong"), TIMEOUT))
     assert "SaslAuthenticationFailed" in caplog.text and "wrong password for user 'carol'" in caplog.text
+
+
+async def _as_certificate_holder(bootstrap: str, ssl_context) -> tuple[set, list[int], list[int]]:
+    """Over SSL with ``ssl_context``'s client certificate: the topics seen, then creating one that alice's
+    ACLs allow and one they do not."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000, security_protocol="SSL",
+                                ssl_context=ssl_context)
+    await admin.start()
+    try:
+        seen = set(await admin.list_topics())
+        return seen, _codes(await admin.create_topics([NewTopic("alice-new", 1, 1)])), \
+            _codes(await admin.create_topics([NewTopic("other", 1, 1)]))
+    finally:
+        await admin.close()
+
+
+def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs):
+    alice = test_certs.clients["alice"]
+    context = create_ssl_context(cafile=str(test_certs.ca), certfile=str(alice.cert), keyfile=str(alice.key))
+    try:
+        seen, allowed, refused = asyncio.run(asyncio.wait_for(
+            _as_certificate_holder(mtls_cluster.bootstrap, context), TIMEOUT))
+    finally:
+        record(CLIENT + " (mutual TLS)", mtls_cluster)
+    assert seen == {"alice-seen"}  # ACLs name alice's certificate subject: "hidden" is not hers
+    assert (allowed, refused) == ([0], [29])  # TOPIC_AUTHORIZATION_FAILED outside alice-*
+    assert "alice-new" in mtls_cluster.topics() and "other" not in mtls_cluster.topics()
+
+
+@pytest.mark.parametrize("who", ["no certificate", "another CA"])
+def test_mutual_tls_refuses_other_clients(mtls_cluster, test_certs, stranger_client_cert, who, caplog):
+    pair = {"no certificate": None, "another CA": stranger_client_cert}[who]
+    context = create_ssl_context(cafile=str(test_certs.ca), certfile=pair and str(pair.cert),
+                                 keyfile=pair and str(pair.key))
+    with pytest.raises(KafkaError, match="Unable to bootstrap"):
+        asyncio.run(asyncio.wait_for(_as_certificate_holder(mtls_cluster.bootstrap, context), TIMEOUT))
+    assert mtls_cluster.requests_served() == {}  # not one request got past the handshake
+    if sys.version_info >= (3, 11):  # where the broker sees (and logs) the refused handshake
+        assert "TLS handshake refused" in caplog.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,21 @@ def test_authenticates_with_each_mechanism(auth_broker, caplog):
     # broker then closes the connection, as Kafka's does ("Unexpected Kafka request ... during SASL")
     assert r["expired-token"]["error"] == "KafkaJSConnectionClosedError", r["expired-token"]
     assert "Metadata request before SASL authentication ended (SASL OAUTHBEARER exchange unfinished)" in caplog.text
+
+
+def test_mutual_tls(mtls_cluster, test_certs, stranger_client_cert, caplog):
+    """ssl: {ca, cert, key}: alice's certificate is her principal; no certificate, or another CA's, is refused."""
+    cases = [{"name": name, "brokers": mtls_cluster.bootstrap, "ca": str(test_certs.ca), "mechanism": None,
+              **({"cert": str(pair.cert), "key": str(pair.key)} if pair is not None else {})}
+             for name, pair in (("alice", test_certs.clients["alice"]), ("no certificate", None),
+                                ("another CA", stranger_client_cert))]
+    try:
+        r = _run(json.dumps(cases), script="auth.js")
+    finally:
+        record(CLIENT + " (mutual TLS)", mtls_cluster)
+    assert r["alice"] == {"ok": ["alice-seen"]}  # ACLs name alice's certificate subject: "hidden" is not hers
+    for refused in ("no certificate", "another CA"):  # the connection closed ("Closed connection"), not retried
+        assert r[refused]["error"] == "KafkaJSNumberOfRetriesExceeded", (refused, r[refused])
+    assert set(mtls_cluster.requests_served()) == {"kafkajs-auth"}  # alice's requests only
+    if sys.version_info >= (3, 11):  # where the broker sees (and logs) the refused handshake
+        assert caplog.text.count("TLS handshake refused") >= 2, caplog.text
