@@ -48,6 +48,8 @@ cdef struct Plan:   # a plain struct's field in take_rows
     int64_t vlen    # values written, the unfinished row's included
     char* vdata     # the values' memory and capacity (items), as of this batch
     Py_ssize_t vcap
+    int last        # a compact array's last length byte (at most 4 items; -1: none), and its count: the
+    int64_t lastm   # guess for the next row's
 
 
 cdef struct Buf:

@@ -4,6 +4,13 @@
 # way, which makes the reference's error when there is one, so errors stay those of the full path.
 
 
+cdef extern from *:
+    void prefetch "__builtin_prefetch"(const void* p) noexcept nogil
+
+DEF PREFETCH_AHEAD = 1024  # bytes: the input is read this far ahead of the rows (after other work it is not
+                           # in the cache, and the hardware's prefetcher stops at each 4 KiB page)
+
+
 cdef inline void put(int size, int kind, const unsigned char* p, char* out, int64_t i) noexcept nogil:
     """Item i of a column of numbers of this size, from the big-endian value at p."""
     if size == 4:
@@ -37,6 +44,7 @@ cdef void plan_rows(Walker w) noexcept:
         f.array = 0 if not op.array else 1 if op.compact else 2
         f.code = ARRAY if op.array else NUMBER
         f.nullable = op.nullable
+        f.last = -1  # no guess yet
         f.data = f.values = f.nulls = NULL
         if op.col >= 0:
             if not op.array and op.kind in (INT32, UINT32):
@@ -96,6 +104,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         parents = <int32_t*>b.data + b.len
     while r < n:
         p = q
+        prefetch(buf + q + PREFETCH_AHEAD)
         for i in range(nops):
             f = plans + i
             code = f.code
@@ -118,6 +127,26 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     p += 1       # read need not wait for this byte's (the branch is predicted)
                     (<int32_t*>f.dst)[r] = <int32_t>f.vlen
                     continue
+                if buf[p] == f.last:  # the last row's count (a replication factor): its step is known
+                    m = f.lastm       # before this byte is read (a predicted branch), as in skip_rows; a
+                    if 17 > end - p:  # way of its own (sharing the steps below measured slower); m <= 4:
+                        break         # room for its bytes and the fixed copy of 4
+                    src = buf + p + 1
+                    p += 1 + 4 * m
+                    vl = f.vlen
+                    if vl + 8 > f.vcap:
+                        w.at = q
+                        f.values.len = vl
+                        w.grow(f.values, 8)
+                        f.vdata = f.values.data
+                        f.vcap = f.values.cap
+                    out = f.vdata + 4 * vl
+                    for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                    vl += m
+                    f.vlen = vl
+                    (<int32_t*>f.dst)[r] = <int32_t>vl
+                    continue
                 if <uint8_t>(buf[p] - 1) >= 0x7F:  # null, or a multi-byte varint
                     if buf[p] != 0 or not f.nullable:
                         break
@@ -129,9 +158,12 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     f.ndst[r] = 1
                     continue
                 m = buf[p] - 1
-                src = buf + p + 1
-                if 4 * m > end - p - 1:
+                if 4 * m >= end - p:
                     break
+                if m <= 4:  # the guess for the next row's count
+                    f.last = buf[p]
+                    f.lastm = m
+                src = buf + p + 1
                 p += 1 + 4 * m
                 vl = f.vlen
                 if vl + m + 4 > f.vcap:  # (growing keeps len items: count the batch's so far; the end recounts)
@@ -243,6 +275,7 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
     cdef const Step* tail = steps + nsteps - 1  # the numbers after the last array (Layout ends every
     for done in range(n):                       # skipped struct's steps with one, without an array)
         q = at[0]
+        prefetch(buf + q + PREFETCH_AHEAD)
         for k in range(nsteps - 1):  # each a run of numbers, then an array
             st = steps + k
             if st.run > end - q:

@@ -235,7 +235,8 @@ def test_engine_follows_the_backend_choice():
 def _partition_rows(cls, version: int):
     """A response whose partitions take every turn of the fast row loops: empty, one-value and long arrays
     (a multi-byte compact length), tagged fields and, where nullable, null arrays, in first, middle and
-    last rows of several topics."""
+    last rows of several topics; and a last topic whose arrays mostly repeat the row before's length (the
+    loops' guess), with a few that do not."""
     Topic, Partition = cls.Topic, cls.Partition
     nullable = [f for f in ("eligible_leader_replicas", "last_known_elr") if hasattr(Partition(), f)]
     topics = []
@@ -251,6 +252,13 @@ def _partition_rows(cls, version: int):
                 p.unknown_tagged_fields = {7: b"xy"}
             parts.append(p)
         topics.append(Topic(name=f"topic-{t}", partitions=parts))
+    parts = []
+    for i in range(6):
+        p = Partition(partition_index=i, leader_id=i, replica_nodes=[1, 2, 3], isr_nodes=[1, 2] if i == 3 else [1, 2, 3])
+        for f in nullable:
+            setattr(p, f, [] if i != 4 else [i])
+        parts.append(p)
+    topics.append(Topic(name="repeats", partitions=parts))
     return cls(topics=topics)
 
 
