@@ -63,14 +63,24 @@ def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Itera
     plan = captures.plan([(r["path"], r["digest"]) for r in ident])
     fn = functools.partial(decode.frames_from_files, ports=sorted(ports) if ports else None)
     schema = from_arrow_schema(decode.FRAMES)
-    table = spark.createDataFrame([(f.path, f.capture, f.rank, f.last) for f in plan.files],
-                                  "path string, capture string, rank int, last boolean")
-    read = spark.read.format("binaryFile").load([f.path for f in plan.files] or list(paths)) \
-        .select("path", "length", "content").join(F.broadcast(table), on="path")
-    tap = read.where(F.col("capture").isNull()).mapInArrow(fn, schema)
-    sets = (read.where(F.col("capture").isNotNull()).repartition("capture")
-            .sortWithinPartitions("capture", "rank").mapInArrow(fn, schema))
-    out = tap.unionByName(sets)
+
+    def load(files: list[captures.File]) -> DataFrame:
+        return spark.read.format("binaryFile").load([f.path for f in files]).select("path", "length", "content")
+
+    # Each branch scans only its own files, so tap files need no join and a tap-only input no packet
+    # branch (filtered after the scan, that branch read every file again unless AQE saw it empty).
+    tap_files = [f for f in plan.files if f.capture is None]
+    set_files = [f for f in plan.files if f.capture is not None]
+    parts = [load(tap_files).mapInArrow(fn, schema)] if tap_files else []  # one capture a file
+    if set_files:
+        table = spark.createDataFrame([(f.path, f.capture, f.rank, f.last) for f in set_files],
+                                      "path string, capture string, rank int, last boolean")
+        parts.append(load(set_files).join(F.broadcast(table), on="path").repartition("capture")
+                     .sortWithinPartitions("capture", "rank").mapInArrow(fn, schema))
+    if not parts:  # nothing listed: the (empty) scan of what was given
+        parts.append(spark.read.format("binaryFile").load(list(paths)).select("path", "length", "content")
+                     .mapInArrow(fn, schema))
+    out = functools.reduce(DataFrame.unionByName, parts)
     if plan.duplicates:
         rows = [{"source": path, "direction": -1, "error": json.dumps({"duplicate_of": first}, sort_keys=True)}
                 for path, first in plan.duplicates]
