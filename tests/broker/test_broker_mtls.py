@@ -8,9 +8,10 @@ import logging
 import ssl
 import subprocess
 import sys
-import time
 
 import pytest
+
+from broker_logs import wait_for_log
 
 from kcodec.broker import Acl, Cluster
 from kcodec.client import KafkaConnectionError, SyncClient
@@ -73,9 +74,7 @@ def test_refused_handshakes_are_logged(test_certs, stranger_client_cert, caplog)
             caplog.clear()
             with pytest.raises(KafkaConnectionError):
                 refused_client()
-            deadline = time.monotonic() + 5  # the broker's thread logs it
-            while not any("refused" in r.getMessage() for r in caplog.records) and time.monotonic() < deadline:
-                time.sleep(0.01)
+            wait_for_log(caplog, "refused")
             refused = [(r.levelno, r.getMessage()) for r in caplog.records if "refused" in r.getMessage()]
             assert refused and all(level == logging.WARNING for level, _ in refused), refused
             assert all(m.startswith("broker 1: closing ('127.0.0.1', ") for _, m in refused), refused

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from broker_logs import wait_for_log
 from needs import missing, need_tool
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
@@ -92,4 +93,4 @@ def test_mutual_tls(mtls_cluster, test_certs, stranger_client_cert, caplog):
         assert r[refused]["error"] == "KafkaJSNumberOfRetriesExceeded", (refused, r[refused])
     assert set(mtls_cluster.requests_served()) == {"kafkajs-auth"}  # alice's requests only
     if sys.version_info >= (3, 11):  # where the broker sees (and logs) the refused handshake
-        assert caplog.text.count("TLS handshake refused") >= 2, caplog.text
+        assert wait_for_log(caplog, "TLS handshake refused", count=2) >= 2, caplog.text
