@@ -194,6 +194,8 @@ class BrokerServer:
                 await writer.start_tls(self.runtime.tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT)
             except ssl.SSLError as e:
                 raise Close(f"TLS handshake refused: {refused_handshake(e)}") from None
+            except ConnectionAbortedError as e:  # asyncio's handshake timeout; silent if left to _serve
+                raise Close(f"TLS handshake: {e}") from None
 
     def _tls_principal(self, writer: asyncio.StreamWriter) -> Optional[str]:
         try:

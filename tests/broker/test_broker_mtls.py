@@ -84,6 +84,21 @@ def test_refused_handshakes_are_logged(test_certs, stranger_client_cert, caplog)
     assert not [r for r in caplog.records if "refused" in r.getMessage()], caplog.text
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10's asyncio drops a failed handshake silently")
+def test_a_handshake_that_never_comes_is_logged(test_certs, caplog, monkeypatch):
+    """A client that connects and says nothing is cut at the handshake timeout, and the broker says why."""
+    import socket
+
+    from kcodec.broker import server
+
+    monkeypatch.setattr(server, "TLS_HANDSHAKE_TIMEOUT", 0.3)
+    with caplog.at_level(logging.INFO, logger="kcodec.broker"), _cluster(test_certs, "none") as cluster:
+        with socket.create_connection(("127.0.0.1", cluster.addresses[0][1]), timeout=10) as s:
+            assert s.recv(1) == b""  # cut after 0.3 s
+        assert wait_for_log(caplog, "TLS handshake: ") == 1, caplog.text
+    assert "0.3 seconds" in caplog.text
+
+
 def test_the_certificate_principal_in_acl_decisions(test_certs):
     """bob's certificate verifies, yet no ACL names User:CN=bob; alice's DN in a super user works too."""
     with _cluster(test_certs, "required") as cluster:
