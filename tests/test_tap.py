@@ -131,8 +131,8 @@ async def _slow_upstream(delay):
         try:
             while True:
                 size = struct.unpack(">i", await r.readexactly(4))[0]
-                header, _ = kcodec.decode_request(struct.pack(">i", size) + await r.readexactly(size))
-                if delay is not None:
+                header, body = kcodec.decode_request(struct.pack(">i", size) + await r.readexactly(size))
+                if delay is not None and getattr(body, "acks", None) != 0:  # acks=0: no answer, as Kafka
                     asyncio.create_task(answer(header.correlation_id))
         except (asyncio.IncompleteReadError, ConnectionError):
             await asyncio.sleep(1.0 if delay is None else delay + 0.2)  # answers still go out after the client's FIN
@@ -141,57 +141,68 @@ async def _slow_upstream(delay):
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
 
-async def _send_and_hang_up(port, n):
+async def _send_and_hang_up(port, n, first=()):
     r, w = await asyncio.open_connection("127.0.0.1", port)
+    for frame in first:
+        w.write(frame)
     for corr in range(n):
         w.write(kcodec.encode_request(ApiVersionsRequest(), 0, corr, client_id="leaver"))
     await w.drain()
     w.close()
 
 
+def _departing_client(tmp_path, delay, drain_timeout, n, first=(), wait=5.0):
+    """A client sends ``first`` and n ApiVersions requests through a tap to ``_slow_upstream(delay)`` and
+    hangs up; the tap is stopped once the connection ended or ``wait`` seconds passed. Whether the
+    connection was still open then, and the records."""
+    async def check():
+        server = await _slow_upstream(delay)
+        tap = Tap(("127.0.0.1", 0), server.sockets[0].getsockname(), tmp_path, drain_timeout=drain_timeout)
+        await tap.start()
+        await _send_and_hang_up(tap.port, n, first)
+        await asyncio.sleep(0.05)  # the tap has seen the hang-up
+        for _ in range(int(wait / 0.02)):
+            if not tap.open_connections:
+                break
+            await asyncio.sleep(0.02)
+        still_open = tap.open_connections
+        await tap.close()
+        server.close()
+        await server.wait_closed()
+        return still_open
+
+    return asyncio.run(check()), _records(tmp_path)
+
+
 @pytest.mark.parametrize("close_tap_at_once", [False, True])
 def test_answers_to_a_departed_client_are_recorded(tmp_path, close_tap_at_once):
     """A client that hangs up with requests in flight (librdkafka at its close): their answers, which
     crossed the wire after it left, are in the capture; stopping the tap meanwhile waits for them."""
-    async def check():
-        server = await _slow_upstream(0.2)
-        tap = Tap(("127.0.0.1", 0), server.sockets[0].getsockname(), tmp_path, drain_timeout=5.0)
-        await tap.start()
-        await _send_and_hang_up(tap.port, 3)
-        await asyncio.sleep(0.05)  # the tap has seen the hang-up
-        for _ in range(0 if close_tap_at_once else 250):
-            if not tap.open_connections:
-                break
-            await asyncio.sleep(0.02)
-        await tap.close()
-        server.close()
-        await server.wait_closed()
-
-    asyncio.run(check())
-    recs = _records(tmp_path)
+    still_open, recs = _departing_client(tmp_path, 0.2, 5.0, 3, wait=0.0 if close_tap_at_once else 5.0)
+    assert still_open == close_tap_at_once
     assert [r.kind for r in recs] == [capture.OPENED] + [capture.REQUEST] * 3 + [capture.RESPONSE] * 3 + [capture.CLOSED]
     assert [struct.unpack_from(">i", r.payload, 4)[0] for r in recs if r.kind == capture.RESPONSE] == [0, 1, 2]
     assert recs[-1].payload == b"client closed"
 
 
+def test_a_departed_client_is_not_waited_for_on_acks0(tmp_path):
+    """A Produce sent with acks=0 gets no answer (Kafka's protocol): the tap does not wait for one, and
+    ends the connection once the requests that expect an answer have theirs (0.2 s here, not the 30 s
+    drain time)."""
+    from kcodec.messages import ProduceRequest
+
+    produce = kcodec.encode_request(ProduceRequest(acks=0, timeout_ms=1000, topic_data=[]), 9, 100, client_id="leaver")
+    still_open, recs = _departing_client(tmp_path, 0.2, 30.0, 1, first=[produce], wait=5.0)
+    assert not still_open  # ended within 5 s: it did not wait out the 30 s for the acks=0 answer
+    assert [r.kind for r in recs] == [capture.OPENED, capture.REQUEST, capture.REQUEST, capture.RESPONSE,
+                                      capture.CLOSED]
+
+
 def test_a_departed_client_waits_no_longer_than_the_drain_timeout(tmp_path):
     """Answers that never come: the connection is closed after ``drain_timeout``, its request unanswered."""
-    async def check():
-        server = await _slow_upstream(None)
-        tap = Tap(("127.0.0.1", 0), server.sockets[0].getsockname(), tmp_path, drain_timeout=0.2)
-        await tap.start()
-        await _send_and_hang_up(tap.port, 1)
-        for _ in range(250):  # the connection ends after 0.2 s; 5 s would mean it hung
-            if not tap.open_connections:
-                break
-            await asyncio.sleep(0.02)
-        assert not tap.open_connections
-        await tap.close()
-        server.close()
-        await server.wait_closed()
-
-    asyncio.run(check())
-    assert [r.kind for r in _records(tmp_path)] == [capture.OPENED, capture.REQUEST, capture.CLOSED]
+    still_open, recs = _departing_client(tmp_path, None, 0.2, 1)
+    assert not still_open  # ended within 5 s
+    assert [r.kind for r in recs] == [capture.OPENED, capture.REQUEST, capture.CLOSED]
 
 
 @pytest.mark.interop

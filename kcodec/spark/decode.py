@@ -19,6 +19,7 @@ import pyarrow as pa
 import kcodec
 from kcodec import definitions
 from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
+from kcodec.tap.acks import produce_acks
 from kcodec.tap.frames import CaptureReader
 from kcodec.tap.sasl_v0 import handshake_v0
 
@@ -94,27 +95,6 @@ def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int],
         return None, None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"
     except kcodec.KcodecError as e:
         return None, None, None, None, None, f"{type(e).__name__}: {e}"
-
-
-def produce_acks(frame: bytes, pos: int, end: int, version: int) -> Optional[int]:
-    """The acks of a Produce request body at ``pos`` (before it, from v3, the transactional id: a
-    nullable string, compact from v9); None when the body is too short to say."""
-    if version >= 3:
-        if version >= 9:
-            n, shift = 0, 0
-            while pos < end and shift < 35:
-                b = frame[pos]
-                pos += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
-            pos += max(0, n - 1)
-        elif pos + 2 <= end:
-            pos += 2 + max(0, struct.unpack_from(">h", frame, pos)[0])
-    if pos + 2 > end:
-        return None
-    return int(struct.unpack_from(">h", frame, pos)[0])
 
 
 def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) -> list[bool]:

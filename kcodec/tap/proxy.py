@@ -10,8 +10,9 @@ most ``buffer_bytes`` of frames not yet on disk (a connection waits when it is f
 dropped: a frame is queued for the capture before it is forwarded.
 
 A client that hangs up with requests in flight does not lose their answers from the capture: the
-connection stays open upstream for at most ``drain_timeout`` seconds, until as many responses came back
-as requests went up (or the broker closes), and those are recorded, not forwarded. The wire carried them,
+connection stays open upstream for at most ``drain_timeout`` seconds, until every request that expects
+an answer (all but a Produce sent with acks=0) has one, or the broker closes, and those answers are
+recorded, not forwarded. The wire carried them,
 so a capture of the broker's side (tcpdump) has them too; without this the tap's capture would show
 requests a librdkafka client abandoned at its close as unanswered.
 """
@@ -30,6 +31,7 @@ from typing import Any, Optional
 from kcodec.security.tls import looks_like_tls
 
 from . import capture
+from .acks import expects_answer
 from .rewrite import REWRITTEN, rewrite_response
 from .sasl_v0 import handshake_v0
 
@@ -39,18 +41,27 @@ _CORR = struct.Struct(">i")
 
 
 class _Flow:
-    """One connection's frames in flight: requests forwarded, responses read, whether the client left."""
+    """One connection's requests awaiting an answer (correlation ids; bare SASL tokens, which have none, by
+    count), and whether the client left. Answers nobody awaits (a broker answering acks=0, as Tansu does)
+    count for nothing."""
 
-    __slots__ = ("sent", "answered", "client_gone")
+    __slots__ = ("awaiting", "tokens", "client_gone")
 
     def __init__(self) -> None:
-        self.sent = 0
-        self.answered = 0
+        self.awaiting: set[int] = set()
+        self.tokens = 0
         self.client_gone = False
+
+    def answer(self, frame: bytes) -> None:
+        corr = _CORR.unpack_from(frame, 4)[0] if len(frame) >= 8 else None
+        if corr in self.awaiting:
+            self.awaiting.discard(corr)
+        elif self.tokens:
+            self.tokens -= 1
 
     @property
     def in_flight(self) -> int:
-        return self.sent - self.answered
+        return len(self.awaiting) + self.tokens
 
 
 class Recorder:
@@ -258,8 +269,11 @@ class Tap:
             ts = time.time_ns()
             if raw_tokens:
                 raw_tokens -= 1
+                flow.tokens += 1  # answered by a bare token
             elif len(frame) >= 12:
                 key, version, corr = _REQ_HEAD.unpack_from(frame, 4)
+                if expects_answer(frame):  # all but a Produce with acks=0
+                    flow.awaiting.add(corr)
                 if key in REWRITTEN:
                     pending[corr] = (key, version)
                 handshake = handshake_v0(frame)
@@ -267,7 +281,6 @@ class Tap:
             await self.recorder.record(capture.REQUEST, conn, ts, frame)
             self.frames += 1
             uw.write(frame)
-            flow.sent += 1
             await uw.drain()
 
     async def _responses(self, conn: int, ur: asyncio.StreamReader, cw: asyncio.StreamWriter,
@@ -286,7 +299,7 @@ class Tap:
             ts = time.time_ns()
             await self.recorder.record(capture.RESPONSE, conn, ts, frame)
             self.frames += 1
-            flow.answered += 1
+            flow.answer(frame)
             if flow.client_gone:
                 continue
             if len(frame) >= 8:
