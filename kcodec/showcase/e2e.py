@@ -47,13 +47,23 @@ def analyze_capture(spark: Any, traffic: Traffic, out: Path, print_: Callable[..
     return f
 
 
-def produced_records(batches: Any) -> Counter[tuple[str, str]]:
-    """Records per (topic, codec) that the Produce requests carried, from the batches table."""
+def _data_batches(batches: Any, direction: str) -> Any:
+    """The batches table's decoded data batches (no error, no control batch) going one way."""
     from pyspark.sql import functions as F
 
-    ok = batches.where((F.col("direction") == "produced") & F.col("error").isNull() & ~F.col("control"))
-    rows = ok.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
+    return batches.where((F.col("direction") == direction) & F.col("error").isNull() & ~F.col("control"))
+
+
+def _records_per_topic_codec(batches: Any) -> Counter[tuple[str, str]]:
+    from pyspark.sql import functions as F
+
+    rows = batches.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
     return Counter({(r["topic"], r["codec"]): int(r["records"]) for r in rows})
+
+
+def produced_records(batches: Any) -> Counter[tuple[str, str]]:
+    """Records per (topic, codec) that the Produce requests carried, from the batches table."""
+    return _records_per_topic_codec(_data_batches(batches, "produced"))
 
 
 def fetched_records(batches: Any) -> Counter[tuple[str, str]]:
@@ -61,11 +71,8 @@ def fetched_records(batches: Any) -> Counter[tuple[str, str]]:
     batches table: a batch is its (topic, partition, base offset), however often it was fetched."""
     from pyspark.sql import functions as F
 
-    ok = batches.where((F.col("direction") == "fetched") & F.col("error").isNull() & ~F.col("control")
-                       & ~F.coalesce(F.col("partial"), F.lit(False)))
-    one = ok.dropDuplicates(["topic", "partition", "base_offset"])
-    rows = one.groupBy("topic", "codec").agg(F.sum("record_count").alias("records")).collect()
-    return Counter({(r["topic"], r["codec"]): int(r["records"]) for r in rows})
+    whole = _data_batches(batches, "fetched").where(~F.coalesce(F.col("partial"), F.lit(False)))
+    return _records_per_topic_codec(whole.dropDuplicates(["topic", "partition", "base_offset"]))
 
 
 def figures(ex: Any, agg: dict[str, Any]) -> Figures:

@@ -12,8 +12,7 @@ dropped: a frame is queued for the capture before it is forwarded.
 A client that hangs up with requests in flight does not lose their answers from the capture: the
 connection stays open upstream for at most ``drain_timeout`` seconds, until every request that expects
 an answer (all but a Produce sent with acks=0) has one, or the broker closes, and those answers are
-recorded, not forwarded. The wire carried them,
-so a capture of the broker's side (tcpdump) has them too; without this the tap's capture would show
+recorded, not forwarded. The wire carried them, so a capture of the broker's side (tcpdump) has them too; without this the tap's capture would show
 requests a librdkafka client abandoned at its close as unanswered.
 """
 
@@ -41,23 +40,25 @@ _CORR = struct.Struct(">i")
 
 
 class _Flow:
-    """One connection's requests awaiting an answer (correlation ids; bare SASL tokens, which have none, by
-    count), and whether the client left. Answers nobody awaits (a broker answering acks=0, as Tansu does)
-    count for nothing."""
+    """One connection's requests awaiting an answer, by correlation id, with (api key, version) for those
+    whose response the tap rewrites (else None); bare SASL tokens, which have no id, by count; and whether
+    the client left. Answers nobody awaits (a broker answering acks=0, as Tansu does) count for nothing."""
 
     __slots__ = ("awaiting", "tokens", "client_gone")
 
     def __init__(self) -> None:
-        self.awaiting: set[int] = set()
+        self.awaiting: dict[int, Optional[tuple[int, int]]] = {}
         self.tokens = 0
         self.client_gone = False
 
-    def answer(self, frame: bytes) -> None:
-        corr = _CORR.unpack_from(frame, 4)[0] if len(frame) >= 8 else None
+    def answer(self, frame: bytes) -> tuple[int, Optional[tuple[int, int]]]:
+        """Count a response off; its correlation id (-1: none) and what to rewrite it as (None: nothing)."""
+        corr = _CORR.unpack_from(frame, 4)[0] if len(frame) >= 8 else -1
         if corr in self.awaiting:
-            self.awaiting.discard(corr)
-        elif self.tokens:
+            return corr, self.awaiting.pop(corr)
+        if self.tokens:
             self.tokens -= 1
+        return corr, None
 
     @property
     def in_flight(self) -> int:
@@ -225,10 +226,9 @@ class Tap:
         try:
             ur, up = await asyncio.wait_for(asyncio.open_connection(*upstream), self.connect_timeout)
             uw = up
-            pending: dict[int, tuple[int, int]] = {}
             flow = _Flow()
-            tasks = [asyncio.create_task(self._requests(conn, cr, up, pending, flow)),
-                     asyncio.create_task(self._responses(conn, ur, cw, pending, flow))]
+            tasks = [asyncio.create_task(self._requests(conn, cr, up, flow)),
+                     asyncio.create_task(self._responses(conn, ur, cw, flow))]
             try:
                 done, rest = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
                 if done == {tasks[0]} and tasks[0].exception() is None and flow.in_flight > 0:
@@ -259,7 +259,7 @@ class Tap:
             await self.recorder.record(capture.CLOSED, conn, time.time_ns(), reason.encode())
 
     async def _requests(self, conn: int, cr: asyncio.StreamReader, uw: asyncio.StreamWriter,
-                        pending: dict[int, tuple[int, int]], flow: _Flow) -> str:
+                        flow: _Flow) -> str:
         assert self.recorder is not None
         raw_tokens = 0  # after SaslHandshake v0 the client's tokens come bare, with no header
         while True:
@@ -273,9 +273,7 @@ class Tap:
             elif len(frame) >= 12:
                 key, version, corr = _REQ_HEAD.unpack_from(frame, 4)
                 if expects_answer(frame):  # all but a Produce with acks=0
-                    flow.awaiting.add(corr)
-                if key in REWRITTEN:
-                    pending[corr] = (key, version)
+                    flow.awaiting[corr] = (key, version) if key in REWRITTEN else None
                 handshake = handshake_v0(frame)
                 raw_tokens = handshake[1] if handshake is not None else 0
             await self.recorder.record(capture.REQUEST, conn, ts, frame)
@@ -284,7 +282,7 @@ class Tap:
             await uw.drain()
 
     async def _responses(self, conn: int, ur: asyncio.StreamReader, cw: asyncio.StreamWriter,
-                         pending: dict[int, tuple[int, int]], flow: _Flow) -> str:
+                         flow: _Flow) -> str:
         assert self.recorder is not None
         answered = False
         while True:
@@ -299,14 +297,11 @@ class Tap:
             ts = time.time_ns()
             await self.recorder.record(capture.RESPONSE, conn, ts, frame)
             self.frames += 1
-            flow.answer(frame)
+            corr, known = flow.answer(frame)
             if flow.client_gone:
                 continue
-            if len(frame) >= 8:
-                corr = _CORR.unpack_from(frame, 4)[0]
-                known = pending.pop(corr, None)
-                if known is not None:
-                    frame = await rewrite_response(frame, known[0], known[1], corr, self.listener_for) or frame
+            if known is not None:
+                frame = await rewrite_response(frame, known[0], known[1], corr, self.listener_for) or frame
             cw.write(frame)
             try:
                 await cw.drain()
