@@ -5,7 +5,8 @@
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
 Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal),
-handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), server (asyncio transport), cluster (the context manager),
+handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), listeners (each listener's security), server (asyncio transport),
+cluster (the context manager),
 cli (``kcodec broker``). Names load lazily so ``kcodec --help`` does not load the definitions.
 """
 
@@ -18,11 +19,12 @@ if TYPE_CHECKING:
     from .acl import Acl as Acl
     from .cluster import Cluster as Cluster
     from .groups import GroupSettings as GroupSettings
+    from .listeners import Listener as Listener
     from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
 
-__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Topic"]
+__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic"]
 _WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state",
-          "GroupSettings": "groups"}
+          "GroupSettings": "groups", "Listener": "listeners"}
 
 
 def __getattr__(name: str) -> Any:

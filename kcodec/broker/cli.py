@@ -14,14 +14,21 @@ from typing import TYPE_CHECKING
 from kcodec.security.tls import CLIENT_AUTH
 
 if TYPE_CHECKING:
+    from .cluster import Cluster
+    from .context import ListenerRuntime
     from .groups import GroupSettings
 
 LIST_TOPICS_ENV = "KCODEC_LIST_TOPICS_API_KEY"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--listen", default="127.0.0.1:9092", metavar="HOST:PORT",
-                   help="the first broker's address; the others take the next ports (port 0: ephemeral)")
+    p.add_argument("--listen", action="append", metavar="[NAME=][PROTOCOL://]HOST:PORT",
+                   help="the first broker's address (default 127.0.0.1:9092); the others take the next ports (port "
+                        "0: ephemeral). Without a protocol the other options decide it; repeat with protocols "
+                        "(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) for several listeners, e.g. "
+                        "--listen PLAINTEXT://127.0.0.1:9092 --listen SSL://127.0.0.1:9192; NAME= names one "
+                        "(EXTERNAL=SASL_SSL://...). --tls-* apply to the TLS listeners, --user and "
+                        "--sasl-mechanism to the SASL ones")
     p.add_argument("--brokers", type=int, default=1, help="how many advertised brokers (default 1)")
     p.add_argument("--advertise", metavar="HOST", help="the host clients are told (default: the listen host)")
     p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
@@ -89,6 +96,15 @@ def group_settings(items: list[str]) -> "GroupSettings":
     return GroupSettings(**values)
 
 
+def _describe(cluster: "Cluster", listener: "ListenerRuntime") -> str:
+    """One listener for the start-up line: its bootstrap, protocol, mechanisms and client certificates."""
+    mechanisms = listener.sasl_settings.mechanisms
+    named = f"{listener.name}: " if listener.name != listener.security_protocol else ""
+    return (f"bootstrap {cluster.bootstrap_for(listener.name)}, {named}{listener.security_protocol}"
+            + (f" ({', '.join(mechanisms)})" if mechanisms else "")
+            + (f", client certificates {listener.client_auth}" if listener.client_auth != "none" else ""))
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list_topics_api_key is not None:
         # The definitions read the key once, when they first load: set it before anything loads them.
@@ -98,19 +114,25 @@ def run(args: argparse.Namespace) -> int:
     from kcodec import definitions
 
     from .cluster import Cluster
+    from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES
 
     try:
         if args.list_topics_api_key is not None and definitions.list_topics_api_key() != args.list_topics_api_key:
             print("--list-topics-api-key: the definitions were loaded before it took effect", file=sys.stderr)
             return 2
-        host, _, port = args.listen.rpartition(":")
+        listens = [parse_listen(text) for text in args.listen or ["127.0.0.1:9092"]]
+        if len(listens) > 1 and any(not lst.name for lst in listens):
+            raise ValueError("with several --listen, each needs a protocol, e.g. SSL://127.0.0.1:9093")
+        first = listens[0]
+        listeners = listens if first.name else None  # None: the one listener the other options make
         if any(":" not in u for u in args.user):
             raise ValueError("--user takes NAME:PASSWORD")
         users = dict(u.split(":", 1) for u in args.user) if args.user else None
         if (args.tls_cert is None) != (args.tls_key is None):
             raise ValueError("--tls-cert and --tls-key go together")
-        if args.tls_cert is None and (args.tls_client_auth or args.tls_client_ca or args.tls_principal_rules):
+        if listeners is None and args.tls_cert is None and (args.tls_client_auth or args.tls_client_ca
+                                                             or args.tls_principal_rules):
             raise ValueError("--tls-client-auth, --tls-client-ca and --tls-principal-rules need --tls-cert and "
                              "--tls-key")
         racks = {}
@@ -119,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             if not eq or not node.strip().isdigit() or not rack:
                 raise ValueError(f"--rack {item!r}: expected NODE=RACK, e.g. 1=eu-west-1a")
             racks[int(node)] = rack
-        cluster = Cluster(args.brokers, host=host or "127.0.0.1", port=int(port), advertised_host=args.advertise,
+        cluster = Cluster(args.brokers, host=first.host or "127.0.0.1", port=first.port, listeners=listeners,
+                          advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
                           auto_create_topics=not args.no_auto_create, users=users, acls=args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
@@ -139,12 +162,10 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         await cluster.start_async()
-        mechanisms = cluster.runtime.sasl_settings.mechanisms
-        client_auth = cluster.tls_client_auth
-        print(f"kcodec broker: {len(cluster.servers)} broker(s), bootstrap {cluster.bootstrap}, "
-              f"cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}, "
-              f"{cluster.security_protocol}" + (f" ({', '.join(mechanisms)})" if mechanisms else "")
-              + (f", client certificates {client_auth}" if client_auth != "none" else ""), flush=True)
+        print(f"kcodec broker: {len(cluster.servers)} broker(s), "
+              + "; ".join(_describe(cluster, lst) for lst in cluster.servers[0].listeners)
+              + f", cluster id {cluster.state.cluster_id}, ListTopics api key {definitions.list_topics_api_key()}",
+              flush=True)
         stop = asyncio.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):  # both end it cleanly (and write --versions-file)
             asyncio.get_running_loop().add_signal_handler(sig, stop.set)

@@ -14,14 +14,14 @@ import logging
 import os
 import threading
 from collections import Counter
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
-from kcodec.security.principal_rules import PrincipalRules
-from kcodec.security.tls import ClientAuth, PathLike, ServerTls, server_context
+from kcodec.security.tls import ClientAuth, PathLike, ServerTls
 
 from .acl import AclLike, Authorizer
 from .context import ClusterRuntime
-from .mechanisms import DEFAULT_MECHANISMS, SaslSettings
+from .listeners import ClusterSecurity, Listener
+from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
 from .log import DEFAULT_MAX_PARTITION_BYTES
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
@@ -38,9 +38,9 @@ class Cluster:
     port: the first broker's port; the others follow it. 0 (the default) gives every broker an
         ephemeral port.
     num_partitions, default_replication_factor: the broker defaults KIP-464 uses for -1.
-    users: {user: password} turns on SASL on every broker (then nothing but ApiVersions and the SASL
-        exchange is served before authentication) with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the
-        broker keeps SCRAM credentials made from the passwords, not the passwords.
+    users: {user: password} turns on SASL (then nothing but ApiVersions and the SASL exchange is served
+        before authentication) with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the broker keeps SCRAM
+        credentials made from the passwords, not the passwords.
     sasl_mechanisms: the mechanisms to enable instead (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512,
         OAUTHBEARER); OAUTHBEARER accepts Kafka's unsecured JWS tokens and needs no users.
     reauth_ms: connections.max.reauth.ms (KIP-368); oauth_scope: the scope tokens must carry.
@@ -52,6 +52,11 @@ class Cluster:
         without is ``User:ANONYMOUS``; with SASL the SASL identity is the principal.
     tls_principal_rules: Kafka's ``ssl.principal.mapping.rules`` for that DN, e.g.
         ``"RULE:^CN=([^,]*),.*$/$1/L,DEFAULT"`` (``User:alice``); a DN no rule applies to is refused.
+    listeners: ``Listener`` objects, each opened by every broker on a port of its own (Kafka's
+        ``listeners``), e.g. ``[Listener("PLAINTEXT"), Listener("SASL_SSL", port=9094)]``: each has its
+        own security protocol and may set its own TLS settings and SASL mechanisms (the ones above are the
+        default); clients learn the brokers' endpoints on the listener they connected to. None (the
+        default): one listener at ``port``, SSL with ``tls``, SASL with ``users`` or ``sasl_mechanisms``.
     acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
         a principal may do only what they allow (super_users everything). None: everything is allowed.
     state_file: topics and configs survive restarts there (written atomically after every change), and
@@ -78,7 +83,7 @@ class Cluster:
                  sasl_mechanisms: Optional[Iterable[str]] = None, reauth_ms: Optional[int] = None,
                  oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
                  tls_client_auth: Optional[ClientAuth] = None, tls_client_ca: Optional[PathLike] = None,
-                 tls_principal_rules: Optional[str] = None,
+                 tls_principal_rules: Optional[str] = None, listeners: Optional[Sequence[Listener]] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
@@ -86,8 +91,8 @@ class Cluster:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
-        if tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
-                            or tls_principal_rules is not None):
+        if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
+                                                  or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
         self.host, self.port, self.advertised_host = host, port, advertised_host
         state = ClusterState(list(range(first_node_id, first_node_id + brokers)), num_partitions=num_partitions,
@@ -102,17 +107,17 @@ class Cluster:
                 state.save()
         if sasl_mechanisms is None:
             sasl_mechanisms = DEFAULT_MECHANISMS if users is not None else ()
-        settings = SaslSettings(tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
-        server_tls = (server_context(tls, client_auth=tls_client_auth, client_ca=tls_client_ca)
-                      if tls is not None else None)
-        rules = PrincipalRules(tls_principal_rules) if tls_principal_rules is not None else None
-        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), settings, max_frame_size=max_frame_size,
-                                      idle_timeout=idle_timeout, tls=server_tls, tls_principal_rules=rules,
-                                      forward_admin=forward_admin, group_settings=groups or GroupSettings())
+        security = ClusterSecurity(tls, tls_client_auth, tls_client_ca, tls_principal_rules,
+                                   tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
+        self.listeners = list(listeners) if listeners is not None else [security.default_listener(port)]
+        resolved = security.resolve(self.listeners)
+        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), max_frame_size=max_frame_size,
+                                      idle_timeout=idle_timeout, forward_admin=forward_admin,
+                                      group_settings=groups or GroupSettings())
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
-        self.servers = [BrokerServer(node_id, self.runtime, racks.get(node_id)) for node_id in state.broker_ids]
+        self.servers = [BrokerServer(node_id, self.runtime, resolved, racks.get(node_id)) for node_id in state.broker_ids]
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stopped: Optional[asyncio.Event] = None
@@ -124,21 +129,32 @@ class Cluster:
 
     @property
     def addresses(self) -> list[tuple[str, int]]:
+        """Each broker's (host, port) on the first listener."""
         return [(s.host, s.port) for s in self.servers]
+
+    def listener_addresses(self, listener: str) -> list[tuple[str, int]]:
+        """Each running broker's (host, port) on the listener of that name (KeyError: no such listener)."""
+        if listener not in {lst.name for lst in self.listeners}:
+            raise KeyError(f"no listener {listener!r}; this cluster has {[lst.name for lst in self.listeners]}")
+        return [s.endpoints[listener] for s in self.servers if listener in s.endpoints]
+
+    def bootstrap_for(self, listener: str) -> str:
+        """``host:port,...`` of every broker on the listener of that name."""
+        return ",".join(f"{h}:{p}" for h, p in self.listener_addresses(listener))
 
     @property
     def security_protocol(self) -> str:
-        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL: what clients must set."""
+        """PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL: what clients of the first listener must set."""
         return self.servers[0].security_protocol
 
     @property
     def tls_client_auth(self) -> str:
-        """none, requested or required: what the TLS listeners ask of clients (Kafka's ssl.client.auth)."""
+        """none, requested or required: what the first listener asks of clients (Kafka's ssl.client.auth)."""
         return self.servers[0].client_auth
 
     @property
     def bootstrap(self) -> str:
-        """``host:port,host:port,...`` of every broker, for any client's bootstrap servers."""
+        """``host:port,host:port,...`` of every broker on the first listener, for clients' bootstrap servers."""
         return ",".join(f"{h}:{p}" for h, p in self.addresses)
 
     def api_versions_used(self) -> dict[str, dict[str, list[int]]]:
@@ -183,7 +199,7 @@ class Cluster:
     async def start_broker_async(self, node_id: int) -> None:
         """Start a stopped broker again, on the port it had."""
         server = self.server(node_id)
-        await server.start(self.host, server.port, self.advertised_host)
+        await server.start([server.endpoints[lst.name] for lst in server.listeners], self.advertised_host)
 
     async def restart_broker_async(self, node_id: int, down: float = 0.0) -> None:
         await self.stop_broker_async(node_id)
@@ -236,7 +252,8 @@ class Cluster:
     async def start_async(self) -> "Cluster":
         try:
             for i, server in enumerate(self.servers):
-                await server.start(self.host, self.port + i if self.port else 0, self.advertised_host)
+                await server.start([(lst.host or self.host, lst.port + i if lst.port else 0) for lst in self.listeners],
+                                   self.advertised_host)
         except BaseException:
             await self.stop_async()
             raise

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kcodec.security.principal_rules import PrincipalRules
+from kcodec.security.tls import client_auth_of
 
 from .acl import ANONYMOUS, Authorizer
 from .mechanisms import MechanismServer, SaslSettings
@@ -17,9 +18,31 @@ from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
 
 
+@dataclass(frozen=True)
+class ListenerRuntime:
+    """What a connection's listener asks of it (built by listeners.ClusterSecurity)."""
+
+    name: str = "PLAINTEXT"
+    security_protocol: str = "PLAINTEXT"
+    tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL
+    sasl_settings: SaslSettings = field(default_factory=SaslSettings)  # no mechanism: no SASL
+    tls_principal_rules: Optional[PrincipalRules] = None  # ssl.principal.mapping.rules; None: DEFAULT
+
+    @property
+    def sasl(self) -> bool:
+        return bool(self.sasl_settings.mechanisms)
+
+    @property
+    def client_auth(self) -> str:
+        """Kafka's ssl.client.auth of this listener: none, requested or required."""
+        return client_auth_of(self.tls) if self.tls is not None else "none"
+
+
 @dataclass
 class Session:
-    """One connection's SASL progress and identity."""
+    """One connection's listener, SASL progress and identity."""
+
+    listener: ListenerRuntime = field(default_factory=ListenerRuntime)
 
     principal: str = ANONYMOUS
     authenticated: bool = False
@@ -69,12 +92,9 @@ class ClusterRuntime:
 
     state: ClusterState
     authorizer: Authorizer
-    sasl_settings: SaslSettings = field(default_factory=SaslSettings)  # no mechanism: no SASL
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
     idle_timeout: float = 600.0
-    tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
-    tls_principal_rules: Optional[PrincipalRules] = None  # ssl.principal.mapping.rules; None: DEFAULT
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)
     group_settings: GroupSettings = field(default_factory=GroupSettings)
@@ -82,10 +102,6 @@ class ClusterRuntime:
 
     def __post_init__(self) -> None:
         self.groups = GroupCoordinator(self.state, self.group_settings)
-
-    @property
-    def sasl(self) -> bool:
-        return bool(self.sasl_settings.mechanisms)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The asyncio transport: one listening socket per broker, frames in, responses out, in order.
+"""The asyncio transport: a listening socket per broker and listener, frames in, responses out, in order.
 
 A connection's bad input (a malformed frame, a size over the limit, an api key or version kcodec does
 not know, a request before SASL authentication) closes that connection alone, with a log line; an
@@ -14,7 +14,8 @@ import ssl
 import struct
 import sys
 from functools import lru_cache
-from typing import Any, Optional, Union
+from functools import partial
+from typing import Any, Optional, Sequence, Union
 
 import kcodec
 from kcodec import definitions
@@ -22,10 +23,10 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kcodec.security.dn import DerError
 from kcodec.security.principal_rules import NoMatchingRule
-from kcodec.security.tls import client_auth_of, looks_like_tls, peer_principal, refused_handshake
+from kcodec.security.tls import looks_like_tls, peer_principal, refused_handshake
 
 from . import handlers
-from .context import ClusterRuntime, Context, Session
+from .context import ClusterRuntime, Context, ListenerRuntime, Session
 from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
 from .handlers.sasl import raw_token, session_expired
@@ -76,74 +77,96 @@ def _api_name(key: int) -> str:
 
 
 class BrokerServer:
-    """One advertised broker of a cluster: a node id, a listening socket, its connections."""
+    """One advertised broker of a cluster: a node id, a listening socket per listener, its connections."""
 
-    def __init__(self, node_id: int, runtime: ClusterRuntime, rack: Optional[str] = None) -> None:
+    def __init__(self, node_id: int, runtime: ClusterRuntime, listeners: Sequence[ListenerRuntime] = (ListenerRuntime(),),
+                 rack: Optional[str] = None) -> None:
         self.node_id = node_id
         self.rack = rack
         self.runtime = runtime
-        self.server: Optional[asyncio.AbstractServer] = None
+        self.listeners = list(listeners)
+        self.servers: list[asyncio.AbstractServer] = []
         self.connections: set[asyncio.Task[Any]] = set()
-        self.host = ""
-        self.port = 0
+        self.endpoints: dict[str, tuple[str, int]] = {}  # listener name: the (host, port) it is bound to
 
-    async def start(self, host: str, port: int, advertised_host: Optional[str] = None) -> None:
-        tls = None if _HANDSHAKE_IN_SERVE else self.runtime.tls  # None: plaintext, or _serve's handshake
-        timeout = TLS_HANDSHAKE_TIMEOUT if tls is not None else None
-        self.server = await asyncio.start_server(self._serve, host, port, reuse_address=True, ssl=tls,
-                                                 ssl_handshake_timeout=timeout)
-        self.host = host
-        self.port = self.server.sockets[0].getsockname()[1]
-        self.runtime.state.register(BrokerInfo(self.node_id, advertised_host or host, self.port, self.rack))
-        client_auth = f", client certificates {self.client_auth}" if self.client_auth != "none" else ""
-        log.info("broker %d listening on %s:%d (%s%s)", self.node_id, host, self.port, self.security_protocol,
-                 client_auth)
+    async def start(self, binds: Sequence[tuple[str, int]], advertised_host: Optional[str] = None) -> None:
+        """Listen on binds[i] (host, port; port 0: ephemeral) with listeners[i]."""
+        try:
+            for listener, (host, port) in zip(self.listeners, binds, strict=True):
+                tls = None if _HANDSHAKE_IN_SERVE else listener.tls  # None: plaintext, or _serve's handshake
+                timeout = TLS_HANDSHAKE_TIMEOUT if tls is not None else None
+                server = await asyncio.start_server(partial(self._serve, listener), host, port, reuse_address=True,
+                                                    ssl=tls, ssl_handshake_timeout=timeout)
+                self.servers.append(server)
+                self.endpoints[listener.name] = (host, server.sockets[0].getsockname()[1])
+        except BaseException:
+            await self.stop()
+            raise
+        advertised = {name: (advertised_host or host, port) for name, (host, port) in self.endpoints.items()}
+        first = advertised[self.listeners[0].name]
+        self.runtime.state.register(BrokerInfo(self.node_id, first[0], first[1], self.rack, advertised))
+        for listener in self.listeners:
+            client_auth = f", client certificates {listener.client_auth}" if listener.client_auth != "none" else ""
+            host, port = self.endpoints[listener.name]
+            log.info("broker %d listening on %s:%d (%s: %s%s)", self.node_id, host, port, listener.name,
+                     listener.security_protocol, client_auth)
+
+    @property
+    def host(self) -> str:
+        """The first listener's host ("" until started)."""
+        return self.endpoints.get(self.listeners[0].name, ("", 0))[0]
+
+    @property
+    def port(self) -> int:
+        """The first listener's port (0 until started)."""
+        return self.endpoints.get(self.listeners[0].name, ("", 0))[1]
 
     @property
     def security_protocol(self) -> str:
-        """Kafka's name for this listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
-        tls = "SSL" if self.runtime.tls is not None else "PLAINTEXT"
-        return f"SASL_{tls}" if self.runtime.sasl else tls
+        """Kafka's name for the first listener's protocol: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        return self.listeners[0].security_protocol
 
     @property
     def client_auth(self) -> str:
-        """Kafka's ssl.client.auth of this listener: none, requested or required."""
-        return client_auth_of(self.runtime.tls) if self.runtime.tls is not None else "none"
+        """Kafka's ssl.client.auth of the first listener: none, requested or required."""
+        return self.listeners[0].client_auth
 
     async def stop(self) -> None:
         # Connections first: since Python 3.12 wait_closed() waits for every connection to end.
         self.runtime.state.unregister(self.node_id)
-        if self.server is not None:
-            self.server.close()
+        for server in self.servers:
+            server.close()
         for task in list(self.connections):
             task.cancel()
         if self.connections:
             await asyncio.gather(*self.connections, return_exceptions=True)
-        if self.server is not None:
-            try:
-                await asyncio.wait_for(self.server.wait_closed(), 5.0)
-            except asyncio.TimeoutError:
-                log.warning("broker %d: connections still open at stop", self.node_id)
+        servers, self.servers = self.servers, []
+        try:
+            await asyncio.wait_for(asyncio.gather(*(s.wait_closed() for s in servers)), 5.0)
+        except asyncio.TimeoutError:
+            log.warning("broker %d: connections still open at stop", self.node_id)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, listener: ListenerRuntime, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        session = Session(host=f"/{peer[0]}" if isinstance(peer, tuple) else "")
+        session = Session(listener, host=f"/{peer[0]}" if isinstance(peer, tuple) else "")
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:
-            if _HANDSHAKE_IN_SERVE and self.runtime.tls is not None:
-                await self._tls_handshake(writer)
-            if not self.runtime.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
-                session.principal = self._tls_principal(writer) or session.principal
+            if _HANDSHAKE_IN_SERVE and listener.tls is not None:
+                await self._tls_handshake(writer, listener.tls)
+            if not listener.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
+                session.principal = self._tls_principal(writer, listener) or session.principal
             while True:
                 data = await _read(reader, self.runtime.idle_timeout)
                 if not data:
                     break
-                if first and self.runtime.tls is None and looks_like_tls(data):
-                    raise Close("a TLS handshake on a plaintext listener (start the broker with --tls-cert)")
+                if first and listener.tls is None and looks_like_tls(data):
+                    raise Close(f"a TLS handshake on {listener.security_protocol} listener {listener.name} (SSL needs a TLS "
+                                "listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
                 first = False
                 for frame in splitter.feed(data):
                     out = self.handle_frame(frame, session)
@@ -186,20 +209,19 @@ class BrokerServer:
                 pass
             writer.close()
 
-    async def _tls_handshake(self, writer: asyncio.StreamWriter) -> None:
+    async def _tls_handshake(self, writer: asyncio.StreamWriter, tls: ssl.SSLContext) -> None:
         """The server's side of the TLS handshake; Close, logged like any refused connection, when it fails."""
-        assert self.runtime.tls is not None
         if sys.version_info >= (3, 11):  # StreamWriter.start_tls (_HANDSHAKE_IN_SERVE)
             try:
-                await writer.start_tls(self.runtime.tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT)
+                await writer.start_tls(tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT)
             except ssl.SSLError as e:
                 raise Close(f"TLS handshake refused: {refused_handshake(e)}") from None
             except ConnectionAbortedError as e:  # asyncio's handshake timeout; silent if left to _serve
                 raise Close(f"TLS handshake: {e}") from None
 
-    def _tls_principal(self, writer: asyncio.StreamWriter) -> Optional[str]:
+    def _tls_principal(self, writer: asyncio.StreamWriter, listener: ListenerRuntime) -> Optional[str]:
         try:
-            return peer_principal(writer.get_extra_info("ssl_object"), self.runtime.tls_principal_rules)
+            return peer_principal(writer.get_extra_info("ssl_object"), listener.tls_principal_rules)
         except NoMatchingRule as e:  # Kafka fails the client's authentication
             raise Close(str(e)) from None
         except DerError as e:  # a certificate the handshake verified, yet not one we can read
@@ -221,7 +243,7 @@ class BrokerServer:
     def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, list[Any], None, "Pending"]:
         """The response bytes for one whole frame (size prefix included), or Close."""
         if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
-            reply = raw_token(self.runtime, session, frame[4:])
+            reply = raw_token(session, frame[4:])
             if reply is None:
                 raise Close(f"SASL {session.mechanism} authentication failed (handshake v0)")
             return _SIZE.pack(len(reply)) + reply
@@ -232,7 +254,7 @@ class BrokerServer:
         key, version, corr = header.request_api_key, header.request_api_version, header.correlation_id
         if not session.client:
             session.client = header.client_id or ""
-        if self.runtime.sasl and not session.authenticated and key not in SASL_KEYS:
+        if session.listener.sasl and not session.authenticated and key not in SASL_KEYS:
             during = f" ended (SASL {session.mechanism} exchange unfinished)" if session.exchange else ""
             raise Close(f"{_api_name(key)} request before SASL authentication{during}")
         if session.expires_at is not None and key not in REAUTH_KEYS and session_expired(session):

@@ -17,7 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -70,9 +70,14 @@ class Topic:
 @dataclass(frozen=True)
 class BrokerInfo:
     node_id: int
-    host: str
+    host: str  # the first listener's advertised endpoint
     port: int
     rack: Optional[str] = None
+    endpoints: Mapping[str, tuple[str, int]] = field(default_factory=dict, hash=False)  # listener name: (host, port)
+
+    def endpoint(self, listener: str) -> Optional[tuple[str, int]]:
+        """Where a client of ``listener`` reaches this broker; None: the broker lacks that listener."""
+        return self.endpoints.get(listener) if self.endpoints else (self.host, self.port)
 
 
 def validate_topic_name(name: Optional[str]) -> str:

@@ -151,3 +151,34 @@ def test_mutual_tls_refuses_other_clients(mtls_cluster, test_certs, stranger_cli
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=2)
     assert client_id not in mtls_cluster.requests_served()  # not one request got past the handshake
+
+
+def test_listeners_each_client_follows_its_own(test_certs):
+    """Three brokers with a PLAINTEXT and a SASL_SSL listener (Kafka's ``listeners``): a producer on the
+    SASL_SSL one and a consumer on the PLAINTEXT one reach every partition leader through the endpoints
+    Metadata gives for their own listener (a TLS client told a plaintext port could not connect)."""
+    from kcodec.broker import Cluster, Listener
+
+    with Cluster(3, users={AUTH_USER: AUTH_PASSWORD}, tls=(test_certs.cert, test_certs.key), system_topic_partitions=1,
+                 listeners=[Listener("PLAINTEXT"), Listener("EXTERNAL", "SASL_SSL")]) as cluster:
+        cluster.create_topic("spread", 3, 1)
+        secure = {"bootstrap.servers": cluster.bootstrap_for("EXTERNAL").split(",")[0], "security.protocol": "SASL_SSL",
+                  "ssl.ca.location": str(test_certs.ca), "sasl.mechanism": "SCRAM-SHA-256",
+                  "sasl.username": AUTH_USER, "sasl.password": AUTH_PASSWORD}
+        producer = ck.Producer({**secure, "log_level": 2, "acks": "all"})
+        for p in range(3):
+            producer.produce("spread", b"to-%d" % p, partition=p)
+        assert producer.flush(TIMEOUT) == 0
+        consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap.split(",")[0], "group.id": "listeners",
+                                "log_level": 2})
+        try:
+            consumer.assign([ck.TopicPartition("spread", p, 0) for p in range(3)])
+            got: list = []
+            deadline = time.monotonic() + TIMEOUT
+            while len(got) < 3 and time.monotonic() < deadline:
+                got += [m.value() for m in consumer.consume(3, 0.5) if not m.error()]
+        finally:
+            consumer.close()
+        assert sorted(got) == [b"to-0", b"to-1", b"to-2"]
+        leaders = {cluster.topics()["spread"].replicas[p][0] for p in range(3)}
+        assert len(leaders) == 3  # the partitions' leaders are three brokers: both clients reached each one

@@ -61,9 +61,10 @@ def _find(ctx: Context, key: str, key_type: int) -> tuple[int, Optional[str], in
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1
     node = coordinator_for(ctx.state, key, key_type)
     broker = ctx.state.brokers.get(node)
-    if broker is None:
+    endpoint = broker.endpoint(ctx.session.listener.name) if broker is not None else None
+    if endpoint is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "The coordinator is not available.", -1, "", -1
-    return ErrorCode.NONE, None, node, broker.host, broker.port
+    return ErrorCode.NONE, None, node, endpoint[0], endpoint[1]
 
 
 @handles(FindCoordinatorRequest, FindCoordinatorResponse)

@@ -85,8 +85,10 @@ def _by_id(ctx: Context, req: Any, topic_id: uuid.UUID) -> MetadataResponse.Topi
 
 
 def brokers(ctx: Context, cls: Any, id_field: str = "node_id") -> list[Any]:
-    return [cls(**{id_field: b.node_id}, host=b.host, port=b.port, rack=b.rack)
-            for b in ctx.state.brokers.values()]
+    """The running brokers as the client's listener reaches them (Kafka leaves out those without it)."""
+    listener = ctx.session.listener.name
+    return [cls(**{id_field: b.node_id}, host=e[0], port=e[1], rack=b.rack)
+            for b in ctx.state.brokers.values() if (e := b.endpoint(listener)) is not None]
 
 
 @handles(MetadataRequest, MetadataResponse)

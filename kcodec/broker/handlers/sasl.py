@@ -18,7 +18,7 @@ from kcodec.messages import (SaslAuthenticateRequest, SaslAuthenticateResponse, 
 from kcodec.security import SaslError
 
 from ..acl import principal_of
-from ..context import ClusterRuntime, Context, Session
+from ..context import Context, Session
 from ..mechanisms import mechanism_server
 from . import handles
 
@@ -27,11 +27,12 @@ log = logging.getLogger("kcodec.broker")
 
 @handles(SaslHandshakeRequest, SaslHandshakeResponse)
 def sasl_handshake(ctx: Context, req: Any) -> SaslHandshakeResponse:
-    s, settings = ctx.session, ctx.runtime.sasl_settings
+    s = ctx.session
+    settings = s.listener.sasl_settings
     mechanisms = list(settings.mechanisms)
     reauth = s.authenticated and s.reauth and ctx.version >= 1
-    if not ctx.runtime.sasl or (s.authenticated and not reauth) or s.exchange is not None:
-        s.close_after_response = ctx.runtime.sasl
+    if not s.listener.sasl or (s.authenticated and not reauth) or s.exchange is not None:
+        s.close_after_response = s.listener.sasl
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     if req.mechanism not in mechanisms:
         s.close_after_response = True
@@ -56,7 +57,7 @@ def sasl_authenticate(ctx: Context, req: Any) -> SaslAuthenticateResponse:
                                         error_message="SaslAuthenticate needs a SaslHandshake v1 first")
     try:
         reply, done = s.exchange.step(req.auth_bytes)
-        lifetime_ms = _finish(ctx.runtime, s, reauth=ctx.version >= 1) if done else 0
+        lifetime_ms = _finish(s, reauth=ctx.version >= 1) if done else 0
     except SaslError as e:
         s.close_after_response = True
         s.exchange = None
@@ -68,21 +69,21 @@ def sasl_authenticate(ctx: Context, req: Any) -> SaslAuthenticateResponse:
     return resp
 
 
-def raw_token(runtime: ClusterRuntime, session: Session, token: bytes) -> Optional[bytes]:
+def raw_token(session: Session, token: bytes) -> Optional[bytes]:
     """After SaslHandshake v0: the server's bare answer to a bare client token; None: authentication
     failed (with v0 the only way to say so is to close the connection)."""
     assert session.exchange is not None
     try:
         reply, done = session.exchange.step(token)
         if done:
-            _finish(runtime, session, reauth=False)
+            _finish(session, reauth=False)
     except SaslError as e:
         log.info("SASL %s (handshake v0) failed: %s", session.mechanism, e)
         return None
     return reply
 
 
-def _finish(runtime: ClusterRuntime, s: Session, *, reauth: bool) -> int:
+def _finish(s: Session, *, reauth: bool) -> int:
     """The exchange succeeded: set the principal and the session's end; its lifetime in ms (0: none)."""
     assert s.exchange is not None and s.exchange.user is not None
     principal = principal_of(s.exchange.user)
@@ -90,7 +91,8 @@ def _finish(runtime: ClusterRuntime, s: Session, *, reauth: bool) -> int:
         raise SaslError(f"Cannot change principals during re-authentication from {s.principal} to {principal}",
                         "principal")
     now = time.time()
-    ends = [now + runtime.sasl_settings.reauth_ms / 1000] if runtime.sasl_settings.reauth_ms else []
+    reauth_ms = s.listener.sasl_settings.reauth_ms
+    ends = [now + reauth_ms / 1000] if reauth_ms else []
     if s.exchange.expires_at is not None:
         ends.append(s.exchange.expires_at)
     s.expires_at = min(ends) if ends else None
