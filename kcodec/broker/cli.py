@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-principal-rules", metavar="RULES",
                    help="ssl.principal.mapping.rules for client certificates' DNs, e.g. "
                         "'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT' (default DEFAULT: the whole DN)")
-    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
+    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group|transactional_id:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on; a TLS client's USER is "
                         "User:<subject DN>, e.g. User:CN=alice,O=example:Describe:topic:orders")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")

@@ -61,13 +61,20 @@ def record(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq:
     entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset))
 
 
+def mark(producers: dict[int, ProducerEntry], pid: int, epoch: int) -> None:
+    """A transaction marker of ``epoch`` (bumped when the coordinator fenced the producer): older epochs
+    are refused from now on, and a newer epoch starts its sequences afresh."""
+    entry = producers.get(pid)
+    if entry is None or epoch > entry.epoch:
+        producers[pid] = ProducerEntry(epoch)
+
+
 class ProducerIds:
     """The cluster's producer id allocator and the current epoch of every id it gave out."""
 
     def __init__(self) -> None:
         self.next_id = 1000
         self.epochs: dict[int, int] = {}
-        self.transactional: dict[str, int] = {}
 
     def seen(self, pid: int, epoch: int) -> None:
         """A producer id found in the data file at load: never given out again."""
@@ -76,36 +83,28 @@ class ProducerIds:
         if epoch > self.epochs.get(pid, -1):
             self.epochs[pid] = epoch
 
+    def allocate(self) -> tuple[int, int]:
+        """A new producer id at epoch 0."""
+        return self._new()
+
     def _new(self) -> tuple[int, int]:
         pid = self.next_id
         self.next_id += 1
         self.epochs[pid] = 0
         return pid, 0
 
-    def init(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[ErrorCode, int, int]:
-        """InitProducerId: (error, producer id, epoch). A transactional id keeps its producer id and bumps
-        its epoch; an idempotent producer naming its id and current epoch (KIP-360) gets the epoch bumped;
-        an epoch exhausted gives a new id."""
-        if transactional_id:
-            known = self.transactional.get(transactional_id)
-            if known is None:
-                pid, epoch = self._new()
-                self.transactional[transactional_id] = pid
-                return ErrorCode.NONE, pid, epoch
-            pid = known
-        elif pid < 0:
+    def init(self, pid: int, epoch: int) -> tuple[ErrorCode, int, int]:
+        """InitProducerId of an idempotent producer: (error, producer id, epoch). One naming its id and
+        current epoch (KIP-360) gets the epoch bumped; an epoch exhausted gives a new id. (Transactional
+        ids are the transaction coordinator's, txn/coordinator.py.)"""
+        if pid < 0:
             return (ErrorCode.NONE, *self._new())
-        else:
-            current = self.epochs.get(pid)
-            if current is None:
-                return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
-            if epoch != current:
-                return ErrorCode.PRODUCER_FENCED, -1, -1
-        current = self.epochs[pid]
+        current = self.epochs.get(pid)
+        if current is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        if epoch != current:
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if current >= MAX_EPOCH - 1:
-            new_pid, new_epoch = self._new()
-            if transactional_id:
-                self.transactional[transactional_id] = new_pid
-            return ErrorCode.NONE, new_pid, new_epoch
+            return (ErrorCode.NONE, *self._new())
         self.epochs[pid] = current + 1
         return ErrorCode.NONE, pid, current + 1
