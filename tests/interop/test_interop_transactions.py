@@ -1,0 +1,75 @@
+"""confluent-kafka 2.16.1 (librdkafka)'s transactional producer against kcodec's broker: one transaction
+committed with send_offsets_to_transaction, one aborted; read_committed consumers see only the committed
+records, read_uncommitted ones see both."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from needs import need_module
+from interop_support import record
+
+pytestmark = pytest.mark.interop
+ck = need_module("confluent_kafka")
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+CLIENT = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]}) transactions"
+TIMEOUT = 15
+TOPIC, GROUP = "ck-txn", "ck-txn-group"
+
+
+def _transaction(producer: Producer, values: list[bytes], commit: bool, offsets=None, group=None) -> None:
+    producer.begin_transaction()
+    for i, v in enumerate(values):
+        producer.produce(TOPIC, v, partition=i % 2)
+    if offsets is not None:
+        producer.send_offsets_to_transaction(offsets, group, TIMEOUT)
+    if commit:
+        producer.commit_transaction(TIMEOUT)
+    else:
+        assert producer.flush(TIMEOUT) == 0  # written first: an abort drops what is still queued
+        producer.abort_transaction(TIMEOUT)
+
+
+def _read(bootstrap: str, isolation: str, until: set[bytes]) -> set[bytes]:
+    """Every value of both partitions, reading until ``until`` has come (or the time is up)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation}", "log_level": 2,
+                         "isolation.level": isolation, "enable.auto.commit": False})
+    seen: set[bytes] = set()
+    try:
+        consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(2)])
+        deadline = time.monotonic() + TIMEOUT
+        while not until <= seen and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None and m.error() is None:
+                seen.add(m.value())
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_commit_and_abort_with_read_committed_consumers(cluster):
+    cluster.create_topic(TOPIC, 2)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "ck-tx", "log_level": 2,
+                         "transaction.timeout.ms": 60_000})
+    group = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": GROUP, "log_level": 2})
+    try:
+        producer.init_transactions(TIMEOUT)
+        committed = [b"c1", b"c2", b"c3"]
+        _transaction(producer, committed, True, [TopicPartition(TOPIC, 0, 3)], group.consumer_group_metadata())
+        aborted = [b"a1", b"a2"]
+        _transaction(producer, aborted, False)
+        _transaction(producer, [b"c4"], True)
+        committed.append(b"c4")
+        assert _read(cluster.bootstrap, "read_committed", set(committed)) == set(committed)
+        assert _read(cluster.bootstrap, "read_uncommitted", set(committed + aborted)) == set(committed + aborted)
+        [tp] = group.committed([TopicPartition(TOPIC, 0)], TIMEOUT)
+        assert tp.offset == 3
+    finally:
+        group.close()
+        producer.flush(TIMEOUT)
+        record(CLIENT, cluster)
+    used = cluster.api_versions_used()
+    apis = {api for per_client in used.values() for api in per_client}
+    assert {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"} <= apis
