@@ -66,10 +66,9 @@ def test_commit_and_abort_with_read_committed_consumers(cluster):
         assert _read(cluster.bootstrap, "read_uncommitted", set(committed + aborted)) == set(committed + aborted)
         [tp] = group.committed([TopicPartition(TOPIC, 0)], TIMEOUT)
         assert tp.offset == 3
+        apis = {api for per_client in cluster.api_versions_used().values() for api in per_client}
+        assert {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"} <= apis
     finally:
         group.close()
         producer.flush(TIMEOUT)
         record(CLIENT, cluster)
-    used = cluster.api_versions_used()
-    apis = {api for per_client in used.values() for api in per_client}
-    assert {"InitProducerId", "AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit", "EndTxn"} <= apis
