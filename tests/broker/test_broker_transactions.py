@@ -291,3 +291,30 @@ def test_open_transactions_are_aborted_at_restart(tmp_path):
         assert [a.first_offset for a in part.aborted_transactions] == [2]
         kept = [r.value for b in filter_aborted(iter_batches(part.records), part.aborted_transactions) for r in b]
         assert kept == [b"done"]
+
+
+@pytest.mark.parametrize("version", range(6))
+def test_every_version_runs_a_transaction(one, version):
+    """InitProducerId v0-5, AddPartitionsToTxn v0-3, AddOffsetsToTxn v0-4, TxnOffsetCommit v0-5, EndTxn v0-4."""
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, f"tx{version}", version=version)
+        assert p.add_code("t", 0, version=min(version, 3)) == 0
+        assert p.send("t", 0, b"v%d" % version).error_code == 0
+        assert p.add_offsets("g", version=min(version, 4)) == 0
+        assert p.commit_offsets("g", "t", {0: version + 1}, version=version) == [0]
+        assert p.end(commit=True, version=min(version, 4)) == 0
+        assert _offset_fetch(w, "g", True) == (0, version + 1)
+
+
+def test_a_waiting_read_committed_fetch_is_answered_by_the_commit(one):
+    with Wire(one.addresses[0]) as w, Wire(one.addresses[0]) as reader:
+        p = Producer(w, "tx")
+        assert p.add_code("t", 0) == 0 and p.send("t", 0, b"held").error_code == 0
+        req = fetch("t", 0, 0, READ_COMMITTED)
+        req.max_wait_ms, req.min_bytes = 5000, 1
+        pending = reader.request(req, 12)
+        time.sleep(0.1)
+        assert p.end(commit=True) == 0
+        part = _part(reader.receive(pending))
+        assert values(part.records) == [b"held"]
+        assert part.last_stable_offset == 2

@@ -42,9 +42,10 @@ def values(records: Any) -> list[bytes]:
 class Producer:
     """One transactional producer's requests: its id, epoch and per-partition sequences."""
 
-    def __init__(self, wire: Wire, transactional_id: str, timeout_ms: int = 60_000) -> None:
+    def __init__(self, wire: Wire, transactional_id: str, timeout_ms: int = 60_000, version: int = 4) -> None:
         self.w, self.tid = wire, transactional_id
-        r = wire.call(InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms), 4)
+        r = wire.call(InitProducerIdRequest(transactional_id=transactional_id, transaction_timeout_ms=timeout_ms),
+                      version)
         assert r.error_code == 0, r.error_code
         self.pid, self.epoch = r.producer_id, r.producer_epoch
         self.seqs: dict[tuple[str, int], int] = {}
