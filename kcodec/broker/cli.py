@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a consumer groups' setting (repeat): min_session_timeout_ms, max_session_timeout_ms, "
                         "initial_rebalance_delay_ms, max_size, consumer_session_timeout_ms, "
                         "consumer_heartbeat_interval_ms")
+    p.add_argument("--transaction-max-timeout-ms", type=int, default=900_000, metavar="MS",
+                   help="the longest transaction timeout a producer may ask for (transaction.max.timeout.ms; "
+                        "default 900000)")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -99,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .cluster import Cluster
     from .log import DEFAULT_MAX_PARTITION_BYTES
+    from .txn import TransactionSettings
 
     try:
         if args.list_topics_api_key is not None and definitions.list_topics_api_key() != args.list_topics_api_key:
@@ -129,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
-                          groups=group_settings(args.group_setting))
+                          groups=group_settings(args.group_setting),
+                          transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms))
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -13,8 +13,8 @@ from kcodec.broker import Cluster
 from kcodec.broker.groups.placement import TRANSACTION_KEY, coordinator_for
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import (AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
-                             FindCoordinatorRequest, InitProducerIdRequest, ListOffsetsRequest,
+from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeTransactionsRequest,
+                             EndTxnRequest, FindCoordinatorRequest, InitProducerIdRequest, ListOffsetsRequest,
                              ListTransactionsRequest, OffsetFetchRequest)
 from kcodec.records import ControlType, filter_aborted, iter_batches, read_control
 
@@ -318,3 +318,27 @@ def test_a_waiting_read_committed_fetch_is_answered_by_the_commit(one):
         part = _part(reader.receive(pending))
         assert values(part.records) == [b"held"]
         assert part.last_stable_offset == 2
+
+
+def test_cli_transaction_max_timeout(capsys):
+    from kcodec.cli import main
+
+    assert main(["broker", "--listen", "127.0.0.1:0", "--transaction-max-timeout-ms", "0"]) == 2
+    assert "transaction max timeout 0 ms: it must be at least 1" in capsys.readouterr().err
+
+
+def test_deleted_records_take_their_aborted_transactions_along(one):
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx")
+        for _ in range(2):
+            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"x").error_code == 0 and p.end(commit=False) == 0
+        with one.state.lock:
+            txns = one.state.logs.log(one.topics()["t"].topic_id, 0).txns
+            assert [(a.first_offset, a.last_offset) for a in txns.aborted] == [(0, 1), (2, 3)]
+        r = w.call(DeleteRecordsRequest(timeout_ms=1000, topics=[DeleteRecordsRequest.DeleteRecordsTopic(
+            name="t", partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=2)])]), 2)
+        assert r.topics[0].partitions[0].error_code == 0
+        with one.state.lock:
+            assert [(a.first_offset, a.last_offset) for a in txns.aborted] == [(2, 3)]
+        part = _part(w.call(fetch("t", 0, 2, READ_COMMITTED), 12))
+        assert [a.first_offset for a in part.aborted_transactions] == [2]

@@ -36,11 +36,12 @@ def marker_kind(batch: Any) -> Optional[int]:
 
 
 class PartitionTxns:
-    __slots__ = ("open", "aborted")
+    __slots__ = ("open", "aborted", "_ends")
 
     def __init__(self) -> None:
         self.open: dict[int, int] = {}      # producer id -> first offset of its open transaction
         self.aborted: list[Aborted] = []    # in marker order, so by last offset
+        self._ends: list[int] = []          # their last offsets, for bisecting
 
     def on_append(self, batch: Any, attributes: int, producer_id: int, base: int) -> None:
         """Note a stored batch (``attributes`` from its header)."""
@@ -52,6 +53,7 @@ class PartitionTxns:
         first = self.open.pop(producer_id, None)
         if first is not None and marker_kind(batch) == ControlType.ABORT:
             self.aborted.append(Aborted(producer_id, first, base))
+            self._ends.append(base)
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """The first offset of the earliest open transaction, else the high watermark."""
@@ -60,10 +62,11 @@ class PartitionTxns:
     def aborted_in(self, start: int, end: int) -> list[Aborted]:
         """Aborted transactions that overlap offsets [start, end): ended at or after ``start``, begun
         before ``end`` (Kafka's collectAbortedTxns)."""
-        i = bisect_left([a.last_offset for a in self.aborted], start)
+        i = bisect_left(self._ends, start)
         return [a for a in self.aborted[i:] if a.first_offset < end]
 
     def forget_before(self, log_start: int) -> None:
         """Drop aborted transactions wholly before the log start (retention, DeleteRecords)."""
-        if self.aborted and self.aborted[0].last_offset < log_start:
-            self.aborted = [a for a in self.aborted if a.last_offset >= log_start]
+        k = bisect_left(self._ends, log_start)
+        if k:
+            del self.aborted[:k], self._ends[:k]

@@ -34,6 +34,10 @@ class TransactionSettings:
 
     max_timeout_ms: int = 900_000
 
+    def __post_init__(self) -> None:
+        if self.max_timeout_ms < 1:
+            raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
+
 
 def now_ms() -> int:
     return int(time.time() * 1000)
