@@ -12,7 +12,7 @@ from interop_support import record
 
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 CLIENT = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]}) transactions"
 TIMEOUT = 15
@@ -71,4 +71,36 @@ def test_commit_and_abort_with_read_committed_consumers(cluster):
     finally:
         group.close()
         producer.flush(TIMEOUT)
+        record(CLIENT, cluster)
+
+
+def _fenced(producer: Producer) -> KafkaError:
+    """The error a fenced producer's next transaction ends with."""
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"zombie", partition=0)
+    with pytest.raises(KafkaException) as e:
+        producer.commit_transaction(TIMEOUT)
+    return e.value.args[0]
+
+
+def test_a_second_instance_and_a_timeout_fence_the_producer(cluster):
+    cluster.create_topic(TOPIC, 2)
+    config = {"bootstrap.servers": cluster.bootstrap, "log_level": 0, "transactional.id": "ck-fenced"}
+    first, second = Producer(config), Producer(config)
+    slow = Producer({**config, "transactional.id": "ck-slow", "transaction.timeout.ms": 1000})
+    try:
+        first.init_transactions(TIMEOUT)
+        second.init_transactions(TIMEOUT)
+        assert _fenced(first).fatal()
+        slow.init_transactions(TIMEOUT)
+        slow.begin_transaction()
+        slow.produce(TOPIC, b"late", partition=0)
+        assert slow.flush(TIMEOUT) == 0
+        time.sleep(1.5)  # past the transaction timeout: the broker aborts and fences at the next request
+        with pytest.raises(KafkaException):
+            slow.commit_transaction(TIMEOUT)
+        _transaction(second, [b"ok"], True)  # after "late" in partition 0: reading "ok" passes "late"
+        assert _read(cluster.bootstrap, "read_committed", {b"ok"}) == {b"ok"}
+        assert _read(cluster.bootstrap, "read_uncommitted", {b"late", b"ok"}) == {b"late", b"ok"}
+    finally:
         record(CLIENT, cluster)
