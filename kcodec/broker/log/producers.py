@@ -83,10 +83,6 @@ class ProducerIds:
         if epoch > self.epochs.get(pid, -1):
             self.epochs[pid] = epoch
 
-    def allocate(self) -> tuple[int, int]:
-        """A new producer id at epoch 0."""
-        return self._new()
-
     def _new(self) -> tuple[int, int]:
         pid = self.next_id
         self.next_id += 1
