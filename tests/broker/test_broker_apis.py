@@ -27,7 +27,7 @@ GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGr
               "ConsumerGroupDescribe"}
 DATA_APIS = {"Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "DeleteRecords", "InitProducerId"}
 TXN_APIS = {"AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeTransactions",
-            "ListTransactions"}
+            "ListTransactions", "DescribeProducers"}
 
 
 @pytest.mark.parametrize("version", range(0, 5))

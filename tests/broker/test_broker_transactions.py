@@ -13,9 +13,9 @@ from kcodec.broker import Cluster
 from kcodec.broker.groups.placement import TRANSACTION_KEY, coordinator_for
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeTransactionsRequest,
-                             EndTxnRequest, FindCoordinatorRequest, InitProducerIdRequest, ListOffsetsRequest,
-                             ListTransactionsRequest, OffsetFetchRequest)
+from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeProducersRequest,
+                             DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest,
+                             InitProducerIdRequest, ListOffsetsRequest, ListTransactionsRequest, OffsetFetchRequest)
 from kcodec.records import ControlType, filter_aborted, iter_batches, read_control
 
 
@@ -342,3 +342,21 @@ def test_deleted_records_take_their_aborted_transactions_along(one):
             assert [(a.first_offset, a.last_offset) for a in txns.aborted] == [(2, 3)]
         part = _part(w.call(fetch("t", 0, 2, READ_COMMITTED), 12))
         assert [a.first_offset for a in part.aborted_transactions] == [2]
+
+
+def test_describe_producers(one):
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx")
+        assert p.add_code("t", 0) == 0 and p.send("t", 0, b"a", b"b").error_code == 0
+        r = w.call(DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+            name="t", partition_indexes=[0, 5])]), 0)
+        part, missing = r.topics[0].partitions
+        [state] = part.active_producers
+        assert (state.producer_id, state.producer_epoch, state.last_sequence) == (p.pid, p.epoch, 1)
+        assert (state.coordinator_epoch, state.current_txn_start_offset) == (-1, 0) and state.last_timestamp > 0
+        assert missing.error_code == E.UNKNOWN_TOPIC_OR_PARTITION
+        assert p.end(commit=True) == 0
+        r = w.call(DescribeProducersRequest(topics=[DescribeProducersRequest.TopicRequest(
+            name="t", partition_indexes=[0])]), 0)
+        [state] = r.topics[0].partitions[0].active_producers
+        assert (state.coordinator_epoch, state.current_txn_start_offset, state.last_sequence) == (0, -1, 1)

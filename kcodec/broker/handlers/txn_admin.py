@@ -1,8 +1,9 @@
-"""DescribeTransactions and ListTransactions: the transaction coordinators' state for admin tools.
+"""DescribeTransactions, ListTransactions and DescribeProducers: transactions' state for admin tools.
 
 Each broker answers for the transactional ids it coordinates; the caller sees only ids it may Describe
 (and, in DescribeTransactions, only the topics it may Describe). A transaction's consumer-offsets
-partition (AddOffsetsToTxn) is listed under __consumer_offsets, as Kafka lists it.
+partition (AddOffsetsToTxn) is listed under __consumer_offsets, as Kafka lists it. DescribeProducers
+answers from a partition's leader: the producers it has state for, and where their open transaction began.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import time
 from typing import Any
 
 from kcodec.errors import ErrorCode
-from kcodec.messages import (DescribeTransactionsRequest, DescribeTransactionsResponse, ListTransactionsRequest,
-                             ListTransactionsResponse)
+from kcodec.messages import (DescribeProducersRequest, DescribeProducersResponse, DescribeTransactionsRequest,
+                             DescribeTransactionsResponse, ListTransactionsRequest, ListTransactionsResponse)
 
 from ..context import Context
 from ..groups.placement import GROUP_KEY, INTERNAL_TOPICS, partition_for
@@ -84,3 +85,29 @@ def list_transactions(ctx: Context, req: Any) -> ListTransactionsResponse:
         listed.append(_Listed(transactional_id=tid, producer_id=txn.producer_id, transaction_state=txn.state.value))
     return ListTransactionsResponse(error_code=0, unknown_state_filters=sorted(states - known),
                                     transaction_states=listed)
+
+
+# -- DescribeProducers ---------------------------------------------------------------------------------
+def _producers(ctx: Context, name: str, index: int) -> Any:
+    Resp = DescribeProducersResponse
+    out = Resp.PartitionResponse(partition_index=index, error_code=0, active_producers=[])
+    topic = ctx.state.topics.get(name)
+    if not ctx.allowed("Read", "topic", name):
+        out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    elif topic is None or not 0 <= index < len(topic.replicas):
+        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif ctx.state.leader_and_offline(topic.replicas[index])[0] != ctx.node_id:
+        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    else:
+        plog = ctx.state.logs.log(topic.topic_id, index)
+        out.active_producers = [Resp.ProducerState(
+            producer_id=pid, producer_epoch=e.epoch, last_sequence=e.last_sequence, last_timestamp=e.last_timestamp,
+            coordinator_epoch=e.coordinator_epoch, current_txn_start_offset=plog.txns.open.get(pid, -1))
+            for pid, e in sorted(plog.producers.items())]
+    return out
+
+
+@handles(DescribeProducersRequest, DescribeProducersResponse)
+def describe_producers(ctx: Context, req: Any) -> DescribeProducersResponse:
+    return DescribeProducersResponse(topics=[DescribeProducersResponse.TopicResponse(
+        name=t.name, partitions=[_producers(ctx, t.name, i) for i in t.partition_indexes]) for t in req.topics])

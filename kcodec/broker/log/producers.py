@@ -20,13 +20,20 @@ MAX_EPOCH = 32767
 
 
 class ProducerEntry:
-    """One producer on one partition: its epoch and its last batches (first seq, last seq, base offset)."""
+    """One producer on one partition: its epoch and its last batches (first seq, last seq, base offset);
+    for DescribeProducers, the newest timestamp it wrote and the coordinator epoch of its last marker."""
 
-    __slots__ = ("epoch", "recent")
+    __slots__ = ("epoch", "recent", "last_timestamp", "coordinator_epoch")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.recent: deque[tuple[int, int, int]] = deque(maxlen=DUPLICATES_KEPT)
+        self.last_timestamp = -1
+        self.coordinator_epoch = -1
+
+    @property
+    def last_sequence(self) -> int:
+        return self.recent[-1][1] if self.recent else -1
 
 
 def _last_sequence(first: int, record_count: int) -> int:
@@ -53,20 +60,23 @@ def check(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: 
 
 
 def record(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: int, record_count: int,
-           base_offset: int) -> None:
+           base_offset: int, timestamp: int = -1) -> None:
     """Note an appended batch (also replayed from the data file at load)."""
     entry = producers.get(pid)
     if entry is None or entry.epoch != epoch:
         entry = producers[pid] = ProducerEntry(epoch)
     entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset))
+    entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
 
-def mark(producers: dict[int, ProducerEntry], pid: int, epoch: int) -> None:
+def mark(producers: dict[int, ProducerEntry], pid: int, epoch: int, coordinator_epoch: int, timestamp: int) -> None:
     """A transaction marker of ``epoch`` (bumped when the coordinator fenced the producer): older epochs
     are refused from now on, and a newer epoch starts its sequences afresh."""
     entry = producers.get(pid)
     if entry is None or epoch > entry.epoch:
-        producers[pid] = ProducerEntry(epoch)
+        entry = producers[pid] = ProducerEntry(epoch)
+    entry.coordinator_epoch = coordinator_epoch
+    entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
 
 class ProducerIds:

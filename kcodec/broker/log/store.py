@@ -19,7 +19,7 @@ from .datafile import BATCH, LOG_START, PRODUCER_IDS, DataFile, entry, log_start
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
 from .producers import ProducerIds, check, mark, record
-from .transactions import CONTROL_BIT, TRANSACTIONAL_BIT
+from .transactions import CONTROL_BIT, COORDINATOR_EPOCH, TRANSACTIONAL_BIT
 
 # base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, pid, epoch, seq,
 # count
@@ -96,11 +96,11 @@ class LogStore:
     @staticmethod
     def _note(plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int) -> None:
         """Producer state after a batch was stored: sequences, marker epochs, open transactions."""
-        attributes, pid, epoch, seq, count = h[5], h[9], h[10], h[11], h[12]
+        attributes, max_ts, pid, epoch, seq, count = h[5], h[8], h[9], h[10], h[11], h[12]
         if pid >= 0 and seq >= 0:
-            record(plog.producers, pid, epoch, seq, count, base)
+            record(plog.producers, pid, epoch, seq, count, base, max_ts)
         elif pid >= 0 and attributes & CONTROL_BIT:
-            mark(plog.producers, pid, epoch)
+            mark(plog.producers, pid, epoch, COORDINATOR_EPOCH, max_ts)
         plog.txns.on_append(data, attributes, pid, base)
 
     def init_producer_id(self, pid: int, epoch: int) -> tuple[Any, int, int]:

@@ -15,6 +15,7 @@ from kcodec.records import ControlType, RecordsError, control_type, iter_batches
 
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+COORDINATOR_EPOCH = 0  # the one coordinator epoch: coordinators move with brokers, never fail over
 
 
 class Aborted(NamedTuple):

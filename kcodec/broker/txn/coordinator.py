@@ -20,12 +20,11 @@ from kcodec.records import ControlType, control_batch
 
 from ..groups.offsets import Committed
 from ..log.producers import MAX_EPOCH
+from ..log.transactions import COORDINATOR_EPOCH
 from .metadata import TopicPartition, Transaction, TxnState
 
 if TYPE_CHECKING:
     from ..state import ClusterState
-
-COORDINATOR_EPOCH = 0  # the one coordinator epoch: coordinators move with brokers, never fail over
 
 
 @dataclass
