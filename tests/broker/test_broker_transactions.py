@@ -13,7 +13,8 @@ from kcodec.broker import Cluster
 from kcodec.broker.groups.placement import TRANSACTION_KEY, coordinator_for
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeProducersRequest,
+from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeAclsRequest,
+                             DescribeProducersRequest,
                              DescribeTransactionsRequest, EndTxnRequest, FindCoordinatorRequest,
                              InitProducerIdRequest, ListOffsetsRequest, ListTransactionsRequest, OffsetFetchRequest)
 from kcodec.records import ControlType, filter_aborted, iter_batches, read_control
@@ -219,6 +220,16 @@ def test_transactional_id_acls():
             # brokers' batched AddPartitionsToTxn needs ClusterAction
             r = w.call(AddPartitionsToTxnRequest(transactions=[]), 4)
             assert r.error_code == E.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_describe_acls_lists_transactional_id_acls():
+    acls = ["ANONYMOUS:Describe:cluster", "ANONYMOUS:Write:transactional_id:ok-*", "ANONYMOUS:Read:topic:t"]
+    with Cluster(brokers=1, system_topic_partitions=1, acls=acls) as c, Wire(c.addresses[0]) as w:
+        r = w.call(DescribeAclsRequest(resource_type_filter=5, resource_name_filter=None, pattern_type_filter=1,
+                                       principal_filter=None, host_filter=None, operation=1, permission_type=1), 3)
+        assert r.error_code == 0
+        assert [(x.resource_type, x.resource_name, x.pattern_type, [a.operation for a in x.acls])
+                for x in r.resources] == [(5, "ok-", 4, [4])]  # TRANSACTIONAL_ID, PREFIXED, WRITE
 
 
 def test_requests_go_to_the_transaction_coordinator():
