@@ -31,10 +31,11 @@ def _part(resp):
     return resp.responses[0].partitions[0]
 
 
-def _latest(w: Wire, isolation: int) -> int:
+def _latest(w: Wire, isolation: int, timestamp: int = -1) -> int:
     r = w.call(ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[
         ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
-            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=-1, current_leader_epoch=-1)])]), 5)
+            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp,
+                                                    current_leader_epoch=-1)])]), 7)
     return r.topics[0].partitions[0].offset
 
 
@@ -45,6 +46,9 @@ def test_commit_then_abort_markers_and_read_committed(one):
         part = _part(w.call(fetch("t", 0, 0, READ_COMMITTED), 12))
         assert (part.high_watermark, part.last_stable_offset, part.records) == (2, 0, b"")
         assert (_latest(w, READ_COMMITTED), _latest(w, READ_UNCOMMITTED)) == (0, 2)
+        # by timestamp and max timestamp (-3): only below the last stable offset for read_committed
+        for ts in (0, -3):
+            assert (_latest(w, READ_COMMITTED, ts), _latest(w, READ_UNCOMMITTED, ts)) == (-1, 0)
         assert values(_part(w.call(fetch("t", 0, 0, READ_UNCOMMITTED), 12)).records) == [b"a", b"b"]
         assert p.end(commit=True) == 0
         part = _part(w.call(fetch("t", 0, 0, READ_COMMITTED), 12))

@@ -53,9 +53,11 @@ def _list_one(ctx: Context, name: str, p: Any, isolation_level: int) -> Any:
         out.error_code = code
         return out
     ts = p.timestamp
-    if ts == LATEST:  # read_committed (v2+) asks for the last stable offset
-        committed = ctx.version >= 2 and isolation_level == READ_COMMITTED
-        offset, found = (plog.last_stable_offset if committed else plog.next_offset), -1
+    # read_committed (v2+): nothing at or past the last stable offset, as Kafka's lastFetchableOffset
+    fetchable = plog.last_stable_offset if ctx.version >= 2 and isolation_level == READ_COMMITTED else \
+        plog.next_offset
+    if ts == LATEST:
+        offset, found = fetchable, -1
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         offset, found = plog.log_start, -1
     elif ts == LATEST_TIERED:
@@ -67,6 +69,8 @@ def _list_one(ctx: Context, name: str, p: Any, isolation_level: int) -> Any:
         return out
     else:
         offset, found = plog.offset_for_timestamp(ts)
+    if ts >= 0 or ts == MAX_TIMESTAMP:
+        offset, found = (offset, found) if offset < fetchable else (-1, -1)
     out.offset, out.timestamp = offset, found
     out.leader_epoch = LEADER_EPOCH if offset >= 0 and ctx.version >= 4 else -1  # the field is v4+
     if ctx.version == 0:
