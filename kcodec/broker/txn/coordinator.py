@@ -176,11 +176,14 @@ class TransactionCoordinator:
     def _abort_orphans(self) -> None:
         """Transactions left open in the data file by a previous run lost their coordinator: aborted at
         start, so the partitions' last stable offsets move on."""
+        aborted = 0
         for (topic_id, index), plog in list(self.state.logs.logs.items()):
             for pid in list(plog.txns.open):
                 entry = plog.producers.get(pid)
                 self._write_marker(topic_id, index, ControlType.ABORT, pid, entry.epoch if entry else 0)
-        self.state.logs.flush(sync=True)
+                aborted += 1
+        if aborted:
+            self.state.logs.flush(sync=True)
 
     # -- admin ---------------------------------------------------------------------------------------
     def get(self, transactional_id: str) -> Optional[Transaction]:
