@@ -5,9 +5,10 @@
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
 Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal),
-handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), listeners (each listener's security), server (asyncio transport),
-cluster (the context manager),
-cli (``kcodec broker``). Names load lazily so ``kcodec --help`` does not load the definitions.
+handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), txn/ (the
+transaction coordinator), log/ (partitions' batches, producer state, the data file), listeners (each
+listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec broker``).
+Names load lazily so ``kcodec --help`` does not load the definitions.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ if TYPE_CHECKING:
     from .groups import GroupSettings as GroupSettings
     from .listeners import Listener as Listener
     from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
+    from .txn import TransactionSettings as TransactionSettings
 
-__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic"]
+__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic", "TransactionSettings"]
 _WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state",
-          "GroupSettings": "groups", "Listener": "listeners"}
+          "GroupSettings": "groups", "Listener": "listeners", "TransactionSettings": "txn"}
 
 
 def __getattr__(name: str) -> Any:

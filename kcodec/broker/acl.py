@@ -17,8 +17,10 @@ TOPIC_OPERATIONS = ("Read", "Write", "Create", "Delete", "Alter", "Describe", "D
 CLUSTER_OPERATIONS = ("Create", "ClusterAction", "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "Alter",
                       "Describe")
 GROUP_OPERATIONS = ("Read", "Delete", "Describe")
+TRANSACTIONAL_ID_OPERATIONS = ("Write", "Describe")
 _IMPLIES = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
-RESOURCE_TYPES = ("topic", "cluster", "group")
+RESOURCE_TYPES = ("topic", "cluster", "group", "transactional_id")
+_NAMED = ("topic", "group", "transactional_id")
 ANONYMOUS = "User:ANONYMOUS"
 CLUSTER_NAME = "kafka-cluster"
 
@@ -30,7 +32,8 @@ def principal_of(user: str) -> str:
 @dataclass(frozen=True)
 class Acl:
     """Allow ``principal`` (``"alice"`` or ``"User:alice"``, ``"*"`` for everyone) to perform ``operation``
-    on ``resource_type`` ``"topic"``, ``"group"`` (a consumer group id) or ``"cluster"`` named ``resource``: a literal name, ``"*"`` for all,
+    on ``resource_type`` ``"topic"``, ``"group"`` (a consumer group id), ``"transactional_id"`` or ``"cluster"``
+    named ``resource``: a literal name, ``"*"`` for all,
     or a prefix ending in ``*`` (``"logs-*"``)."""
 
     principal: str
@@ -49,14 +52,15 @@ class Acl:
 
     @classmethod
     def parse(cls, text: str) -> "Acl":
-        """``USER:OPERATION:topic:NAME``, ``USER:OPERATION:group:NAME`` or ``USER:OPERATION:cluster`` (the
+        """``USER:OPERATION:topic|group|transactional_id:NAME`` or ``USER:OPERATION:cluster`` (the
         CLI's --acl form); USER may carry its ``User:`` prefix, as a TLS principal's DN does
         (``User:CN=alice,O=example:Describe:topic:orders``)."""
         user_prefix = "User:" if text.startswith("User:") else ""
         parts = text[len(user_prefix):].split(":", 3)
         parts[0] = user_prefix + parts[0]
-        if len(parts) < 3 or (parts[2] in ("topic", "group") and len(parts) != 4):
-            raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic|group:NAME or USER:OPERATION:cluster")
+        if len(parts) < 3 or (parts[2] in _NAMED and len(parts) != 4):
+            raise ValueError(f"ACL {text!r} is not USER:OPERATION:topic|group|transactional_id:NAME or "
+                             "USER:OPERATION:cluster")
         return cls(parts[0], parts[1], parts[2], parts[3] if len(parts) == 4 else CLUSTER_NAME)
 
     def matches(self, principal: str, operation: str, resource_type: str, name: str) -> bool:
@@ -85,7 +89,8 @@ class Authorizer:
 
     def operations_mask(self, principal: str, resource_type: str, name: str = "") -> int:
         """Kafka's authorized-operations bit field for one resource."""
-        ops = {"topic": TOPIC_OPERATIONS, "group": GROUP_OPERATIONS}.get(resource_type, CLUSTER_OPERATIONS)
+        ops = {"topic": TOPIC_OPERATIONS, "group": GROUP_OPERATIONS,
+               "transactional_id": TRANSACTIONAL_ID_OPERATIONS}.get(resource_type, CLUSTER_OPERATIONS)
         mask = 0
         for op in ops:
             if self.allowed(principal, op, resource_type, name):
@@ -94,7 +99,7 @@ class Authorizer:
 
 
 # DescribeAcls wire codes (Kafka's ResourceType, PatternType, AclPermissionType).
-WIRE_RESOURCE_TYPES = {"topic": 2, "group": 3, "cluster": 4}
+WIRE_RESOURCE_TYPES = {"topic": 2, "group": 3, "cluster": 4, "transactional_id": 5}
 ANY, MATCH, LITERAL, PREFIXED, ALLOW = 1, 2, 3, 4, 3
 
 

@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-principal-rules", metavar="RULES",
                    help="ssl.principal.mapping.rules for client certificates' DNs, e.g. "
                         "'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT' (default DEFAULT: the whole DN)")
-    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group:NAME|USER:OP:cluster",
+    p.add_argument("--acl", action="append", metavar="USER:OP:topic|group|transactional_id:NAME|USER:OP:cluster",
                    help="allow an operation (repeat); any ACL turns authorization on; a TLS client's USER is "
                         "User:<subject DN>, e.g. User:CN=alice,O=example:Describe:topic:orders")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
@@ -74,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a consumer groups' setting (repeat): min_session_timeout_ms, max_session_timeout_ms, "
                         "initial_rebalance_delay_ms, max_size, consumer_session_timeout_ms, "
                         "consumer_heartbeat_interval_ms")
+    p.add_argument("--transaction-max-timeout-ms", type=int, default=900_000, metavar="MS",
+                   help="the longest transaction timeout a producer may ask for (transaction.max.timeout.ms; "
+                        "default 900000)")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -116,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     from .cluster import Cluster
     from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES
+    from .txn import TransactionSettings
 
     try:
         if args.list_topics_api_key is not None and definitions.list_topics_api_key() != args.list_topics_api_key:
@@ -152,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
-                          groups=group_settings(args.group_setting))
+                          groups=group_settings(args.group_setting),
+                          transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms))
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -23,6 +23,7 @@ from .context import ClusterRuntime
 from .listeners import ClusterSecurity, Listener
 from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
+from .txn import TransactionSettings
 from .log import DEFAULT_MAX_PARTITION_BYTES
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
@@ -69,6 +70,8 @@ class Cluster:
         brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
     groups: the consumer groups' settings (``GroupSettings``: session timeout bounds, the initial
         rebalance delay, a group size limit).
+    transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
+        transaction timeout a producer may ask for, 900000 ms by default).
 
     Topology changes for tests (see docs/client.md): ``move_controller``, ``stop_broker`` /
     ``start_broker`` / ``restart_broker`` (same port), and request interceptors (``intercept``,
@@ -88,7 +91,8 @@ class Cluster:
                  max_frame_size: int = 8 * 1024 * 1024,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
                  racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
-                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+                 transactions: Optional[TransactionSettings] = None) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
@@ -113,7 +117,8 @@ class Cluster:
         resolved = security.resolve(self.listeners)
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), max_frame_size=max_frame_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
-                                      group_settings=groups or GroupSettings())
+                                      group_settings=groups or GroupSettings(),
+                                      transaction_settings=transactions or TransactionSettings())
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")

@@ -16,6 +16,7 @@ from .mechanisms import MechanismServer, SaslSettings
 from .faults import Interceptors
 from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
+from .txn import TransactionCoordinator, TransactionSettings
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,13 @@ class ClusterRuntime:
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)
     group_settings: GroupSettings = field(default_factory=GroupSettings)
+    transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)
     groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
+    txns: TransactionCoordinator = field(init=False)  # the transaction coordinator, over ``state``
 
     def __post_init__(self) -> None:
         self.groups = GroupCoordinator(self.state, self.group_settings)
+        self.txns = TransactionCoordinator(self.state, self.transaction_settings)
 
 
 @dataclass

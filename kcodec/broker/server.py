@@ -284,6 +284,7 @@ class BrokerServer:
             ctx = Context(self.runtime, self.node_id, session, header, version)
             try:
                 with self.runtime.state.lock:
+                    self.runtime.txns.expire()  # transactions past their timeout are aborted first
                     resp = handler.fn(ctx, req)
             except Exception:
                 log.exception("broker %d: %s v%d failed", self.node_id, _api_name(key), version)

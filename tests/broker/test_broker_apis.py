@@ -26,6 +26,8 @@ GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGr
               "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
               "ConsumerGroupDescribe"}
 DATA_APIS = {"Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "DeleteRecords", "InitProducerId"}
+TXN_APIS = {"AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn", "TxnOffsetCommit", "DescribeTransactions",
+            "ListTransactions", "DescribeProducers"}
 
 
 @pytest.mark.parametrize("version", range(0, 5))
@@ -36,7 +38,8 @@ def test_api_versions_every_version(cluster, version):
     assert r.error_code == 0
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
-    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS
+    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS | TXN_APIS
+    assert advertised["EndTxn"] == (0, 4)  # v5 is transaction version 2 (an epoch bump per EndTxn)
     assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)

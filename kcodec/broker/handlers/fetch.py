@@ -10,6 +10,7 @@ min_bytes, or at the deadline.
 from __future__ import annotations
 
 import asyncio
+import struct
 import time
 from typing import Any, Optional
 
@@ -22,7 +23,14 @@ from . import Encoded, Later, handles
 from .fetch_frame import encode_spliced, new_marker
 
 _Part = FetchResponse.PartitionData
+_Aborted = FetchResponse.AbortedTransaction
 READ_COMMITTED = 1
+_BASE_AND_DELTA = struct.Struct(">q15xi")  # base offset (bytes 0..8), last offset delta (bytes 23..27)
+
+
+def _next_offset(batch: Any) -> int:
+    base, delta = _BASE_AND_DELTA.unpack_from(batch, 0)
+    return int(base + delta + 1)
 
 
 def _sessions(ctx: Context) -> FetchSessions:
@@ -69,17 +77,22 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
         out.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
         return out, 0
     plog = state.logs.log(topic.topic_id, index)
-    out.high_watermark = out.last_stable_offset = plog.next_offset
+    out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
     out.log_start_offset = plog.log_start
     if not plog.in_range(offset):
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return out, 0
-    batches, size = plog.read(offset, max(max_bytes, 0))
+    # read_committed stops at the last stable offset and lists the aborted transactions it overlaps
+    batches, size = plog.read(offset, max(max_bytes, 0), out.last_stable_offset if committed else None)
     if batches and not first and size > max_bytes:
         return out, 0  # only the response's first batch may exceed the limits
     if batches:
         out.records = new_marker()
         spliced[out.records] = batches
+        if committed:
+            end = _next_offset(batches[-1])
+            out.aborted_transactions = [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
+                                        for a in plog.txns.aborted_in(offset, end)]
     return out, size
 
 

@@ -77,8 +77,10 @@ def offset_commit(ctx: Context, req: Any) -> OffsetCommitResponse:
 
 # -- OffsetFetch -----------------------------------------------------------------------------------------
 def _fetch_group(ctx: Context, group_id: str, topics: Optional[list[Any]], by_id: bool,
-                 Topic_: Any, Partition: Any) -> tuple[int, list[Any]]:
-    """(group error, topics) of one group; ``topics`` None asks for every committed partition."""
+                 Topic_: Any, Partition: Any, require_stable: bool = False) -> tuple[int, list[Any]]:
+    """(group error, topics) of one group; ``topics`` None asks for every committed partition.
+    ``require_stable`` (v7+, KIP-447): a partition whose offset waits in an open transaction is
+    UNSTABLE_OFFSET_COMMIT, so the consumer retries until the transaction ends."""
     error = group_error(ctx, group_id, "Describe")
     if error is not None:  # old versions say it per partition too
         return error, [Topic_(name=t.name, partitions=[Partition(partition_index=i, committed_offset=-1,
@@ -103,14 +105,16 @@ def _fetch_group(ctx: Context, group_id: str, topics: Optional[list[Any]], by_id
             if topic is not None and not ctx.allowed("Describe", "topic", name):
                 topic_error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             requests.append((name, t.topic_id if by_id else None, list(t.partition_indexes), topic_error))
+    pending = ctx.runtime.txns.pending_offsets(group_id) if require_stable else set()
     out = []
     for name, topic_id, partitions, topic_error in requests:
         parts = []
         for i in partitions:
-            c = committed.get((name, i)) if not topic_error else None
+            error = topic_error or (ErrorCode.UNSTABLE_OFFSET_COMMIT if (name, i) in pending else ErrorCode.NONE)
+            c = committed.get((name, i)) if not error else None
             parts.append(Partition(partition_index=i, committed_offset=c.offset if c else -1,
                                    committed_leader_epoch=c.leader_epoch if c else -1,
-                                   metadata=c.metadata if c else "", error_code=topic_error))
+                                   metadata=c.metadata if c else "", error_code=error))
         out.append(Topic_(topic_id=topic_id or ZERO_UUID, partitions=parts) if by_id else
                    Topic_(name=name, partitions=parts))
     return ErrorCode.NONE, out
@@ -137,10 +141,12 @@ def offset_fetch(ctx: Context, req: Any) -> OffsetFetchResponse:
             if stale is not None:
                 groups.append(Resp.Group(group_id=g.group_id, error_code=stale))
                 continue
-            error, topics = _fetch_group(ctx, g.group_id, g.topics, v >= 10, Resp.Topics, Resp.Partitions)
+            error, topics = _fetch_group(ctx, g.group_id, g.topics, v >= 10, Resp.Topics, Resp.Partitions,
+                                         req.require_stable)
             groups.append(Resp.Group(group_id=g.group_id, error_code=error, topics=topics))
         return Resp(groups=groups)
-    error, topics = _fetch_group(ctx, req.group_id, req.topics, False, Resp.Topic, Resp.Partition)
+    error, topics = _fetch_group(ctx, req.group_id, req.topics, False, Resp.Topic, Resp.Partition,
+                                 v >= 7 and req.require_stable)
     return Resp(error_code=error, topics=topics)
 
 

@@ -18,7 +18,7 @@ from kcodec.messages import (FindCoordinatorRequest, FindCoordinatorResponse, He
 from ..context import Context
 from ..groups.coordinator import JoinRequest
 from ..groups.group import JoinResult, Membership, SyncResult
-from ..groups.placement import GROUP_KEY, INTERNAL_TOPICS, coordinator_for
+from ..groups.placement import GROUP_KEY, INTERNAL_TOPICS, TRANSACTION_KEY, coordinator_for
 from . import Later, handles
 
 T = TypeVar("T")
@@ -59,6 +59,8 @@ def _find(ctx: Context, key: str, key_type: int) -> tuple[int, Optional[str], in
         return ErrorCode.INVALID_REQUEST, f"Unknown coordinator key type {key_type}", -1, "", -1
     if key_type == GROUP_KEY and not ctx.allowed("Describe", "group", key):
         return ErrorCode.GROUP_AUTHORIZATION_FAILED, None, -1, "", -1
+    if key_type == TRANSACTION_KEY and not ctx.allowed("Describe", "transactional_id", key):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None, -1, "", -1
     node = coordinator_for(ctx.state, key, key_type)
     broker = ctx.state.brokers.get(node)
     endpoint = broker.endpoint(ctx.session.listener.name) if broker is not None else None

@@ -17,6 +17,7 @@ from . import handles
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 LEADER_EPOCH = 0
+READ_COMMITTED = 1
 
 
 def _partition(ctx: Context, name: str, index: int, operation: str) -> tuple[ErrorCode, Optional[PartitionLog]]:
@@ -42,7 +43,7 @@ def _each(topics: Any, parts: Callable[[Any], Any], one: Callable[[str, Any], An
     return [(t, [one(t.name if hasattr(t, "name") else t.topic, p) for p in parts(t)]) for t in topics]
 
 
-def _list_one(ctx: Context, name: str, p: Any) -> Any:
+def _list_one(ctx: Context, name: str, p: Any, isolation_level: int) -> Any:
     out = ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index, error_code=0,
                                                            timestamp=-1, offset=-1, leader_epoch=-1)
     code, plog = _partition(ctx, name, p.partition_index, "Describe")
@@ -52,8 +53,11 @@ def _list_one(ctx: Context, name: str, p: Any) -> Any:
         out.error_code = code
         return out
     ts = p.timestamp
+    # read_committed (v2+): nothing at or past the last stable offset, as Kafka's lastFetchableOffset
+    fetchable = plog.last_stable_offset if ctx.version >= 2 and isolation_level == READ_COMMITTED else \
+        plog.next_offset
     if ts == LATEST:
-        offset, found = plog.next_offset, -1
+        offset, found = fetchable, -1
     elif ts in (EARLIEST, EARLIEST_LOCAL):
         offset, found = plog.log_start, -1
     elif ts == LATEST_TIERED:
@@ -65,6 +69,8 @@ def _list_one(ctx: Context, name: str, p: Any) -> Any:
         return out
     else:
         offset, found = plog.offset_for_timestamp(ts)
+    if ts >= 0 or ts == MAX_TIMESTAMP:
+        offset, found = (offset, found) if offset < fetchable else (-1, -1)
     out.offset, out.timestamp = offset, found
     out.leader_epoch = LEADER_EPOCH if offset >= 0 and ctx.version >= 4 else -1  # the field is v4+
     if ctx.version == 0:
@@ -76,7 +82,7 @@ def _list_one(ctx: Context, name: str, p: Any) -> Any:
 def list_offsets(ctx: Context, req: Any) -> ListOffsetsResponse:
     return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts)
                                        for t, parts in _each(req.topics, lambda t: t.partitions,
-                                                             lambda n, p: _list_one(ctx, n, p))])
+                                                             lambda n, p: _list_one(ctx, n, p, req.isolation_level))])
 
 
 def _epoch_one(ctx: Context, name: str, p: Any) -> Any:

@@ -4,6 +4,10 @@ acks=0 gets no response at all (``NO_RESPONSE``), or, when a partition failed, a
 Kafka (``CLOSE_CONNECTION``): the client's only way to learn of it. A refused batch leaves the log untouched: a frame or CRC
 that does not check is CORRUPT_MESSAGE, a batch Kafka's validator refuses (not magic 2, not exactly one
 batch, a count that disagrees with the offset range, a control batch) INVALID_RECORD.
+
+Transactional batches need the request's transactional id, Write on it, and the partition in that
+id's ongoing transaction (INVALID_TXN_STATE otherwise, as Kafka's partition verification says); from v12
+(KIP-890 part 2) the Produce itself adds the partition, as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from kcodec.records import RecordsError, iter_batches
 
 from .. import configs as cfg
 from ..context import Context
+from ..log.transactions import TRANSACTIONAL_BIT
 from ..state import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, handles
 
@@ -57,7 +62,23 @@ def check_batch(records: Optional[bytes], max_message_bytes: int) -> tuple[Error
     return ErrorCode.NONE, None, b
 
 
-def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes]) -> _Partition:
+def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: tuple[str, int]) -> ErrorCode:
+    txns = ctx.runtime.txns
+    pid, epoch = batch.producer_id, batch.producer_epoch
+    if ctx.version >= 12:
+        code = txns.add_partitions(transactional_id, pid, epoch, [partition])
+    else:
+        code = txns.in_transaction(transactional_id, pid, epoch, partition)
+    return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
+
+def _transactional(records: Any) -> bool:
+    """Whether a v2 batch's attributes say transactional (bytes 21..23; magic at byte 16)."""
+    return records is not None and len(records) > 22 and records[16] == 2 and bool(records[22] & TRANSACTIONAL_BIT)
+
+
+def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes],
+                       transactional_id: Optional[str]) -> _Partition:
     out = _Partition(index=index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
     state = ctx.state
     if not 0 <= index < len(topic.replicas):
@@ -69,7 +90,9 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
         if ctx.version >= 10:
             out.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
         return out
-    code, message, _batch = check_batch(records, int(_config(topic, "max.message.bytes")))
+    code, message, batch = check_batch(records, int(_config(topic, "max.message.bytes")))
+    if not code and batch.is_transactional:
+        code = _in_transaction(ctx, transactional_id or "", batch, (topic.name, index))
     if code:
         out.error_code = code
         if ctx.version >= 8:
@@ -106,6 +129,9 @@ def _topic(ctx: Context, t: Any) -> tuple[Optional[Topic], ErrorCode]:
 def produce(ctx: Context, req: Any) -> Any:
     if req.acks not in (0, 1, -1):
         code: ErrorCode = ErrorCode.INVALID_REQUIRED_ACKS
+    elif any(_transactional(p.records) for t in req.topic_data for p in t.partition_data) and not (
+            req.transactional_id and ctx.allowed("Write", "transactional_id", req.transactional_id)):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     else:
         code = ErrorCode.NONE
     responses = []
@@ -117,7 +143,7 @@ def produce(ctx: Context, req: Any) -> Any:
                 parts.append(_Partition(index=p.index, error_code=topic_code, base_offset=-1, log_append_time_ms=-1,
                                         log_start_offset=-1))
             else:
-                parts.append(_produce_partition(ctx, topic, p.index, p.records))
+                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id))
         r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
         if ctx.version >= 13:
             r.topic_id = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)

@@ -1,7 +1,7 @@
-"""InitProducerId: producer ids and epochs for idempotent (and transactional-id) producers.
+"""InitProducerId: producer ids and epochs for idempotent producers and transactional ids.
 
-Transactions themselves are not implemented: a transactional id only keeps its producer id across calls,
-with the epoch bumped each time as Kafka fences the previous instance.
+An idempotent producer's id comes from the log store's allocator (log/producers.py); a transactional
+id's from its transaction coordinator (txn/coordinator.py), which fences the previous instance.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from kcodec.messages import InitProducerIdRequest, InitProducerIdResponse
 
 from ..context import Context
 from . import handles
+from .transactions import fenced_as, txn_error
 
 
 def _may_write_idempotently(ctx: Context) -> bool:
@@ -20,12 +21,23 @@ def _may_write_idempotently(ctx: Context) -> bool:
     return ctx.allowed("IdempotentWrite", "cluster") or any(ctx.allowed("Write", "topic", t) for t in ctx.state.topics)
 
 
+def _answer(code: int, pid: int = -1, epoch: int = -1) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
+
+
 # v6 (KIP-939's two-phase commit) is not in any Kafka release yet (4.3 advertises v5)
 @handles(InitProducerIdRequest, InitProducerIdResponse, max_version=5)
 def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
-    if not req.transactional_id and not _may_write_idempotently(ctx):
-        return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
-                                      producer_epoch=-1)
     pid, epoch = (req.producer_id, req.producer_epoch) if ctx.version >= 3 else (-1, -1)
-    code, pid, epoch = ctx.state.logs.init_producer_id(req.transactional_id, pid, epoch)
-    return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
+    tid = req.transactional_id
+    if tid is None:
+        if not _may_write_idempotently(ctx):
+            return _answer(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return _answer(*ctx.state.logs.init_producer_id(pid, epoch))
+    if not tid:
+        return _answer(ErrorCode.INVALID_REQUEST)  # Kafka: an empty transactional id is no id
+    error = txn_error(ctx, tid)
+    if error is not None:
+        return _answer(error)
+    code, pid, epoch = ctx.runtime.txns.init_producer_id(tid, req.transaction_timeout_ms, pid, epoch)
+    return _answer(fenced_as(ctx.version, 4, code), pid, epoch)

@@ -3,8 +3,8 @@
 The broker never decodes records on the produce or fetch path: a batch is stored as the producer's bytes
 with its base offset (and partition leader epoch) written into the header, both outside the CRC; only a
 LogAppendTime topic changes a CRC-covered field (attributes and max timestamp) and recomputes the CRC.
-Replication is in-process, so the high watermark is the log end offset. Transactions are not kept open:
-the last stable offset equals the high watermark.
+Replication is in-process, so the high watermark is the log end offset; the last stable offset is the
+first offset of the earliest open transaction (transactions.py), else the high watermark.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from bisect import bisect_right
 from typing import Any, Optional
 
 from kcodec.records import crc32c, iter_batches
+
+from .transactions import PartitionTxns
 
 _BASE = struct.Struct(">q")          # base offset, bytes 0..8
 _EPOCH = struct.Struct(">i")         # partition leader epoch, bytes 12..16
@@ -34,7 +36,8 @@ def set_log_append_time(batch: bytearray, now_ms: int) -> None:
 class PartitionLog:
     """Batches in offset order; ``bases[i]`` is the base offset of ``batches[i]``."""
 
-    __slots__ = ("batches", "bases", "max_timestamps", "appended", "size", "log_start", "next_offset", "producers")
+    __slots__ = ("batches", "bases", "max_timestamps", "appended", "size", "log_start", "next_offset", "producers",
+                 "txns")
 
     def __init__(self) -> None:
         self.batches: list[Any] = []
@@ -43,12 +46,17 @@ class PartitionLog:
         self.appended: list[int] = []  # when each batch came (ms): Kafka's active segment is never removed
         self.size = 0
         self.log_start = 0
-        self.next_offset = 0      # log end offset = high watermark = last stable offset
+        self.next_offset = 0      # log end offset = high watermark
         self.producers: dict[int, Any] = {}  # producer id -> idempotence state (producers.py)
+        self.txns = PartitionTxns()  # open and aborted transactions (transactions.py)
 
     @property
     def high_watermark(self) -> int:
         return self.next_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txns.last_stable_offset(self.next_offset)
 
     def append(self, batch: bytearray, record_count: int, max_timestamp: int, now_ms: int,
                leader_epoch: int = 0) -> int:
@@ -131,6 +139,7 @@ class PartitionLog:
             k = len(self.batches)
         if k > 0:
             self._drop(k)
+        self.txns.forget_before(self.log_start)
 
     def enforce(self, retention_bytes: int, retention_ms: int, segment_ms: int, now_ms: int) -> None:
         """Drop whole batches from the start: while the log exceeds ``retention_bytes`` (-1: no limit) or
@@ -148,6 +157,7 @@ class PartitionLog:
         if k:
             self._drop(k)
             self.log_start = max(self.log_start, self.bases[0] if self.batches else self.next_offset)
+            self.txns.forget_before(self.log_start)
 
     def _drop(self, k: int) -> None:
         """Forget the first ``k`` batches (one slice deletion, not k)."""

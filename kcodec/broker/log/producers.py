@@ -20,13 +20,20 @@ MAX_EPOCH = 32767
 
 
 class ProducerEntry:
-    """One producer on one partition: its epoch and its last batches (first seq, last seq, base offset)."""
+    """One producer on one partition: its epoch and its last batches (first seq, last seq, base offset);
+    for DescribeProducers, the newest timestamp it wrote and the coordinator epoch of its last marker."""
 
-    __slots__ = ("epoch", "recent")
+    __slots__ = ("epoch", "recent", "last_timestamp", "coordinator_epoch")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.recent: deque[tuple[int, int, int]] = deque(maxlen=DUPLICATES_KEPT)
+        self.last_timestamp = -1
+        self.coordinator_epoch = -1
+
+    @property
+    def last_sequence(self) -> int:
+        return self.recent[-1][1] if self.recent else -1
 
 
 def _last_sequence(first: int, record_count: int) -> int:
@@ -53,12 +60,23 @@ def check(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: 
 
 
 def record(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: int, record_count: int,
-           base_offset: int) -> None:
+           base_offset: int, timestamp: int = -1) -> None:
     """Note an appended batch (also replayed from the data file at load)."""
     entry = producers.get(pid)
     if entry is None or entry.epoch != epoch:
         entry = producers[pid] = ProducerEntry(epoch)
     entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset))
+    entry.last_timestamp = max(entry.last_timestamp, timestamp)
+
+
+def mark(producers: dict[int, ProducerEntry], pid: int, epoch: int, coordinator_epoch: int, timestamp: int) -> None:
+    """A transaction marker of ``epoch`` (bumped when the coordinator fenced the producer): older epochs
+    are refused from now on, and a newer epoch starts its sequences afresh."""
+    entry = producers.get(pid)
+    if entry is None or epoch > entry.epoch:
+        entry = producers[pid] = ProducerEntry(epoch)
+    entry.coordinator_epoch = coordinator_epoch
+    entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
 
 class ProducerIds:
@@ -67,7 +85,6 @@ class ProducerIds:
     def __init__(self) -> None:
         self.next_id = 1000
         self.epochs: dict[int, int] = {}
-        self.transactional: dict[str, int] = {}
 
     def seen(self, pid: int, epoch: int) -> None:
         """A producer id found in the data file at load: never given out again."""
@@ -82,30 +99,18 @@ class ProducerIds:
         self.epochs[pid] = 0
         return pid, 0
 
-    def init(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[ErrorCode, int, int]:
-        """InitProducerId: (error, producer id, epoch). A transactional id keeps its producer id and bumps
-        its epoch; an idempotent producer naming its id and current epoch (KIP-360) gets the epoch bumped;
-        an epoch exhausted gives a new id."""
-        if transactional_id:
-            known = self.transactional.get(transactional_id)
-            if known is None:
-                pid, epoch = self._new()
-                self.transactional[transactional_id] = pid
-                return ErrorCode.NONE, pid, epoch
-            pid = known
-        elif pid < 0:
+    def init(self, pid: int, epoch: int) -> tuple[ErrorCode, int, int]:
+        """InitProducerId of an idempotent producer: (error, producer id, epoch). One naming its id and
+        current epoch (KIP-360) gets the epoch bumped; an epoch exhausted gives a new id. (Transactional
+        ids are the transaction coordinator's, txn/coordinator.py.)"""
+        if pid < 0:
             return (ErrorCode.NONE, *self._new())
-        else:
-            current = self.epochs.get(pid)
-            if current is None:
-                return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
-            if epoch != current:
-                return ErrorCode.PRODUCER_FENCED, -1, -1
-        current = self.epochs[pid]
+        current = self.epochs.get(pid)
+        if current is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        if epoch != current:
+            return ErrorCode.PRODUCER_FENCED, -1, -1
         if current >= MAX_EPOCH - 1:
-            new_pid, new_epoch = self._new()
-            if transactional_id:
-                self.transactional[transactional_id] = new_pid
-            return ErrorCode.NONE, new_pid, new_epoch
+            return (ErrorCode.NONE, *self._new())
         self.epochs[pid] = current + 1
         return ErrorCode.NONE, pid, current + 1

@@ -13,10 +13,13 @@ import uuid
 from pathlib import Path
 from typing import Any, Optional
 
+from kcodec.errors import ErrorCode
+
 from .datafile import BATCH, LOG_START, PRODUCER_IDS, DataFile, entry, log_start_entry
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
-from .producers import ProducerIds, check, record
+from .producers import ProducerIds, check, mark, record
+from .transactions import CONTROL_BIT, COORDINATOR_EPOCH, TRANSACTIONAL_BIT
 
 # base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, pid, epoch, seq,
 # count
@@ -69,6 +72,8 @@ class LogStore:
         plog = self.log(topic_id, partition)
         h = _HEADER.unpack_from(batch, 0)
         pid, epoch, seq, count = h[9], h[10], h[11], h[12]
+        if pid in plog.txns.open and not h[5] & TRANSACTIONAL_BIT:
+            return ErrorCode.INVALID_TXN_STATE, -1, -1  # Kafka: a transactional write was expected
         if pid >= 0 and seq >= 0:
             error, duplicate = check(plog.producers, pid, epoch, seq, count)
             if error or duplicate is not None:
@@ -81,19 +86,28 @@ class LogStore:
             append_time = max_ts = now
             set_log_append_time(data, append_time)
         base = plog.append(data, count, max_ts, now)
-        if pid >= 0 and seq >= 0:
-            record(plog.producers, pid, epoch, seq, count, base)
+        self._note(plog, data, h, base)
         if self.file is not None:
             self._pending.append(entry(BATCH, topic_id, partition, data))
         bound = self.max_partition_bytes if retention_bytes < 0 else min(retention_bytes, self.max_partition_bytes)
         plog.enforce(bound, retention_ms, segment_ms, now)
         return 0, base, append_time
 
-    def init_producer_id(self, transactional_id: Optional[str], pid: int, epoch: int) -> tuple[Any, int, int]:
+    @staticmethod
+    def _note(plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int) -> None:
+        """Producer state after a batch was stored: sequences, marker epochs, open transactions."""
+        attributes, max_ts, pid, epoch, seq, count = h[5], h[8], h[9], h[10], h[11], h[12]
+        if pid >= 0 and seq >= 0:
+            record(plog.producers, pid, epoch, seq, count, base, max_ts)
+        elif pid >= 0 and attributes & CONTROL_BIT:
+            mark(plog.producers, pid, epoch, COORDINATOR_EPOCH, max_ts)
+        plog.txns.on_append(data, attributes, pid, base)
+
+    def init_producer_id(self, pid: int, epoch: int) -> tuple[Any, int, int]:
         """InitProducerId (producers.ProducerIds.init); a new id is journaled at once (fsynced), so that
         no id is given out twice across restarts."""
         before = self.producer_ids.next_id
-        out = self.producer_ids.init(transactional_id, pid, epoch)
+        out = self.producer_ids.init(pid, epoch)
         if self.file is not None and self.producer_ids.next_id != before:
             self._pending.append(self._producer_ids_entry())
             self.flush(sync=True)
@@ -131,15 +145,17 @@ class LogStore:
                 continue
             if kind == BATCH and len(body) >= _HEADER.size:
                 h = _HEADER.unpack_from(body, 0)
-                base, count, max_ts, pid, epoch, seq = h[0], h[12], h[8], h[9], h[10], h[11]
+                base, count, max_ts, pid, epoch = h[0], h[12], h[8], h[9], h[10]
                 if pid >= 0:  # ids stay taken even when their topic is gone
                     self.producer_ids.seen(pid, epoch)
                 if topic_id not in topic_ids:
                     continue
                 plog = self.log(topic_id, partition)
-                plog.restore(bytearray(body), base, count, max_ts, now)
-                if pid >= 0 and seq >= 0:
-                    record(plog.producers, pid, epoch, seq, count, base)
+                if base < plog.next_offset:
+                    continue  # already held: the data file repeats nothing, but stay idempotent
+                data = bytearray(body)
+                plog.restore(data, base, count, max_ts, now)
+                self._note(plog, data, h, base)
                 plog.enforce(self.max_partition_bytes, -1, 0, now)
                 n += 1
             elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:

@@ -1,0 +1,190 @@
+"""The transaction coordinator: Kafka's TransactionCoordinator state machine, transaction version 1.
+
+InitProducerId gives a transactional id its producer id and bumps the epoch each time, aborting the
+transaction the previous instance left open (Kafka fences it with one bump, aborts, then bumps again for
+the new instance). AddPartitionsToTxn / AddOffsetsToTxn start a transaction and grow it; EndTxn writes
+the COMMIT or ABORT marker to each of its partitions and applies (or drops) its TxnOffsetCommit offsets.
+A transaction older than its timeout is aborted with the epoch bumped, so its producer is fenced. The
+check runs before every request (Kafka: every 10 s), so the abort happens at the first request after it.
+Everything runs under the cluster state's lock.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Optional
+
+from kcodec.errors import ErrorCode as E
+from kcodec.records import ControlType, control_batch
+
+from ..groups.offsets import Committed
+from ..log.producers import MAX_EPOCH
+from ..log.transactions import COORDINATOR_EPOCH
+from .metadata import TopicPartition, Transaction, TxnState
+
+if TYPE_CHECKING:
+    from ..state import ClusterState
+
+
+@dataclass
+class TransactionSettings:
+    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout)."""
+
+    max_timeout_ms: int = 900_000
+
+    def __post_init__(self) -> None:
+        if self.max_timeout_ms < 1:
+            raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TransactionCoordinator:
+    def __init__(self, state: "ClusterState", settings: Optional[TransactionSettings] = None) -> None:
+        self.state = state
+        self.settings = settings or TransactionSettings()
+        self.transactions: dict[str, Transaction] = {}
+        with state.lock:
+            self._abort_orphans()
+
+    # -- InitProducerId ------------------------------------------------------------------------------
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, pid: int = -1,
+                         epoch: int = -1) -> tuple[E, int, int]:
+        """(error, producer id, epoch). ``pid``/``epoch`` (v3+, KIP-360) name the caller's current ones."""
+        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
+            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            new_pid, new_epoch = self._allocate()
+            self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
+            return E.NONE, new_pid, new_epoch
+        if (pid >= 0 or epoch >= 0) and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
+            return E.PRODUCER_FENCED, -1, -1
+        if txn.ongoing:
+            self._fence_and_abort(txn)
+        if txn.producer_epoch >= MAX_EPOCH - 1:
+            txn.producer_id, txn.producer_epoch = self._allocate()
+        else:
+            txn.producer_epoch += 1
+            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+        txn.timeout_ms, txn.state = timeout_ms, TxnState.EMPTY
+        return E.NONE, txn.producer_id, txn.producer_epoch
+
+    def _allocate(self) -> tuple[int, int]:
+        _, pid, epoch = self.state.logs.init_producer_id(-1, -1)  # journaled, never given twice
+        return pid, epoch
+
+    # -- the transaction's members -------------------------------------------------------------------
+    def check_producer(self, transactional_id: str, pid: int, epoch: int) -> tuple[E, Optional[Transaction]]:
+        """The transaction of ``transactional_id`` when ``pid`` and ``epoch`` are its current ones."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None or txn.producer_id != pid:
+            return E.INVALID_PRODUCER_ID_MAPPING, None
+        if txn.producer_epoch != epoch:
+            return E.PRODUCER_FENCED, None
+        return E.NONE, txn
+
+    def add_partitions(self, transactional_id: str, pid: int, epoch: int,
+                       partitions: Iterable[TopicPartition]) -> E:
+        error, txn = self.check_producer(transactional_id, pid, epoch)
+        if txn is not None:
+            txn.begin(now_ms())
+            txn.partitions.update(partitions)
+        return error
+
+    def in_transaction(self, transactional_id: str, pid: int, epoch: int, partition: TopicPartition) -> E:
+        """AddPartitionsToTxn's verify-only answer (and a transactional Produce's check)."""
+        error, txn = self.check_producer(transactional_id, pid, epoch)
+        if txn is None:
+            return error
+        return E.NONE if txn.ongoing and partition in txn.partitions else E.INVALID_TXN_STATE
+
+    def add_group(self, transactional_id: str, pid: int, epoch: int, group: str) -> E:
+        """AddOffsetsToTxn: the group's offsets may now be committed in the transaction."""
+        error, txn = self.check_producer(transactional_id, pid, epoch)
+        if txn is not None:
+            txn.begin(now_ms())
+            txn.groups.add(group)
+        return error
+
+    def stage_offsets(self, transactional_id: str, pid: int, epoch: int, group: str,
+                      offsets: dict[TopicPartition, Committed], implicit_add: bool = False) -> E:
+        """TxnOffsetCommit: offsets held until the transaction ends (``implicit_add``: v5, KIP-890)."""
+        error, txn = self.check_producer(transactional_id, pid, epoch)
+        if txn is None:
+            return error
+        if implicit_add:
+            self.add_group(transactional_id, pid, epoch, group)
+        elif not txn.ongoing or group not in txn.groups:
+            return E.INVALID_TXN_STATE
+        txn.offsets.setdefault(group, {}).update(offsets)
+        return E.NONE
+
+    def pending_offsets(self, group: str) -> set[TopicPartition]:
+        """Partitions with offsets of ``group`` waiting in an open transaction (OffsetFetch require_stable)."""
+        return {tp for t in self.transactions.values() if t.ongoing for tp in t.offsets.get(group, ())}
+
+    # -- EndTxn --------------------------------------------------------------------------------------
+    def end(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> E:
+        error, txn = self.check_producer(transactional_id, pid, epoch)
+        if txn is None:
+            return error
+        if txn.ongoing:
+            self._complete(txn, commit)
+            return E.NONE
+        # a retried EndTxn of the transaction just completed succeeds again; anything else is out of turn
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        return E.NONE if txn.state is done else E.INVALID_TXN_STATE
+
+    def expire(self, now: Optional[int] = None) -> None:
+        """Abort, fencing the producer, every transaction open longer than its timeout."""
+        now = now_ms() if now is None else now
+        for txn in self.transactions.values():
+            if txn.ongoing and txn.start_ms + txn.timeout_ms < now:
+                self._fence_and_abort(txn)
+
+    def _fence_and_abort(self, txn: Transaction) -> None:
+        """Kafka's prepareFenceProducerEpoch then abort: the markers carry the bumped epoch, so the old
+        producer's writes and requests are refused from now on."""
+        if txn.producer_epoch < MAX_EPOCH:
+            txn.producer_epoch += 1
+            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+        self._complete(txn, commit=False)
+
+    def _complete(self, txn: Transaction, commit: bool) -> None:
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        for topic_name, index in sorted(txn.partitions):
+            topic = self.state.topics.get(topic_name)
+            if topic is not None and 0 <= index < len(topic.replicas):  # else deleted meanwhile
+                self._write_marker(topic.topic_id, index, kind, txn.producer_id, txn.producer_epoch)
+        if commit and txn.offsets:
+            for group, offsets in txn.offsets.items():
+                for (topic_name, index), committed in offsets.items():
+                    if topic_name in self.state.topics:
+                        self.state.offsets.commit(group, topic_name, index, committed)
+            self.state.save()
+        self.state.logs.flush(sync=True)
+        txn.finish(commit)
+
+    def _write_marker(self, topic_id: object, index: int, kind: ControlType, pid: int, epoch: int) -> None:
+        batch = control_batch(kind, pid, epoch, COORDINATOR_EPOCH, timestamp=now_ms())
+        self.state.logs.append(topic_id, index, batch, False, -1, -1, 0)  # type: ignore[arg-type]
+
+    def _abort_orphans(self) -> None:
+        """Transactions left open in the data file by a previous run lost their coordinator: aborted at
+        start, so the partitions' last stable offsets move on."""
+        aborted = 0
+        for (topic_id, index), plog in list(self.state.logs.logs.items()):
+            for pid in list(plog.txns.open):
+                entry = plog.producers.get(pid)
+                self._write_marker(topic_id, index, ControlType.ABORT, pid, entry.epoch if entry else 0)
+                aborted += 1
+        if aborted:
+            self.state.logs.flush(sync=True)
+
+    # -- admin ---------------------------------------------------------------------------------------
+    def get(self, transactional_id: str) -> Optional[Transaction]:
+        return self.transactions.get(transactional_id)

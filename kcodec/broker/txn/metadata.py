@@ -1,0 +1,47 @@
+"""One transactional id's state, as Kafka's TransactionMetadata holds it (transaction version 1)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ..groups.offsets import Committed
+
+TopicPartition = tuple[str, int]
+
+
+class TxnState(enum.Enum):
+    """Kafka's TransactionState names (DescribeTransactions and ListTransactions say them)."""
+    EMPTY = "Empty"
+    ONGOING = "Ongoing"
+    COMPLETE_COMMIT = "CompleteCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+
+
+@dataclass
+class Transaction:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: TxnState = TxnState.EMPTY
+    start_ms: int = -1                    # when the ongoing transaction began; -1 when none is
+    partitions: set[TopicPartition] = field(default_factory=set)
+    groups: set[str] = field(default_factory=set)          # AddOffsetsToTxn's consumer groups
+    # TxnOffsetCommit's offsets, applied to the groups on commit: {group: {(topic, partition): offset}}
+    offsets: dict[str, dict[TopicPartition, Committed]] = field(default_factory=dict)
+
+    @property
+    def ongoing(self) -> bool:
+        return self.state is TxnState.ONGOING
+
+    def begin(self, now_ms: int) -> None:
+        if not self.ongoing:
+            self.state, self.start_ms = TxnState.ONGOING, now_ms
+
+    def finish(self, committed: bool) -> None:
+        self.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        self.start_ms = -1
+        self.partitions.clear()
+        self.groups.clear()
+        self.offsets.clear()
