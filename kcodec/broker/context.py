@@ -16,6 +16,10 @@ from .faults import Interceptors
 from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
 
+# The most record bytes one Fetch response carries, whatever the request allows: Kafka's broker config
+# fetch.max.bytes (KIP-541) and its default, 55 MiB.
+DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
+
 
 @dataclass
 class Session:
@@ -72,6 +76,7 @@ class ClusterRuntime:
     sasl_settings: SaslSettings = field(default_factory=SaslSettings)  # no mechanism: no SASL
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # Kafka's broker fetch.max.bytes (KIP-541)
     idle_timeout: float = 600.0
     tls: Optional[ssl.SSLContext] = None       # SSL / SASL_SSL listeners when set
     tls_principal_rules: Optional[PrincipalRules] = None  # ssl.principal.mapping.rules; None: DEFAULT
