@@ -14,8 +14,8 @@ async def write_pieces(writer: asyncio.StreamWriter, pieces: list[Any]) -> None:
     copies into its own buffer whatever the socket does not take at once: a whole Fetch response (up to
     fetch.max.bytes, tens of MB) into fresh memory, copied again as it shrinks. So a piece that would push
     the buffer past its high-water mark waits until the buffer is empty; small pieces are still coalesced.
-    Over TLS every byte is copied anyway (encrypted), and asyncio's SSL flow control differs: pieces go
-    in at once there."""
+    Over TLS every byte is copied anyway (encrypted), and asyncio's SSL transport pauses at a high-water
+    mark of 0 even when empty (and may not resume): pieces go in at once there."""
     transport = writer.transport
     if writer.get_extra_info("ssl_object") is not None:
         for piece in pieces:
