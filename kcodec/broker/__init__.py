@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
     from .txn import TransactionSettings as TransactionSettings
 
-__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic", "TransactionSettings"]
+__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic",
+           "TransactionSettings"]
 _WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state",
           "GroupSettings": "groups", "Listener": "listeners", "TransactionSettings": "txn"}
 

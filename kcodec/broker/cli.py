@@ -70,6 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--max-partition-bytes", type=int, metavar="N",
                    help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
+    p.add_argument("--fetch-max-bytes", type=int, metavar="N",
+                   help="the most record bytes one Fetch response carries (Kafka's broker fetch.max.bytes; "
+                        "default 55 MiB)")
     p.add_argument("--group-setting", action="append", default=[], metavar="NAME=VALUE",
                    help="a consumer groups' setting (repeat): min_session_timeout_ms, max_session_timeout_ms, "
                         "initial_rebalance_delay_ms, max_size, consumer_session_timeout_ms, "
@@ -117,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     from kcodec import definitions
 
     from .cluster import Cluster
+    from .context import DEFAULT_FETCH_MAX_BYTES
     from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES
     from .txn import TransactionSettings
@@ -156,6 +160,7 @@ def run(args: argparse.Namespace) -> int:
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
+                          fetch_max_bytes=args.fetch_max_bytes or DEFAULT_FETCH_MAX_BYTES,
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms))
     except ValueError as e:

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Optional, Sequence
 from kcodec.security.tls import ClientAuth, PathLike, ServerTls
 
 from .acl import AclLike, Authorizer
-from .context import ClusterRuntime
+from .context import DEFAULT_FETCH_MAX_BYTES, ClusterRuntime
 from .listeners import ClusterSecurity, Listener
 from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
@@ -64,6 +64,8 @@ class Cluster:
         the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before the answer).
     max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
         retention.bytes, which applies below it).
+    fetch_max_bytes: the most record bytes one Fetch response carries, whatever the request allows
+        (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
         CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
@@ -92,9 +94,12 @@ class Cluster:
                  idle_timeout: float = 600.0, forward_admin: bool = True,
                  racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
-                 transactions: Optional[TransactionSettings] = None) -> None:
+                 transactions: Optional[TransactionSettings] = None,
+                 fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        if fetch_max_bytes < 1024:
+            raise ValueError("fetch_max_bytes must be at least 1024 (as Kafka's fetch.max.bytes)")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
                                                   or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
@@ -118,7 +123,8 @@ class Cluster:
         self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), max_frame_size=max_frame_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
                                       group_settings=groups or GroupSettings(),
-                                      transaction_settings=transactions or TransactionSettings())
+                                      transaction_settings=transactions or TransactionSettings(),
+                                      fetch_max_bytes=fetch_max_bytes)
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")

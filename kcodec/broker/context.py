@@ -38,6 +38,10 @@ class ListenerRuntime:
         """Kafka's ssl.client.auth of this listener: none, requested or required."""
         return client_auth_of(self.tls) if self.tls is not None else "none"
 
+# The most record bytes one Fetch response carries, whatever the request allows: Kafka's broker config
+# fetch.max.bytes (KIP-541) and its default, 55 MiB.
+DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
+
 
 @dataclass
 class Session:
@@ -95,6 +99,7 @@ class ClusterRuntime:
     authorizer: Authorizer
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
+    fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # Kafka's broker fetch.max.bytes (KIP-541)
     idle_timeout: float = 600.0
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)

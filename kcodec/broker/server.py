@@ -32,6 +32,7 @@ from .handlers.api_versions import unsupported_version_response
 from .handlers.sasl import raw_token, session_expired
 from .state import BrokerInfo
 from .unsupported import error_response
+from .writes import write_pieces
 
 log = logging.getLogger("kcodec.broker")
 
@@ -173,9 +174,7 @@ class BrokerServer:
                     if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
                         out = await out.encoded()
                     if isinstance(out, list):  # pieces (handlers.Encoded): no joined copy of them
-                        for piece in out:
-                            writer.write(piece)
-                        await writer.drain()
+                        await write_pieces(writer, out)
                     elif out:
                         writer.write(out)
                         # waits only above the transport's high-water mark: a client that pipelines

@@ -176,6 +176,53 @@ def test_fetch_size_rules(one):
         assert [len(values(p.records)) for p in parts] == [2, 1]
 
 
+def test_the_brokers_fetch_max_bytes_bounds_every_response():
+    # Kafka's broker fetch.max.bytes (KIP-541): below what the request allows, the first batch still whole
+    with Cluster(brokers=1, system_topic_partitions=1, fetch_max_bytes=4096) as c:
+        c.create_topic("t", 2)
+        with Wire(c.addresses[0]) as w:
+            for i in range(4):
+                w.call(produce("t", 0, batch(b"x" * 1500)), 9)
+                w.call(produce("t", 1, batch(b"y" * 5000)), 9)
+            req = fetch("t", 0, 0, max_bytes=1 << 20, partition_max_bytes=1 << 20)
+            req.topics[0].partitions.append(FetchRequest.FetchPartition(
+                partition=1, fetch_offset=0, partition_max_bytes=1 << 20, current_leader_epoch=-1))
+            parts = w.call(req, 12).responses[0].partitions
+            assert [len(values(p.records)) for p in parts] == [2, 0]
+            alone = w.call(fetch("t", 1, 0, max_bytes=1 << 20, partition_max_bytes=1 << 20), 12)
+            assert values(alone.responses[0].partitions[0].records) == [b"y" * 5000]  # over the limit, whole
+    with pytest.raises(ValueError, match="at least 1024"):
+        Cluster(fetch_max_bytes=1000)
+
+
+def test_min_bytes_beyond_the_responses_limit_is_answered_at_once(one):
+    # Kafka counts the bytes available against min_bytes, not those that fit: a response cut at its limit
+    # cannot grow by waiting (the 5 s socket timeout of Wire would fail a wait of max_wait_ms)
+    with Wire(one.addresses[0]) as w:
+        for i in range(4):
+            w.call(produce("t", 0, batch(b"x" * 1000)), 9)
+        size = len(batch(b"x" * 1000))
+        r = w.call(fetch("t", 0, 0, max_bytes=2 * size, min_bytes=10 * size, max_wait_ms=60_000), 12)
+        assert len(values(r.responses[0].partitions[0].records)) == 2
+
+
+def test_a_large_fetch_response_over_tls_arrives_whole(test_certs):
+    # TLS transports take a response's pieces at once (kcodec.broker.writes); the socket's reader is slow
+    import ssl
+
+    client = ssl.create_default_context(cafile=str(test_certs.ca))
+    stored = [b"%d" % i * 300_000 for i in range(10)]  # 3 MB and more, beyond what the sockets hold
+    with Cluster(tls=(test_certs.cert, test_certs.key), system_topic_partitions=1) as c:
+        c.create_topic("t", 1)
+        with Wire(c.addresses[0]) as w:
+            w.sock = client.wrap_socket(w.sock, server_hostname="127.0.0.1")
+            for value in stored:
+                w.call(produce("t", 0, batch(value)), 9)
+            sent = w.request(fetch("t", 0, 0, max_bytes=1 << 26, partition_max_bytes=1 << 26), 12)
+            time.sleep(0.3)
+            assert values(w.receive(sent).responses[0].partitions[0].records) == stored
+
+
 def test_long_poll_waits_and_wakes_on_append(one):
     with Wire(one.addresses[0]) as w, Wire(one.addresses[0]) as producer:
         t0 = time.monotonic()

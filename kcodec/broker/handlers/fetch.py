@@ -2,7 +2,8 @@
 
 Size rules (KIP-74): the first batch of the first partition with data is returned whole even when it
 exceeds max_bytes or partition_max_bytes; after it a partition gets batches up to
-min(partition_max_bytes, what is left of max_bytes). A request with less than min_bytes ready waits up to
+min(partition_max_bytes, what is left of max_bytes), max_bytes being at most the broker's fetch_max_bytes
+(Kafka's broker config fetch.max.bytes, KIP-541). A request with less than min_bytes ready waits up to
 max_wait_ms on the event loop (the handler answers ``Later``) and is answered as soon as appends make
 min_bytes, or at the deadline.
 """
@@ -47,9 +48,9 @@ def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int]], list[Ke
 
 
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
-          first: bool, spliced: dict[bytes, list[Any]]) -> tuple[_Part, int]:
-    """One partition's answer and its record bytes (the batches go to ``spliced`` under the marker that
-    stands for them in ``records``)."""
+          first: bool, spliced: dict[bytes, list[Any]]) -> tuple[_Part, int, bool]:
+    """One partition's answer, its record bytes (the batches go to ``spliced`` under the marker that
+    stands for them in ``records``), and whether a batch was left out for ``max_bytes``."""
     state = ctx.state
     name_or_id, index = key
     out = _Part(partition_index=index, error_code=0, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
@@ -58,34 +59,34 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
         topic = next((t for t in state.topics.values() if t.topic_id == name_or_id), None)
         if topic is None or not ctx.allowed("Read", "topic", topic.name):
             out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-            return out, 0
+            return out, 0, False
     else:
         topic = state.topics.get(name_or_id)
         if not ctx.allowed("Read", "topic", name_or_id):
             out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            return out, 0
+            return out, 0, False
     if topic is None or not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return out, 0
+        return out, 0, False
     leader, _ = state.leader_and_offline(topic.replicas[index])
     if leader != ctx.node_id:
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if ctx.version >= 12:
             out.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
-        return out, 0
+        return out, 0, False
     if leader_epoch > 0:  # every partition's leader epoch is 0
         out.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
-        return out, 0
+        return out, 0, False
     plog = state.logs.log(topic.topic_id, index)
     out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
     out.log_start_offset = plog.log_start
     if not plog.in_range(offset):
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-        return out, 0
+        return out, 0, False
     # read_committed stops at the last stable offset and lists the aborted transactions it overlaps
-    batches, size = plog.read(offset, max(max_bytes, 0), out.last_stable_offset if committed else None)
+    batches, size, cut = plog.read(offset, max(max_bytes, 0), out.last_stable_offset if committed else None)
     if batches and not first and size > max_bytes:
-        return out, 0  # only the response's first batch may exceed the limits
+        return out, 0, True  # only the response's first batch may exceed the limits
     if batches:
         out.records = new_marker()
         spliced[out.records] = batches
@@ -93,7 +94,7 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
             end = _next_offset(batches[-1])
             out.aborted_transactions = [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
                                         for a in plog.txns.aborted_in(offset, end)]
-    return out, size
+    return out, size, cut
 
 
 def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session: Optional[FetchSession],
@@ -104,16 +105,20 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session
               for t in req.topics for p in t.partitions} if ctx.version >= 9 else {}
     if session is not None:
         wanted = [(k, v[0], v[1]) for k, v in session.partitions.items()]
-    left = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    left = min(req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF, ctx.runtime.fetch_max_bytes)
     total = 0
+    full = False  # a batch was left out for the response's limit: waiting cannot make it bigger
     results: list[tuple[Key, _Part]] = []
     spliced: dict[bytes, list[Any]] = {}
     for key, offset, pmax in wanted:
-        part, size = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0, spliced)
+        part, size, cut = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0,
+                                spliced)
+        full = full or cut and left < pmax
         total += size
         left -= size
         results.append((key, part))
-    if not final and total < req.min_bytes and not any(p.error_code for _, p in results):
+    # Kafka answers once min_bytes are available, though fewer fit the response (min_bytes above max_bytes)
+    if not final and total < req.min_bytes and not full and not any(p.error_code for _, p in results):
         return None
     topics: dict[Any, list[_Part]] = {}
     sessions = _sessions(ctx)

@@ -88,12 +88,13 @@ class PartitionLog:
     def in_range(self, offset: int) -> bool:
         return self.log_start <= offset <= self.next_offset
 
-    def read(self, offset: int, max_bytes: int, upto: Optional[int] = None) -> tuple[list[Any], int]:
+    def read(self, offset: int, max_bytes: int, upto: Optional[int] = None) -> tuple[list[Any], int, bool]:
         """Whole batches from the one holding ``offset`` on, up to ``max_bytes`` (the first batch always,
-        KIP-74), ending before ``upto`` (an offset, e.g. the last stable offset); and their byte count."""
+        KIP-74), ending before ``upto`` (an offset, e.g. the last stable offset); their byte count; and
+        whether a batch before ``upto`` was left out for ``max_bytes``."""
         end = self.next_offset if upto is None else upto
         if offset >= end or not self.batches:
-            return [], 0
+            return [], 0, False
         i = bisect_right(self.bases, offset) - 1
         if i < 0:
             i = 0
@@ -104,11 +105,11 @@ class PartitionLog:
         while i < n and bases[i] < end:
             b = batches[i]
             if out and total + len(b) > max_bytes:
-                break
+                return out, total, True
             out.append(b)
             total += len(b)
             i += 1
-        return out, total
+        return out, total, False
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
         """(offset, timestamp) of the first record whose timestamp is at least ``timestamp``, or (-1, -1)."""
