@@ -176,6 +176,25 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced():
             assert p.send("t", 0, b"late").error_code == E.INVALID_PRODUCER_EPOCH
 
 
+def test_expiry_follows_each_transactions_own_deadline(one):
+    """expire() (before every request) skips its scan until the earliest deadline: a shorter transaction
+    begun after a longer one still ends at its own deadline, and the longer one not before its own."""
+    txns = one.runtime.txns
+    with Wire(one.addresses[0]) as w:
+        long, short = Producer(w, "long", timeout_ms=60_000), Producer(w, "short", timeout_ms=1_000)
+        assert long.add_code("t", 0) == 0 and short.add_code("t", 1) == 0
+    started = {tid: txns.get(tid).start_ms for tid in ("long", "short")}
+    with one.state.lock:
+        txns.expire(started["short"] + 500)
+        assert txns.get("short").ongoing and txns.get("long").ongoing
+        txns.expire(started["short"] + 1_001)
+        assert not txns.get("short").ongoing and txns.get("long").ongoing
+        txns.expire(started["long"] + 59_000)
+        assert txns.get("long").ongoing
+        txns.expire(started["long"] + 60_001)
+        assert not txns.get("long").ongoing
+
+
 def _offset_fetch(w: Wire, group: str, require_stable: bool) -> tuple[int, int]:
     r = w.call(OffsetFetchRequest(group_id=group, require_stable=require_stable, topics=[
         OffsetFetchRequest.Topic(name="t", partition_indexes=[0])]), 7)

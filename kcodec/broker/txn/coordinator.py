@@ -38,6 +38,9 @@ class TransactionSettings:
             raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
 
 
+_NEVER = 2 ** 63
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -47,6 +50,7 @@ class TransactionCoordinator:
         self.state = state
         self.settings = settings or TransactionSettings()
         self.transactions: dict[str, Transaction] = {}
+        self._check_at = _NEVER  # no ongoing transaction times out before this (ms): expire() skips until then
         with state.lock:
             self._abort_orphans()
 
@@ -91,7 +95,7 @@ class TransactionCoordinator:
                        partitions: Iterable[TopicPartition]) -> E:
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None:
-            txn.begin(now_ms())
+            self._begin(txn)
             txn.partitions.update(partitions)
         return error
 
@@ -106,7 +110,7 @@ class TransactionCoordinator:
         """AddOffsetsToTxn: the group's offsets may now be committed in the transaction."""
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None:
-            txn.begin(now_ms())
+            self._begin(txn)
             txn.groups.add(group)
         return error
 
@@ -139,12 +143,24 @@ class TransactionCoordinator:
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         return E.NONE if txn.state is done else E.INVALID_TXN_STATE
 
+    def _begin(self, txn: Transaction) -> None:
+        txn.begin(now_ms())
+        self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
+
     def expire(self, now: Optional[int] = None) -> None:
-        """Abort, fencing the producer, every transaction open longer than its timeout."""
+        """Abort, fencing the producer, every transaction open longer than its timeout. Runs before every
+        request, so it looks at the transactions only once the earliest deadline has passed."""
         now = now_ms() if now is None else now
+        if now <= self._check_at:
+            return
+        check_at = _NEVER
         for txn in self.transactions.values():
-            if txn.ongoing and txn.start_ms + txn.timeout_ms < now:
-                self._fence_and_abort(txn)
+            if txn.ongoing:
+                if txn.start_ms + txn.timeout_ms < now:
+                    self._fence_and_abort(txn)
+                else:
+                    check_at = min(check_at, txn.start_ms + txn.timeout_ms)
+        self._check_at = check_at
 
     def _fence_and_abort(self, txn: Transaction) -> None:
         """Kafka's prepareFenceProducerEpoch then abort: the markers carry the bumped epoch, so the old
