@@ -24,6 +24,7 @@ from ..context import Context
 from ..log.transactions import TRANSACTIONAL_BIT
 from ..state import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, handles
+from .transactions import epoch_error
 
 INTERNAL_PRODUCER = "__admin_client"  # Kafka lets only its admin client write system topics
 _Partition = ProduceResponse.PartitionProduceResponse
@@ -69,7 +70,7 @@ def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: 
         code = txns.add_partitions(transactional_id, pid, epoch, [partition])
     else:
         code = txns.in_transaction(transactional_id, pid, epoch, partition)
-    return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+    return epoch_error(code)
 
 
 def _transactional(records: Any) -> bool:

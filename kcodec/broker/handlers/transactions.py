@@ -7,7 +7,7 @@ PRODUCER_FENCED did not exist: those versions get INVALID_PRODUCER_EPOCH.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, TypeVar
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
@@ -18,6 +18,7 @@ from ..groups.placement import TRANSACTION_KEY, coordinator_for
 from . import handles
 
 _Resp = AddPartitionsToTxnResponse
+_Code = TypeVar("_Code", int, ErrorCode)
 
 
 def not_txn_coordinator(ctx: Context, transactional_id: str) -> Optional[int]:
@@ -34,11 +35,14 @@ def txn_error(ctx: Context, transactional_id: str, operation: str = "Write") -> 
     return not_txn_coordinator(ctx, transactional_id)
 
 
+def epoch_error(code: _Code) -> _Code:
+    """PRODUCER_FENCED as the APIs that never had it say it (Produce, TxnOffsetCommit): INVALID_PRODUCER_EPOCH."""
+    return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
+
 def fenced_as(version: int, first_fenced_version: int, code: int) -> int:
     """PRODUCER_FENCED as the request's version knows it."""
-    if code == ErrorCode.PRODUCER_FENCED and version < first_fenced_version:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    return code
+    return code if version >= first_fenced_version else epoch_error(code)
 
 
 # -- AddPartitionsToTxn --------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from ..groups.offsets import Committed
 from . import handles
 from .group_offsets import MAX_METADATA
 from .groups import group_error
+from .transactions import epoch_error
 
 _Resp = TxnOffsetCommitResponse
 
@@ -60,7 +61,7 @@ def txn_offset_commit(ctx: Context, req: Any) -> TxnOffsetCommitResponse:
         # v5 (KIP-890 part 2) adds the group to the transaction itself
         code = ctx.runtime.txns.stage_offsets(req.transactional_id, req.producer_id, req.producer_epoch,
                                               req.group_id, staged, implicit_add=ctx.version >= 5)
-        code = ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+        code = epoch_error(code)
         codes.update((key, code) for key in staged)
     return _Resp(topics=[_Resp.Topic(name=t.name, partitions=[
         _Resp.Partition(partition_index=p.partition_index, error_code=codes[(t.name, p.partition_index)])
