@@ -18,7 +18,7 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 
@@ -124,6 +124,7 @@ cdef class Walker:
     cdef list path
     cdef Plan* plans             # per op, take_rows' scratch
     cdef int64_t* spare          # per struct: rows take_rows' pointers have room for (0: set them up)
+    cdef RowGuess* guesses       # per struct: skip_rows' last full row
 
     def __cinit__(self, Layout L):
         cdef int i
@@ -134,8 +135,9 @@ cdef class Walker:
         self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
         self.plans = <Plan*>malloc(max(L.nops, 1) * sizeof(Plan))
         self.spare = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
+        self.guesses = <RowGuess*>calloc(max(L.nstructs, 1), sizeof(RowGuess))
         if (self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL
-                or self.plans == NULL or self.spare == NULL):
+                or self.plans == NULL or self.spare == NULL or self.guesses == NULL):
             raise MemoryError()
         self.objects = []
         for i in range(L.ncols):
@@ -162,6 +164,7 @@ cdef class Walker:
         free(self.rows)
         free(self.plans)
         free(self.spare)
+        free(self.guesses)
 
     # ------------------------------------------------------------------------------------ growing
 
@@ -341,7 +344,7 @@ cdef class Walker:
                 while i < n:  # rows of numbers by the fast loops; anything unusual, and other structs, the
                     if sub.skip:  # full path, with its checks and errors
                         k = skip_rows(self.buf, self.end, self.L.steps + sub.first_step, sub.nsteps,
-                                      sub.flexible, n - i, &pos)
+                                      sub.flexible, n - i, &pos, &self.guesses[op.sub])
                         self.rows[op.sub] += k
                         i += k
                     elif sub.plain:

@@ -31,6 +31,7 @@ cdef struct Step:
 
 
 cdef struct Buf
+cdef struct RowGuess  # skip_rows' guess of the next row (_columnar_rows.pxi)
 
 
 cdef struct Plan:   # a plain struct's field in take_rows

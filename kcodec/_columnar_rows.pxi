@@ -261,21 +261,54 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     return r
 
 
-cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
-                       int64_t n, Py_ssize_t* at) noexcept nogil:
-    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
-    partitions), from at[0]; returns how many, with at[0] after them."""
-    cdef int64_t done, m
+DEF GUESS_MAX = 10  # lengths a row guess holds: up to 9 arrays and the tagged fields' byte
+
+
+cdef struct RowGuess:  # the last row skip_rows stepped over the full way, for the next ones of its struct
+    Py_ssize_t size        # the row's bytes (0: no guess)
+    int count              # the lengths below
+    Py_ssize_t at[GUESS_MAX]   # each length's offset in the row (arrays' lengths, then the tags' byte)
+    int wide[GUESS_MAX]        # a 4-byte length (else one byte)
+    uint32_t value[GUESS_MAX]  # its bytes
+
+
+cdef inline bint same_lengths(const unsigned char* row, const RowGuess* g) noexcept nogil:
+    """Whether a row's bytes at the guess's offsets are the guess's: then every step of the full way
+    would read the same lengths at the same places, so the row has the guess's size."""
     cdef int k
+    cdef uint32_t v
+    for k in range(g.count):
+        if g.wide[k]:
+            memcpy(&v, row + g.at[k], 4)
+            if v != g.value[k]:
+                return False
+        elif row[g.at[k]] != g.value[k]:
+            return False
+    return True
+
+
+cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
+                       int64_t n, Py_ssize_t* at, RowGuess* g) noexcept nogil:
+    """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
+    partitions), from at[0]; returns how many, with at[0] after them. A row whose lengths are the last
+    full row's (``g``, kept across calls: a topic's partitions, then the next topic's) is one step; a row
+    the full way records its lengths in ``g``."""
+    cdef int64_t done, m
+    cdef int k, nl
     cdef const Step* st
-    cdef Py_ssize_t q
-    cdef uint8_t last[8]
-    cdef Py_ssize_t step[8]
-    memset(last, 0xFF, 8)  # (no guess: a length byte of 0xFF is never taken here)
+    cdef Py_ssize_t q, q0
+    cdef uint32_t v4
+    cdef bint record = nsteps <= GUESS_MAX
     cdef const Step* tail = steps + nsteps - 1  # the numbers after the last array (Layout ends every
     for done in range(n):                       # skipped struct's steps with one, without an array)
         q = at[0]
         prefetch(buf + q + PREFETCH_AHEAD)
+        if g.size and g.size <= end - q and same_lengths(buf + q, g):
+            at[0] = q + g.size
+            continue
+        g.size = 0
+        q0 = q
+        nl = 0
         for k in range(nsteps - 1):  # each a run of numbers, then an array
             st = steps + k
             if st.run > end - q:
@@ -284,22 +317,22 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
             if st.compact:
                 if q >= end or buf[q] >= 0x80:
                     return done
-                if buf[q] == 1:  # empty: a constant step (the next read need not wait for this byte)
-                    q += 1
-                    continue
-                if k < 8 and buf[q] == last[k]:  # the last row's count (a replication factor): its step,
-                    if step[k] > end - q:        # known before this byte is (a predicted branch)
-                        return done
-                    q += step[k]
-                    continue
+                if record:
+                    g.at[nl] = q - q0
+                    g.wide[nl] = 0
+                    g.value[nl] = buf[q]
+                    nl += 1
                 m = <int64_t>buf[q] - 1
-                if k < 8 and m > 0 and m * st.elem < end - q:
-                    last[k] = buf[q]
-                    step[k] = 1 + m * st.elem
                 q += 1
             else:
                 if 4 > end - q:
                     return done
+                if record:
+                    memcpy(&v4, buf + q, 4)
+                    g.at[nl] = q - q0
+                    g.wide[nl] = 1
+                    g.value[nl] = v4
+                    nl += 1
                 m = <int32_t>be32(buf + q)
                 q += 4
             if m < 0:
@@ -315,6 +348,14 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
         if flexible:
             if q >= end or buf[q] != 0:
                 return done
+            if record:
+                g.at[nl] = q - q0
+                g.wide[nl] = 0
+                g.value[nl] = 0
+                nl += 1
             q += 1
+        if record:
+            g.count = nl
+            g.size = q - q0
         at[0] = q
     return n

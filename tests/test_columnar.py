@@ -138,6 +138,11 @@ def errors_match(cls, data, version) -> str:
                 assert (g.reason, g.offset, g.path, g.message, g.version) == want, (engine, scan.__name__)
         return "error"
     assert_matches_objects(both(cls, data, version), msg)
+    internal = "internal" if cls is ListTopicsResponse else "is_internal"
+    for engine in ENGINES:  # the names-only scan steps over the partitions: it must land on each topic
+        names = columnar.topic_names(cls, data, version, engine=engine)
+        assert names.names == [t.name for t in msg.topics], engine
+        assert names.internal.tolist() == [bool(getattr(t, internal, False)) for t in msg.topics], engine
     return "ok"
 
 
