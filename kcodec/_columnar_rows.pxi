@@ -2,6 +2,10 @@
 # numbers (a topic's partitions), run instead of Walker.walk per row. Each stops before the first row that is
 # not the plain case (a short buffer, a null or long length, tagged fields); the caller walks that row the full
 # way, which makes the reference's error when there is one, so errors stay those of the full path.
+# Two shortcuts, each measured on Metadata v12 / DescribeTopicPartitions (issue 12): take_rows reads a
+# partition (an error code, three numbers, arrays of up to 4 ids) without its per-field plan, and skip_rows
+# steps over a row whose length bytes are the last full row's at once. Either falls back to the general
+# step for anything else, so the same rows and the same errors come out.
 
 
 cdef extern from *:
@@ -60,6 +64,28 @@ cdef void plan_rows(Walker w) noexcept:
                     f.nulls = &w.nulls[op.col]
 
 
+cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
+    """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
+    ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
+    cdef int i
+    if not flexible or nops < 5 or nops > 12 or plans[0].code != INT16_KEPT:
+        return 0
+    for i in range(1, nops):
+        if plans[i].code != (INT32_KEPT if i < 4 else INT32S_KEPT):
+            return 0
+    return nops - 4
+
+
+cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
+    """Takes back the values a partition's first j arrays added (its row stopped at array j)."""
+    cdef int i
+    cdef int64_t m
+    for i in range(j):
+        m = p[0] - 1 if 2 <= p[0] <= 5 else 0
+        arrays[i].vlen -= m
+        p += 1 + 4 * m
+
+
 cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
     """Decodes up to n rows of plain struct s from at[0] into their columns; returns how many, with at[0]
     after them. Every column that takes one item per row has room for n reserved first (n is bounded by
@@ -70,7 +96,8 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     cdef StructC* st = &w.L.structs[s]
     cdef Plan* plans = w.plans + st.first
     cdef Plan* f
-    cdef int nops = st.count, i, flexible = st.flexible, code
+    cdef int nops = st.count, i, flexible = st.flexible, code, A, j
+    cdef uint8_t c
     cdef const unsigned char* buf = w.buf
     cdef Py_ssize_t end = w.end, q = at[0], p
     cdef int64_t r = 0, m, k, vl, spare
@@ -102,9 +129,54 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     if st.parent_col >= 0:
         b = &w.data[st.parent_col]
         parents = <int32_t*>b.data + b.len
+    A = partition_shape(plans, nops, flexible)
     while r < n:
         p = q
         prefetch(buf + q + PREFETCH_AHEAD)
+        if A and end - p > 14 + 17 * A:  # a partition: its numbers, then arrays of at most 4 ids each
+            (<uint16_t*>plans[0].dst)[r] = be16(buf + p)
+            (<uint32_t*>plans[1].dst)[r] = be32(buf + p + 2)
+            (<uint32_t*>plans[2].dst)[r] = be32(buf + p + 6)
+            (<uint32_t*>plans[3].dst)[r] = be32(buf + p + 10)
+            p += 14
+            for j in range(A):
+                f = plans + 4 + j
+                c = buf[p]
+                vl = f.vlen
+                if c == 1:  # empty
+                    p += 1
+                elif <uint8_t>(c - 2) < 4:  # 1 to 4 ids: a fixed copy of 4 (the items past m are not counted)
+                    m = c - 1
+                    if vl + 8 > f.vcap:
+                        w.at = q
+                        f.values.len = vl
+                        w.grow(f.values, 8)
+                        f.vdata = f.values.data
+                        f.vcap = f.values.cap
+                    src = buf + p + 1
+                    out = f.vdata + 4 * vl
+                    for k in range(4):
+                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                    vl += m
+                    f.vlen = vl
+                    p += 1 + 4 * m
+                elif c == 0 and f.nullable:  # null: empty, marked
+                    p += 1
+                    if not f.marked:  # the batch's first null: the mask is zeroed now, not per row
+                        memset(f.ndst, 0, n)
+                        f.marked = 1
+                    f.ndst[r] = 1
+                else:
+                    break
+                (<int32_t*>f.dst)[r] = <int32_t>vl
+            else:
+                if buf[p] == 0:  # no tagged fields
+                    r += 1
+                    q = p + 1
+                    continue
+                j = A
+            unwind(plans + 4, j, buf + q + 14)  # the full way below reads this row again
+            p = q
         for i in range(nops):
             f = plans + i
             code = f.code

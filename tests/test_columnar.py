@@ -259,7 +259,10 @@ def _partition_rows(cls, version: int):
         topics.append(Topic(name=f"topic-{t}", partitions=parts))
     parts = []
     for i in range(6):
-        p = Partition(partition_index=i, leader_id=i, replica_nodes=[1, 2, 3], isr_nodes=[1, 2] if i == 3 else [1, 2, 3])
+        # arrays of 5 and 7 ids after arrays of 3 and 4: the partition way gives its row back to the general one
+        p = Partition(partition_index=i, leader_id=i, replica_nodes=[1, 2, 3, 4] if i == 5 else [1, 2, 3],
+                      isr_nodes=[1, 2] if i == 3 else list(range(7)) if i == 5 else [1, 2, 3],
+                      offline_replicas=[4, 5, 6, 7, 8] if i == 1 else [])
         for f in nullable:
             setattr(p, f, [] if i != 4 else [i])
         parts.append(p)
