@@ -311,22 +311,6 @@ def test_describe_and_list_transactions(one):
         assert bad.error_code == E.INVALID_REGULAR_EXPRESSION
 
 
-def test_open_transactions_are_aborted_at_restart(tmp_path):
-    state = tmp_path / "state.json"
-    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:
-        c.create_topic("t", 1)
-        with Wire(c.addresses[0]) as w:
-            p = Producer(w, "tx")
-            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"done").error_code == 0 and p.end(True) == 0
-            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"open").error_code == 0
-    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
-        part = _part(w.call(fetch("t", 0, 0, READ_COMMITTED), 12))
-        assert (part.high_watermark, part.last_stable_offset) == (4, 4)
-        assert [a.first_offset for a in part.aborted_transactions] == [2]
-        kept = [r.value for b in filter_aborted(iter_batches(part.records), part.aborted_transactions) for r in b]
-        assert kept == [b"done"]
-
-
 @pytest.mark.parametrize("version", range(6))
 def test_every_version_runs_a_transaction(one, version):
     """InitProducerId v0-5, AddPartitionsToTxn v0-3, AddOffsetsToTxn v0-4, TxnOffsetCommit v0-5, EndTxn v0-4."""

@@ -4,9 +4,11 @@ InitProducerId gives a transactional id its producer id and bumps the epoch each
 transaction the previous instance left open (Kafka fences it with one bump, aborts, then bumps again for
 the new instance). AddPartitionsToTxn / AddOffsetsToTxn start a transaction and grow it; EndTxn writes
 the COMMIT or ABORT marker to each of its partitions and applies (or drops) its TxnOffsetCommit offsets.
-A transaction older than its timeout is aborted with the epoch bumped, so its producer is fenced. The
-check runs before every request (Kafka: every 10 s), so the abort happens at the first request after it.
-Everything runs under the cluster state's lock.
+A transaction older than its timeout is aborted with the epoch bumped, so its producer is
+fenced. The check runs before every request (Kafka: every 10 s), so the abort happens at the first
+request after it. Every change of a transactional id's state is journaled (fsynced) in the data file, as
+Kafka writes __transaction_state, so a restarted coordinator resumes it. Everything runs under the
+cluster state's lock.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kcodec.records import ControlType, control_batch
 from ..groups.offsets import Committed
 from ..log.producers import MAX_EPOCH
 from ..log.transactions import COORDINATOR_EPOCH
+from . import journal
 from .metadata import TopicPartition, Transaction, TxnState
 
 if TYPE_CHECKING:
@@ -52,6 +55,7 @@ class TransactionCoordinator:
         self.transactions: dict[str, Transaction] = {}
         self._check_at = _NEVER  # no ongoing transaction times out before this (ms): expire() skips until then
         with state.lock:
+            self._restore()
             self._abort_orphans()
 
     # -- InitProducerId ------------------------------------------------------------------------------
@@ -63,19 +67,26 @@ class TransactionCoordinator:
         txn = self.transactions.get(transactional_id)
         if txn is None:
             new_pid, new_epoch = self._allocate()
-            self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
+            txn = self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
+            self._save(txn)
             return E.NONE, new_pid, new_epoch
         if (pid >= 0 or epoch >= 0) and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
             return E.PRODUCER_FENCED, -1, -1
         if txn.ongoing:
             self._fence_and_abort(txn)
+        self._bump_epoch(txn)
+        txn.timeout_ms, txn.state = timeout_ms, TxnState.EMPTY
+        self._save(txn)
+        return E.NONE, txn.producer_id, txn.producer_epoch
+
+    def _bump_epoch(self, txn: Transaction) -> None:
+        """The next epoch, or a new producer id at epoch 0 once the epoch is exhausted."""
         if txn.producer_epoch >= MAX_EPOCH - 1:
+            txn.previous_producer_id = txn.producer_id
             txn.producer_id, txn.producer_epoch = self._allocate()
         else:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
-        txn.timeout_ms, txn.state = timeout_ms, TxnState.EMPTY
-        return E.NONE, txn.producer_id, txn.producer_epoch
 
     def _allocate(self) -> tuple[int, int]:
         _, pid, epoch = self.state.logs.init_producer_id(-1, -1)  # journaled, never given twice
@@ -95,8 +106,11 @@ class TransactionCoordinator:
                        partitions: Iterable[TopicPartition]) -> E:
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None:
-            self._begin(txn)
-            txn.partitions.update(partitions)
+            added = set(partitions) - txn.partitions
+            if added or not txn.ongoing:  # journaled only when it changes (Kafka answers at once too)
+                self._begin(txn)
+                txn.partitions.update(added)
+                self._save(txn)
         return error
 
     def in_transaction(self, transactional_id: str, pid: int, epoch: int, partition: TopicPartition) -> E:
@@ -109,9 +123,10 @@ class TransactionCoordinator:
     def add_group(self, transactional_id: str, pid: int, epoch: int, group: str) -> E:
         """AddOffsetsToTxn: the group's offsets may now be committed in the transaction."""
         error, txn = self.check_producer(transactional_id, pid, epoch)
-        if txn is not None:
+        if txn is not None and (group not in txn.groups or not txn.ongoing):
             self._begin(txn)
             txn.groups.add(group)
+            self._save(txn)
         return error
 
     def stage_offsets(self, transactional_id: str, pid: int, epoch: int, group: str,
@@ -125,6 +140,7 @@ class TransactionCoordinator:
         elif not txn.ongoing or group not in txn.groups:
             return E.INVALID_TXN_STATE
         txn.offsets.setdefault(group, {}).update(offsets)
+        self._save(txn)
         return E.NONE
 
     def pending_offsets(self, group: str) -> set[TopicPartition]:
@@ -172,29 +188,51 @@ class TransactionCoordinator:
 
     def _complete(self, txn: Transaction, commit: bool) -> None:
         kind = ControlType.COMMIT if commit else ControlType.ABORT
+        marker_epoch = txn.producer_epoch
         for topic_name, index in sorted(txn.partitions):
             topic = self.state.topics.get(topic_name)
             if topic is not None and 0 <= index < len(topic.replicas):  # else deleted meanwhile
-                self._write_marker(topic.topic_id, index, kind, txn.producer_id, txn.producer_epoch)
+                self._write_marker(topic.topic_id, index, kind, txn.producer_id, marker_epoch)
         if commit and txn.offsets:
             for group, offsets in txn.offsets.items():
                 for (topic_name, index), committed in offsets.items():
                     if topic_name in self.state.topics:
                         self.state.offsets.commit(group, topic_name, index, committed)
             self.state.save()
-        self.state.logs.flush(sync=True)
         txn.finish(commit)
+        self._save(txn)  # in the same write as the markers
 
     def _write_marker(self, topic_id: object, index: int, kind: ControlType, pid: int, epoch: int) -> None:
         batch = control_batch(kind, pid, epoch, COORDINATOR_EPOCH, timestamp=now_ms())
         self.state.logs.append(topic_id, index, batch, False, -1, -1, 0)  # type: ignore[arg-type]
 
+    # -- persistence ---------------------------------------------------------------------------------
+    def _save(self, txn: Transaction) -> None:
+        """Journal the id's state, fsynced before the answer (Kafka answers once __transaction_state
+        holds it); with what the request appended before it (markers) in the same write."""
+        self.state.logs.journal_txn_state(txn.transactional_id, journal.encode(txn))
+        self.state.logs.flush(sync=True)
+
+    def _restore(self) -> None:
+        """The transactional ids the data file holds, their open transactions and timeouts included."""
+        for tid, data in self.state.logs.txn_states.items():
+            txn = journal.decode(tid, data)
+            if txn is None:
+                continue
+            self.transactions[tid] = txn
+            self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch)
+            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+            if txn.ongoing:
+                self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
+
     def _abort_orphans(self) -> None:
-        """Transactions left open in the data file by a previous run lost their coordinator: aborted at
-        start, so the partitions' last stable offsets move on."""
+        """Transactions left open in the data file whose coordinator state is gone (a journal from before
+        it was kept, or an id whose entry was lost): aborted at start, so the partitions' last stable
+        offsets move on."""
+        resumed = {t.producer_id for t in self.transactions.values() if t.ongoing}
         aborted = 0
         for (topic_id, index), plog in list(self.state.logs.logs.items()):
-            for pid in list(plog.txns.open):
+            for pid in [p for p in plog.txns.open if p not in resumed]:
                 entry = plog.producers.get(pid)
                 self._write_marker(topic_id, index, ControlType.ABORT, pid, entry.epoch if entry else 0)
                 aborted += 1
