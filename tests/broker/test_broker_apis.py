@@ -39,7 +39,7 @@ def test_api_versions_every_version(cluster, version):
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
     assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS | TXN_APIS
-    assert advertised["EndTxn"] == (0, 4)  # v5 is transaction version 2 (an epoch bump per EndTxn)
+    assert advertised["EndTxn"] == (0, 5)  # v5: transaction version 2 (an epoch bump per EndTxn)
     assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)

@@ -74,6 +74,16 @@ class Producer:
         return self.w.call(EndTxnRequest(transactional_id=self.tid, producer_id=self.pid, producer_epoch=self.epoch,
                                          committed=commit), version).error_code
 
+    def end_v2(self, commit: bool, epoch: Optional[int] = None) -> tuple[int, int, int]:
+        """EndTxn v5 (transaction version 2): (error, producer id, epoch); on success the producer goes on
+        with the id and epoch it was given, its sequences from 0."""
+        r = self.w.call(EndTxnRequest(transactional_id=self.tid, producer_id=self.pid, committed=commit,
+                                      producer_epoch=self.epoch if epoch is None else epoch), 5)
+        if r.error_code == 0:
+            self.pid, self.epoch = r.producer_id, r.producer_epoch
+            self.seqs.clear()
+        return r.error_code, r.producer_id, r.producer_epoch
+
     def add_offsets(self, group: str, version: int = 3) -> int:
         return self.w.call(AddOffsetsToTxnRequest(transactional_id=self.tid, producer_id=self.pid,
                                                   producer_epoch=self.epoch, group_id=group), version).error_code

@@ -1,10 +1,12 @@
-"""The transaction coordinator: Kafka's TransactionCoordinator state machine, transaction version 1.
+"""The transaction coordinator: Kafka's TransactionCoordinator state machine, transaction versions 1 and 2.
 
 InitProducerId gives a transactional id its producer id and bumps the epoch each time, aborting the
 transaction the previous instance left open (Kafka fences it with one bump, aborts, then bumps again for
 the new instance). AddPartitionsToTxn / AddOffsetsToTxn start a transaction and grow it; EndTxn writes
 the COMMIT or ABORT marker to each of its partitions and applies (or drops) its TxnOffsetCommit offsets.
-A transaction older than its timeout is aborted with the epoch bumped, so its producer is
+EndTxn v5 (transaction version 2, KIP-890 part 2) bumps the epoch at every transaction end: the markers
+carry the new epoch, which the response gives the producer (a new producer id once the epoch is
+exhausted). A transaction older than its timeout is aborted with the epoch bumped, so its producer is
 fenced. The check runs before every request (Kafka: every 10 s), so the abort happens at the first
 request after it. Every change of a transactional id's state is journaled (fsynced) in the data file, as
 Kafka writes __transaction_state, so a restarted coordinator resumes it. Everything runs under the
@@ -30,15 +32,23 @@ if TYPE_CHECKING:
     from ..state import ClusterState
 
 
+SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coordinator serves
+
+
 @dataclass
 class TransactionSettings:
-    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout)."""
+    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout) and the
+    finalized transaction.version feature: 2 (the default, as Kafka 4.x) lets clients that know it end
+    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1."""
 
     max_timeout_ms: int = 900_000
+    transaction_version: int = 2
 
     def __post_init__(self) -> None:
         if self.max_timeout_ms < 1:
             raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
+        if self.transaction_version not in SUPPORTED_VERSIONS:
+            raise ValueError(f"transaction version {self.transaction_version}: supported are {SUPPORTED_VERSIONS}")
 
 
 _NEVER = 2 ** 63
@@ -159,6 +169,37 @@ class TransactionCoordinator:
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         return E.NONE if txn.state is done else E.INVALID_TXN_STATE
 
+    def end_v2(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> tuple[E, int, int]:
+        """EndTxn v5 (transaction version 2): (error, producer id, epoch the producer continues with).
+
+        Kafka's rules: the epoch is bumped at every end, so a retried EndTxn carries the epoch before the
+        bump (or, after a producer id rotation, the old id and its last epoch) and succeeds again for the
+        same outcome; an abort with no transaction open is allowed and bumps the epoch too."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        retry_rotated = (pid == txn.previous_producer_id and epoch == MAX_EPOCH - 1 and txn.producer_epoch == 0)
+        if pid != txn.producer_id and not retry_rotated:
+            return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        completed = txn.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        retry = completed and (retry_rotated or txn.producer_epoch == epoch + 1)
+        if not retry and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
+            return E.PRODUCER_FENCED, -1, -1
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if retry:
+            error = E.NONE if txn.state is done else E.INVALID_TXN_STATE
+        elif txn.ongoing:
+            self._complete(txn, commit, bump=True)
+            error = E.NONE
+        elif not commit:  # Empty or completed, current epoch: an abort that only bumps the epoch
+            self._bump_epoch(txn)
+            txn.finish(committed=False)
+            self._save(txn)
+            error = E.NONE
+        else:
+            error = E.INVALID_TXN_STATE
+        return (error, txn.producer_id, txn.producer_epoch) if error == E.NONE else (error, -1, -1)
+
     def _begin(self, txn: Transaction) -> None:
         txn.begin(now_ms())
         self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
@@ -186,13 +227,17 @@ class TransactionCoordinator:
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
         self._complete(txn, commit=False)
 
-    def _complete(self, txn: Transaction, commit: bool) -> None:
+    def _complete(self, txn: Transaction, commit: bool, bump: bool = False) -> None:
+        """Write the markers, apply or drop the offsets. ``bump`` (transaction version 2): the markers
+        carry the next epoch, which the producer continues with (a new producer id when exhausted)."""
         kind = ControlType.COMMIT if commit else ControlType.ABORT
-        marker_epoch = txn.producer_epoch
+        marker_epoch = min(txn.producer_epoch + 1, MAX_EPOCH) if bump else txn.producer_epoch
         for topic_name, index in sorted(txn.partitions):
             topic = self.state.topics.get(topic_name)
             if topic is not None and 0 <= index < len(topic.replicas):  # else deleted meanwhile
                 self._write_marker(topic.topic_id, index, kind, txn.producer_id, marker_epoch)
+        if bump:
+            self._bump_epoch(txn)
         if commit and txn.offsets:
             for group, offsets in txn.offsets.items():
                 for (topic_name, index), committed in offsets.items():
