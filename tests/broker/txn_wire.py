@@ -50,6 +50,13 @@ class Producer:
         self.pid, self.epoch = r.producer_id, r.producer_epoch
         self.seqs: dict[tuple[str, int], int] = {}
 
+    @classmethod
+    def given(cls, wire: Wire, transactional_id: str, pid: int, epoch: int) -> "Producer":
+        """A producer with the id and epoch an InitProducerId sent otherwise gave."""
+        p = cls.__new__(cls)
+        p.w, p.tid, p.pid, p.epoch, p.seqs = wire, transactional_id, pid, epoch, {}
+        return p
+
     def add(self, topic: str, *partitions: int, version: int = 3) -> Any:
         return self.w.call(AddPartitionsToTxnRequest(
             v3_and_below_transactional_id=self.tid, v3_and_below_producer_id=self.pid,

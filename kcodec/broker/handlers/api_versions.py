@@ -8,7 +8,7 @@ from typing import Any
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, ApiVersionsResponse
 
-from ..context import Context
+from ..context import ClusterRuntime, Context
 from ..txn.coordinator import SUPPORTED_VERSIONS
 from . import handles, supported_versions
 
@@ -18,9 +18,9 @@ TRANSACTION_VERSION = "transaction.version"
 FEATURES_EPOCH = 1  # the finalized features never change while a cluster runs
 
 
-def api_keys() -> list[ApiVersionsResponse.ApiVersion]:
-    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-            for k, (lo, hi) in supported_versions().items()]
+def api_keys(runtime: ClusterRuntime) -> list[ApiVersionsResponse.ApiVersion]:
+    served = {k: runtime.served(k, v) for k, v in supported_versions().items()}
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in served.items()]
 
 
 def _features(ctx: Context, version: int) -> dict[str, Any]:
@@ -50,4 +50,4 @@ def api_versions(ctx: Context, req: Any) -> ApiVersionsResponse:
         if not (_SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
         ctx.session.client = req.client_software_name
-    return ApiVersionsResponse(api_keys=api_keys(), **_features(ctx, ctx.version))
+    return ApiVersionsResponse(api_keys=api_keys(ctx.runtime), **_features(ctx, ctx.version))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode as E
 from kcodec.records import ControlType, control_batch
@@ -37,12 +37,14 @@ SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coord
 
 @dataclass
 class TransactionSettings:
-    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout) and the
+    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout), the
     finalized transaction.version feature: 2 (the default, as Kafka 4.x) lets clients that know it end
-    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1."""
+    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1; and
+    Kafka's transaction.two.phase.commit.enable: InitProducerId v6 (KIP-939) is served only with it."""
 
     max_timeout_ms: int = 900_000
     transaction_version: int = 2
+    two_phase_commit: bool = False
 
     def __post_init__(self) -> None:
         if self.max_timeout_ms < 1:
@@ -52,10 +54,25 @@ class TransactionSettings:
 
 
 _NEVER = 2 ** 63
+# A two-phase commit participant's timeout (Kafka's marker of one): its transaction never times out.
+TWO_PHASE_TIMEOUT = 2 ** 31 - 1
+
+
+class InitResult(NamedTuple):
+    error: E
+    producer_id: int = -1
+    producer_epoch: int = -1
+    ongoing_producer_id: int = -1  # InitProducerId v6 with keep_prepared_txn: the transaction kept open
+    ongoing_epoch: int = -1
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _deadline(txn: Transaction) -> int:
+    """When the ongoing ``txn`` times out (ms); never for a two-phase commit participant's."""
+    return _NEVER if txn.timeout_ms == TWO_PHASE_TIMEOUT else txn.start_ms + txn.timeout_ms
 
 
 class TransactionCoordinator:
@@ -69,25 +86,39 @@ class TransactionCoordinator:
             self._abort_orphans()
 
     # -- InitProducerId ------------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str, timeout_ms: int, pid: int = -1,
-                         epoch: int = -1) -> tuple[E, int, int]:
-        """(error, producer id, epoch). ``pid``/``epoch`` (v3+, KIP-360) name the caller's current ones."""
-        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, pid: int = -1, epoch: int = -1,
+                         two_phase: bool = False, keep_prepared: bool = False) -> InitResult:
+        """``pid``/``epoch`` (v3+, KIP-360) name the caller's current ones. v6 (KIP-939): ``two_phase``
+        makes the id a two-phase commit participant, whose transactions no timeout aborts (so any
+        timeout is accepted); ``keep_prepared`` keeps an open transaction for the caller to commit or
+        abort with the new epoch, instead of aborting it, and answers its producer id and epoch too."""
+        if two_phase:
+            timeout_ms = TWO_PHASE_TIMEOUT
+        elif not 0 < timeout_ms <= self.settings.max_timeout_ms:
+            return InitResult(E.INVALID_TRANSACTION_TIMEOUT)
         txn = self.transactions.get(transactional_id)
         if txn is None:
             new_pid, new_epoch = self._allocate()
             txn = self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
             self._save(txn)
-            return E.NONE, new_pid, new_epoch
+            return InitResult(E.NONE, new_pid, new_epoch)
         if (pid >= 0 or epoch >= 0) and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
-            return E.PRODUCER_FENCED, -1, -1
-        if txn.ongoing:
+            return InitResult(E.PRODUCER_FENCED)
+        kept = InitResult(E.NONE)
+        if txn.ongoing and keep_prepared:
+            if txn.producer_epoch >= MAX_EPOCH - 1:  # a new producer id could not end it (its markers' id)
+                return InitResult(E.INVALID_TXN_STATE)
+            kept = InitResult(E.NONE, -1, -1, txn.producer_id, txn.producer_epoch)
+        elif txn.ongoing:
             self._fence_and_abort(txn)
         self._bump_epoch(txn)
-        txn.timeout_ms, txn.state = timeout_ms, TxnState.EMPTY
+        txn.timeout_ms = timeout_ms
+        if txn.ongoing:
+            self._check_at = min(self._check_at, _deadline(txn))
+        else:
+            txn.state = TxnState.EMPTY
         self._save(txn)
-        return E.NONE, txn.producer_id, txn.producer_epoch
+        return kept._replace(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch)
 
     def _bump_epoch(self, txn: Transaction) -> None:
         """The next epoch, or a new producer id at epoch 0 once the epoch is exhausted."""
@@ -202,7 +233,7 @@ class TransactionCoordinator:
 
     def _begin(self, txn: Transaction) -> None:
         txn.begin(now_ms())
-        self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
+        self._check_at = min(self._check_at, _deadline(txn))
 
     def expire(self, now: Optional[int] = None) -> None:
         """Abort, fencing the producer, every transaction open longer than its timeout. Runs before every
@@ -213,10 +244,10 @@ class TransactionCoordinator:
         check_at = _NEVER
         for txn in self.transactions.values():
             if txn.ongoing:
-                if txn.start_ms + txn.timeout_ms < now:
+                if _deadline(txn) < now:
                     self._fence_and_abort(txn)
                 else:
-                    check_at = min(check_at, txn.start_ms + txn.timeout_ms)
+                    check_at = min(check_at, _deadline(txn))
         self._check_at = check_at
 
     def _fence_and_abort(self, txn: Transaction) -> None:
@@ -268,7 +299,7 @@ class TransactionCoordinator:
             self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch)
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
             if txn.ongoing:
-                self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
+                self._check_at = min(self._check_at, _deadline(txn))
 
     def _abort_orphans(self) -> None:
         """Transactions left open in the data file whose coordinator state is gone (a journal from before
