@@ -4,8 +4,10 @@ new instance to commit or abort."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from broker_wire import Wire
+from broker_wire import Wire, start_cli
 from txn_wire import READ_COMMITTED, Producer, fetch, values
 
 from kcodec.broker import Cluster
@@ -27,16 +29,18 @@ def _init_v6(w: Wire, enable_2pc: bool, keep: bool = False, timeout_ms: int = 60
     return r.error_code, r.producer_id, r.producer_epoch, r.ongoing_txn_producer_id, r.ongoing_txn_producer_epoch
 
 
-def _init_max(c: Cluster) -> int:
-    with Wire(c.addresses[0]) as w:
+def _init_max(address: tuple[str, int]) -> tuple[int, list[tuple[str, int]]]:
+    """InitProducerId's newest version and the finalized features, as ApiVersions v3 says them."""
+    with Wire(address) as w:
         r = w.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3)
-    return next(a.max_version for a in r.api_keys if a.api_key == InitProducerIdRequest.API_KEY)
+    return (next(a.max_version for a in r.api_keys if a.api_key == InitProducerIdRequest.API_KEY),
+            [(f.name, f.max_version_level) for f in r.finalized_features])
 
 
 def test_v6_only_with_two_phase_commit(two_phase):
-    assert _init_max(two_phase) == 6
+    assert _init_max(two_phase.addresses[0])[0] == 6
     with Cluster(brokers=1, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
-        assert _init_max(c) == 5  # as Kafka 4.3, where v6 is unstable
+        assert _init_max(c.addresses[0])[0] == 5  # as Kafka 4.3, where v6 is unstable
         assert _init_v6(w, True)[0] == E.UNSUPPORTED_VERSION
 
 
@@ -69,3 +73,13 @@ def test_keep_prepared_txn_hands_the_open_transaction_over(two_phase):
         # without keep_prepared_txn the open transaction is aborted, as before
         assert new.add_code("t", 0) == 0
         assert _init_v6(w, True)[3:] == (-1, -1) and not two_phase.runtime.txns.get("tx").ongoing
+
+
+def test_cli_transaction_flags():
+    proc, line = start_cli("--transaction-version", "1", "--transaction-two-phase-commit", env=dict(os.environ))
+    try:
+        host, port = line.split("bootstrap ")[1].split(",")[0].split(":")
+        assert _init_max((host, int(port))) == (6, [("transaction.version", 1)])
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)
