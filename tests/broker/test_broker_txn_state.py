@@ -76,6 +76,9 @@ def test_an_open_transaction_resumes_after_a_restart_and_commits(tmp_path):
     with _cluster(state) as c, Wire(c.addresses[0]) as w:
         assert c.runtime.txns.get("tx").state.value == "CompleteCommit"
         assert _init(w, p.pid, p.epoch) == (0, p.pid, p.epoch + 1)  # the same producer continues (KIP-360)
+    with _cluster(state) as c, Wire(c.addresses[0]) as w:  # the answer was lost: the retry gets it again
+        assert _init(w, p.pid, p.epoch) == (0, p.pid, p.epoch + 1)
+        assert _init(w, p.pid, p.epoch - 1)[0] == E.PRODUCER_FENCED
 
 
 def test_a_restarted_coordinator_aborts_on_request_and_fences_old_epochs(tmp_path):

@@ -102,8 +102,11 @@ class TransactionCoordinator:
             txn = self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
             self._save(txn)
             return InitResult(E.NONE, new_pid, new_epoch)
-        if (pid >= 0 or epoch >= 0) and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
-            return InitResult(E.PRODUCER_FENCED)
+        named = pid >= 0 or epoch >= 0
+        if named and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
+            if not self._retried_init(txn, pid, epoch):
+                return InitResult(E.PRODUCER_FENCED)
+            return InitResult(E.NONE, txn.producer_id, txn.producer_epoch)  # the answer the retry lost
         kept = InitResult(E.NONE)
         if txn.ongoing and keep_prepared:
             if txn.producer_epoch >= MAX_EPOCH - 1:  # a new producer id could not end it (its markers' id)
@@ -112,6 +115,8 @@ class TransactionCoordinator:
         elif txn.ongoing:
             self._fence_and_abort(txn)
         self._bump_epoch(txn)
+        if not named:
+            txn.last_epoch = -1  # Kafka: only a caller naming its epoch may retry
         txn.timeout_ms = timeout_ms
         if txn.ongoing:
             self._check_at = min(self._check_at, _deadline(txn))
@@ -120,8 +125,16 @@ class TransactionCoordinator:
         self._save(txn)
         return kept._replace(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch)
 
+    @staticmethod
+    def _retried_init(txn: Transaction, pid: int, epoch: int) -> bool:
+        """Whether an InitProducerId naming ``pid``/``epoch`` repeats the one that made the current epoch
+        (KIP-360, Kafka's lastProducerEpoch): the same id, or the previous one whose epoch was exhausted."""
+        same_id = pid == txn.producer_id or (pid == txn.previous_producer_id and epoch >= MAX_EPOCH - 1)
+        return same_id and epoch >= 0 and epoch == txn.last_epoch and not txn.ongoing
+
     def _bump_epoch(self, txn: Transaction) -> None:
         """The next epoch, or a new producer id at epoch 0 once the epoch is exhausted."""
+        txn.last_epoch = txn.producer_epoch
         if txn.producer_epoch >= MAX_EPOCH - 1:
             txn.previous_producer_id = txn.producer_id
             txn.producer_id, txn.producer_epoch = self._allocate()

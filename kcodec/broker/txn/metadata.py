@@ -32,6 +32,8 @@ class Transaction:
     offsets: dict[str, dict[TopicPartition, Committed]] = field(default_factory=dict)
     # the producer id before the last rotation (an epoch exhausted at EndTxn v5), for a retried EndTxn
     previous_producer_id: int = -1
+    # the epoch before the last bump (Kafka's lastProducerEpoch): an InitProducerId naming it is a retry
+    last_epoch: int = -1
 
     @property
     def ongoing(self) -> bool:
