@@ -164,7 +164,7 @@ class TransactionCoordinator:
             if added or not txn.ongoing:  # journaled only when it changes (Kafka answers at once too)
                 self._begin(txn)
                 txn.partitions.update(added)
-                self._save(txn)
+                self._save(txn, sync=False)
         return error
 
     def in_transaction(self, transactional_id: str, pid: int, epoch: int, partition: TopicPartition) -> E:
@@ -180,7 +180,7 @@ class TransactionCoordinator:
         if txn is not None and (group not in txn.groups or not txn.ongoing):
             self._begin(txn)
             txn.groups.add(group)
-            self._save(txn)
+            self._save(txn, sync=False)
         return error
 
     def stage_offsets(self, transactional_id: str, pid: int, epoch: int, group: str,
@@ -194,7 +194,7 @@ class TransactionCoordinator:
         elif not txn.ongoing or group not in txn.groups:
             return E.INVALID_TXN_STATE
         txn.offsets.setdefault(group, {}).update(offsets)
-        self._save(txn)
+        self._save(txn, sync=False)
         return E.NONE
 
     def pending_offsets(self, group: str) -> set[TopicPartition]:
@@ -296,11 +296,13 @@ class TransactionCoordinator:
         self.state.logs.append(topic_id, index, batch, False, -1, -1, 0)  # type: ignore[arg-type]
 
     # -- persistence ---------------------------------------------------------------------------------
-    def _save(self, txn: Transaction) -> None:
-        """Journal the id's state, fsynced before the answer (Kafka answers once __transaction_state
-        holds it); with what the request appended before it (markers) in the same write."""
+    def _save(self, txn: Transaction, sync: bool = True) -> None:
+        """Journal the id's state before the answer (Kafka answers once __transaction_state holds it),
+        with what the request appended before it (markers) in the same write. Epochs and ends are fsynced
+        (a fence must survive a machine crash); a transaction's growth (``sync`` False) only written, in
+        the OS cache at once, and fsynced with the next fsync of the file (an acks=-1 Produce, EndTxn)."""
         self.state.logs.journal_txn_state(txn.transactional_id, journal.encode(txn))
-        self.state.logs.flush(sync=True)
+        self.state.logs.flush(sync=sync)
 
     def _restore(self) -> None:
         """The transactional ids the data file holds, their open transactions and timeouts included."""
