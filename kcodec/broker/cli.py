@@ -80,6 +80,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transaction-max-timeout-ms", type=int, default=900_000, metavar="MS",
                    help="the longest transaction timeout a producer may ask for (transaction.max.timeout.ms; "
                         "default 900000)")
+    p.add_argument("--transaction-version", type=int, choices=(1, 2), default=2,
+                   help="the finalized transaction.version feature: 2 (default, as Kafka 4.x) bumps the epoch at "
+                        "every EndTxn v5 (KIP-890), 1 keeps clients on transaction version 1")
+    p.add_argument("--transaction-two-phase-commit", action="store_true",
+                   help="serve InitProducerId v6: two-phase commit participants (KIP-939; Kafka's "
+                        "transaction.two.phase.commit.enable)")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -162,7 +168,9 @@ def run(args: argparse.Namespace) -> int:
                           max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
                           fetch_max_bytes=args.fetch_max_bytes or DEFAULT_FETCH_MAX_BYTES,
                           groups=group_settings(args.group_setting),
-                          transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms))
+                          transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,
+                                                           transaction_version=args.transaction_version,
+                                                           two_phase_commit=args.transaction_two_phase_commit))
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -73,7 +73,8 @@ class Cluster:
     groups: the consumer groups' settings (``GroupSettings``: session timeout bounds, the initial
         rebalance delay, a group size limit).
     transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
-        transaction timeout a producer may ask for, 900000 ms by default).
+        transaction timeout a producer may ask for, 900000 ms by default; the finalized transaction
+        version, 2 by default; two-phase commit, off by default).
 
     Topology changes for tests (see docs/client.md): ``move_controller``, ``stop_broker`` /
     ``start_broker`` / ``restart_broker`` (same port), and request interceptors (``intercept``,

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from kcodec.messages import InitProducerIdRequest
 from kcodec.security.principal_rules import PrincipalRules
 from kcodec.security.tls import client_auth_of
 
@@ -107,10 +108,20 @@ class ClusterRuntime:
     transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)
     groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
     txns: TransactionCoordinator = field(init=False)  # the transaction coordinator, over ``state``
+    # {api key: newest version}: where this cluster's settings serve less than the handler does
+    max_versions: dict[int, int] = field(init=False)
 
     def __post_init__(self) -> None:
         self.groups = GroupCoordinator(self.state, self.group_settings)
         self.txns = TransactionCoordinator(self.state, self.transaction_settings)
+        # InitProducerId v6 (KIP-939): only with two-phase commit (Kafka 4.3: only with unstable versions)
+        self.max_versions = {} if self.transaction_settings.two_phase_commit else {
+            InitProducerIdRequest.API_KEY: 5}  # type: ignore[attr-defined]
+
+    def served(self, api_key: int, versions: tuple[int, int]) -> tuple[int, int]:
+        """The versions of ``api_key`` this cluster serves and advertises, of its handler's ``versions``."""
+        lo, hi = versions
+        return lo, min(hi, self.max_versions.get(api_key, hi))
 
 
 @dataclass

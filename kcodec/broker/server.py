@@ -274,7 +274,7 @@ class BrokerServer:
         intercepted = self._intercepted(key, version, req)
         if intercepted is not None:
             resp = intercepted
-        elif handler is None or not handler.versions[0] <= version <= handler.versions[1]:
+        elif handler is None or not (served := self.runtime.served(key, handler.versions))[0] <= version <= served[1]:
             resp = error_response(key, version, req, ErrorCode.UNSUPPORTED_VERSION)
             if resp is None:
                 raise Close(f"{_api_name(key)} is not implemented and its response has no error code")

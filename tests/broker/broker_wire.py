@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import struct
+import subprocess
+import sys
 from typing import Any, Iterator
 
 import kcodec
@@ -73,3 +75,15 @@ def authenticated(cluster: Any, user: str, password: str, version: int = 2) -> I
         r = w.call(SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()), version)
         assert r.error_code == 0, r.error_message
         yield w
+
+
+def start_cli(*args: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """``kcodec broker --listen 127.0.0.1:0 ARGS`` in a subprocess, and its start line (with the bootstrap)."""
+    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "bootstrap" not in line:
+        proc.kill()
+        raise AssertionError(f"no start line: {line!r} {proc.stderr.read() if proc.stderr else ''}")
+    return proc, line

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from broker_wire import Wire
+from broker_wire import Wire, start_cli
 
 import kcodec
 from kcodec.errors import ErrorCode
@@ -39,7 +39,7 @@ def test_api_versions_every_version(cluster, version):
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
     assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS | TXN_APIS
-    assert advertised["EndTxn"] == (0, 4)  # v5 is transaction version 2 (an epoch bump per EndTxn)
+    assert advertised["EndTxn"] == (0, 5)  # v5: transaction version 2 (an epoch bump per EndTxn)
     assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)
     assert advertised["ListTopics"] == (0, 1)
@@ -213,22 +213,11 @@ def test_unimplemented_apis_get_their_own_error_form_and_unknown_keys_close(clus
         assert w.closed_by_peer()
 
 
-def _start_cli(*args: str, env: dict) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if "bootstrap" not in line:
-        proc.kill()
-        raise AssertionError(f"no start line: {line!r} {proc.stderr.read() if proc.stderr else ''}")
-    return proc, line
-
-
 def test_cli_moves_the_list_topics_key_and_keeps_state(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KCODEC_LIST_TOPICS_API_KEY"}
     state = tmp_path / "s.json"
     versions = tmp_path / "v.json"
-    proc, line = _start_cli("--brokers", "2", "--list-topics-api-key", "2001", "--state", str(state),
+    proc, line = start_cli("--brokers", "2", "--list-topics-api-key", "2001", "--state", str(state),
                             "--versions-file", str(versions), "-vv", env=env)
     try:
         assert "ListTopics api key 2001" in line

@@ -11,6 +11,7 @@ from txn_wire import READ_COMMITTED, READ_UNCOMMITTED, Producer, fetch, produce,
 
 from kcodec.broker import Cluster
 from kcodec.broker.groups.placement import TRANSACTION_KEY, coordinator_for
+from kcodec.broker.log.producers import MAX_EPOCH
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeAclsRequest,
@@ -110,6 +111,27 @@ def test_init_producer_id_checks(one):
         stale = w.call(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=1000,
                                              producer_id=first.pid, producer_epoch=first.epoch), 3)
         assert stale.error_code == E.INVALID_PRODUCER_EPOCH
+
+
+def test_a_retried_init_producer_id_gets_the_answer_it_lost(one):
+    """KIP-360: InitProducerId naming the epoch it replaced (or, after a new producer id, the old id and its
+    exhausted epoch) is a retry, answered with the current ones; an older epoch is fenced."""
+    def init(pid: int, epoch: int) -> tuple[int, int, int]:
+        r = w.call(InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=1000, producer_id=pid,
+                                         producer_epoch=epoch), 4)
+        return r.error_code, r.producer_id, r.producer_epoch
+
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx")
+        assert init(p.pid, p.epoch) == (0, p.pid, p.epoch + 1)
+        assert init(p.pid, p.epoch) == (0, p.pid, p.epoch + 1)
+        assert init(p.pid, p.epoch - 1)[0] == E.PRODUCER_FENCED
+        with one.state.lock:
+            one.runtime.txns.get("tx").producer_epoch = MAX_EPOCH - 1
+        code, new, epoch = init(p.pid, MAX_EPOCH - 1)
+        assert (code, epoch) == (0, 0) and new != p.pid
+        assert init(p.pid, MAX_EPOCH - 1) == (0, new, 0)
+        assert init(p.pid, MAX_EPOCH - 2)[0] == E.PRODUCER_FENCED
 
 
 def test_add_partitions_refuses_unknown_partitions_and_skips_the_rest(one):
@@ -309,22 +331,6 @@ def test_describe_and_list_transactions(one):
         bad = w.call(ListTransactionsRequest(state_filters=[], producer_id_filters=[], duration_filter=-1,
                                              transactional_id_pattern="("), 2)
         assert bad.error_code == E.INVALID_REGULAR_EXPRESSION
-
-
-def test_open_transactions_are_aborted_at_restart(tmp_path):
-    state = tmp_path / "state.json"
-    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:
-        c.create_topic("t", 1)
-        with Wire(c.addresses[0]) as w:
-            p = Producer(w, "tx")
-            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"done").error_code == 0 and p.end(True) == 0
-            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"open").error_code == 0
-    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
-        part = _part(w.call(fetch("t", 0, 0, READ_COMMITTED), 12))
-        assert (part.high_watermark, part.last_stable_offset) == (4, 4)
-        assert [a.first_offset for a in part.aborted_transactions] == [2]
-        kept = [r.value for b in filter_aborted(iter_batches(part.records), part.aborted_transactions) for r in b]
-        assert kept == [b"done"]
 
 
 @pytest.mark.parametrize("version", range(6))

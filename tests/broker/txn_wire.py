@@ -50,6 +50,13 @@ class Producer:
         self.pid, self.epoch = r.producer_id, r.producer_epoch
         self.seqs: dict[tuple[str, int], int] = {}
 
+    @classmethod
+    def given(cls, wire: Wire, transactional_id: str, pid: int, epoch: int) -> "Producer":
+        """A producer with the id and epoch an InitProducerId sent otherwise gave."""
+        p = cls.__new__(cls)
+        p.w, p.tid, p.pid, p.epoch, p.seqs = wire, transactional_id, pid, epoch, {}
+        return p
+
     def add(self, topic: str, *partitions: int, version: int = 3) -> Any:
         return self.w.call(AddPartitionsToTxnRequest(
             v3_and_below_transactional_id=self.tid, v3_and_below_producer_id=self.pid,
@@ -73,6 +80,16 @@ class Producer:
     def end(self, commit: bool, version: int = 3) -> int:
         return self.w.call(EndTxnRequest(transactional_id=self.tid, producer_id=self.pid, producer_epoch=self.epoch,
                                          committed=commit), version).error_code
+
+    def end_v2(self, commit: bool, epoch: Optional[int] = None) -> tuple[int, int, int]:
+        """EndTxn v5 (transaction version 2): (error, producer id, epoch); on success the producer goes on
+        with the id and epoch it was given, its sequences from 0."""
+        r = self.w.call(EndTxnRequest(transactional_id=self.tid, producer_id=self.pid, committed=commit,
+                                      producer_epoch=self.epoch if epoch is None else epoch), 5)
+        if r.error_code == 0:
+            self.pid, self.epoch = r.producer_id, r.producer_epoch
+            self.seqs.clear()
+        return r.error_code, r.producer_id, r.producer_epoch
 
     def add_offsets(self, group: str, version: int = 3) -> int:
         return self.w.call(AddOffsetsToTxnRequest(transactional_id=self.tid, producer_id=self.pid,

@@ -25,8 +25,9 @@ def _answer(code: int, pid: int = -1, epoch: int = -1) -> InitProducerIdResponse
     return InitProducerIdResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
 
 
-# v6 (KIP-939's two-phase commit) is not in any Kafka release yet (4.3 advertises v5)
-@handles(InitProducerIdRequest, InitProducerIdResponse, max_version=5)
+# v6 (KIP-939's two-phase commit) is unstable in Kafka 4.3 (which advertises v5): served and advertised only
+# with TransactionSettings.two_phase_commit (context.ClusterRuntime.max_versions)
+@handles(InitProducerIdRequest, InitProducerIdResponse)
 def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
     pid, epoch = (req.producer_id, req.producer_epoch) if ctx.version >= 3 else (-1, -1)
     tid = req.transactional_id
@@ -39,5 +40,9 @@ def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
     error = txn_error(ctx, tid)
     if error is not None:
         return _answer(error)
-    code, pid, epoch = ctx.runtime.txns.init_producer_id(tid, req.transaction_timeout_ms, pid, epoch)
-    return _answer(fenced_as(ctx.version, 4, code), pid, epoch)
+    two_phase = ctx.version >= 6 and req.enable2_pc
+    r = ctx.runtime.txns.init_producer_id(tid, req.transaction_timeout_ms, pid, epoch, two_phase,
+                                          ctx.version >= 6 and req.keep_prepared_txn)
+    return InitProducerIdResponse(error_code=fenced_as(ctx.version, 4, r.error), producer_id=r.producer_id,
+                                  producer_epoch=r.producer_epoch, ongoing_txn_producer_id=r.ongoing_producer_id,
+                                  ongoing_txn_producer_epoch=r.ongoing_epoch)

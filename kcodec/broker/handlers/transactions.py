@@ -109,11 +109,16 @@ def add_offsets_to_txn(ctx: Context, req: Any) -> AddOffsetsToTxnResponse:
 
 
 # -- EndTxn --------------------------------------------------------------------------------------------
-# v5 (KIP-890 part 2) bumps the epoch at every EndTxn: transaction version 2, not implemented
-@handles(EndTxnRequest, EndTxnResponse, max_version=4)
+@handles(EndTxnRequest, EndTxnResponse)
 def end_txn(ctx: Context, req: Any) -> EndTxnResponse:
+    """v5 is transaction version 2 (KIP-890 part 2), chosen by the client as in Kafka: the epoch is bumped
+    and the answer says the producer id and epoch to continue with."""
     error = txn_error(ctx, req.transactional_id)
-    if error is None:
-        error = fenced_as(ctx.version, 2, ctx.runtime.txns.end(
-            req.transactional_id, req.producer_id, req.producer_epoch, req.committed))
-    return EndTxnResponse(error_code=error)
+    if error is not None:
+        return EndTxnResponse(error_code=error)
+    if ctx.version >= 5:
+        code, pid, epoch = ctx.runtime.txns.end_v2(req.transactional_id, req.producer_id, req.producer_epoch,
+                                                   req.committed)
+        return EndTxnResponse(error_code=code, producer_id=pid, producer_epoch=epoch)
+    return EndTxnResponse(error_code=fenced_as(ctx.version, 2, ctx.runtime.txns.end(
+        req.transactional_id, req.producer_id, req.producer_epoch, req.committed)))

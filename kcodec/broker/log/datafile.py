@@ -2,9 +2,12 @@
 
 Each entry is framed ``length (u32) | crc32c (u32) | kind (u8) | topic id (16) | partition (i32) | body``;
 a batch entry's body is the stored batch (its base offset already written), a log-start entry's body the
-new log start (i64). A journal mostly made of dropped data is rewritten at load (atomically). Entries are written with one ``os.write`` per request (in the OS cache at once: a
-killed process loses nothing written) and fsynced before an acks=-1 response. At load a torn or corrupt
-tail (a crash in the middle of a write) is cut off, and everything before it replayed.
+new log start (i64), a transaction-state entry's body one transactional id's coordinator state (the id,
+length-prefixed, then what txn/journal.py encodes; the latest entry of an id wins). A journal mostly
+made of dropped data is rewritten at load (atomically). Entries are written with one ``os.write`` per
+request (in the OS cache at once: a killed process loses nothing written) and fsynced before an acks=-1
+response. At load a torn or corrupt tail (a crash in the middle of a write) is cut off, and everything
+before it replayed.
 """
 
 from __future__ import annotations
@@ -14,16 +17,18 @@ import os
 import struct
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 from kcodec.records import crc32c
 
 log = logging.getLogger("kcodec.broker")
 
-BATCH, LOG_START, PRODUCER_IDS = 1, 2, 3  # PRODUCER_IDS: the next producer id, after a rewrite
+BATCH, LOG_START, PRODUCER_IDS, TXN_STATE = 1, 2, 3, 4  # PRODUCER_IDS: the next producer id, after a rewrite
 _FRAME = struct.Struct(">II")
 _KEY = struct.Struct(">B16si")
 _OFFSET = struct.Struct(">q")
+_ID_LENGTH = struct.Struct(">H")
+_NO_TOPIC = uuid.UUID(int=0)
 
 
 def entry(kind: int, topic_id: uuid.UUID, partition: int, body: bytes | bytearray) -> bytes:
@@ -33,6 +38,25 @@ def entry(kind: int, topic_id: uuid.UUID, partition: int, body: bytes | bytearra
 
 def log_start_entry(topic_id: uuid.UUID, partition: int, offset: int) -> bytes:
     return entry(LOG_START, topic_id, partition, _OFFSET.pack(offset))
+
+
+def txn_state_entry(transactional_id: str, state: bytes) -> bytes:
+    name = transactional_id.encode()
+    return entry(TXN_STATE, _NO_TOPIC, -1, _ID_LENGTH.pack(len(name)) + name + state)
+
+
+def split_txn_state(body: bytes) -> Optional[tuple[str, bytes]]:
+    """(transactional id, its encoded state) of a transaction-state entry's body; None: malformed."""
+    if len(body) < _ID_LENGTH.size:
+        return None
+    (n,) = _ID_LENGTH.unpack_from(body, 0)
+    end = _ID_LENGTH.size + n
+    if len(body) < end:
+        return None
+    try:
+        return body[_ID_LENGTH.size:end].decode(), body[end:]
+    except UnicodeDecodeError:
+        return None
 
 
 class DataFile:

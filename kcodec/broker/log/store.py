@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from kcodec.errors import ErrorCode
 
-from .datafile import BATCH, LOG_START, PRODUCER_IDS, DataFile, entry, log_start_entry
+from .datafile import (BATCH, LOG_START, PRODUCER_IDS, TXN_STATE, DataFile, entry, log_start_entry, split_txn_state,
+                       txn_state_entry)
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
 from .producers import ProducerIds, check, mark, record
@@ -40,6 +41,8 @@ class LogStore:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
         self.logs: dict[Key, PartitionLog] = {}
         self.producer_ids = ProducerIds()
+        # the transaction coordinator's state per transactional id, as journaled (txn/journal.py decodes it)
+        self.txn_states: dict[str, bytes] = {}
         self.max_partition_bytes = max_partition_bytes
         self.file = DataFile(data_file) if data_file is not None else None
         self._pending: list[bytes] = []
@@ -116,6 +119,12 @@ class LogStore:
     def _producer_ids_entry(self) -> bytes:
         return entry(PRODUCER_IDS, uuid.UUID(int=0), -1, struct.pack(">q", self.producer_ids.next_id))
 
+    def journal_txn_state(self, transactional_id: str, state: bytes) -> None:
+        """Journal a transactional id's coordinator state (written by the next flush)."""
+        if self.file is not None:
+            self.txn_states[transactional_id] = state
+            self._pending.append(txn_state_entry(transactional_id, state))
+
     def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
         plog = self.log(topic_id, partition)
         plog.delete_records(offset)
@@ -143,6 +152,11 @@ class LogStore:
             if kind == PRODUCER_IDS and len(body) == 8:
                 self.producer_ids.seen(struct.unpack(">q", body)[0] - 1, 0)
                 continue
+            if kind == TXN_STATE:
+                txn = split_txn_state(body)
+                if txn is not None:
+                    self.txn_states[txn[0]] = txn[1]
+                continue
             if kind == BATCH and len(body) >= _HEADER.size:
                 h = _HEADER.unpack_from(body, 0)
                 base, count, max_ts, pid, epoch = h[0], h[12], h[8], h[9], h[10]
@@ -160,15 +174,16 @@ class LogStore:
                 n += 1
             elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
                 self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
-        kept = sum(plog.size for plog in self.logs.values())
+        kept = sum(plog.size for plog in self.logs.values()) + sum(map(len, self.txn_states.values()))
         if self.file.size() > 2 * kept + COMPACT_SLACK:
             self.file.rewrite(self._snapshot())
         return n
 
     def _snapshot(self) -> list[bytes]:
-        """The journal entries that rebuild the present logs: producer ids, then per partition its log
-        start and its batches."""
+        """The journal entries that rebuild the present logs: producer ids, the transactional ids' latest
+        states, then per partition its log start and its batches."""
         out = [self._producer_ids_entry()]
+        out += [txn_state_entry(tid, state) for tid, state in self.txn_states.items()]
         for (topic_id, partition), plog in self.logs.items():
             out.append(log_start_entry(topic_id, partition, plog.log_start))
             out += [entry(BATCH, topic_id, partition, b) for b in plog.batches]

@@ -1,19 +1,23 @@
-"""The transaction coordinator: Kafka's TransactionCoordinator state machine, transaction version 1.
+"""The transaction coordinator: Kafka's TransactionCoordinator state machine, transaction versions 1 and 2.
 
 InitProducerId gives a transactional id its producer id and bumps the epoch each time, aborting the
 transaction the previous instance left open (Kafka fences it with one bump, aborts, then bumps again for
 the new instance). AddPartitionsToTxn / AddOffsetsToTxn start a transaction and grow it; EndTxn writes
 the COMMIT or ABORT marker to each of its partitions and applies (or drops) its TxnOffsetCommit offsets.
-A transaction older than its timeout is aborted with the epoch bumped, so its producer is fenced. The
-check runs before every request (Kafka: every 10 s), so the abort happens at the first request after it.
-Everything runs under the cluster state's lock.
+EndTxn v5 (transaction version 2, KIP-890 part 2) bumps the epoch at every transaction end: the markers
+carry the new epoch, which the response gives the producer (a new producer id once the epoch is
+exhausted). A transaction older than its timeout is aborted with the epoch bumped, so its producer is
+fenced. The check runs before every request (Kafka: every 10 s), so the abort happens at the first
+request after it. Every change of a transactional id's state is journaled (fsynced) in the data file, as
+Kafka writes __transaction_state, so a restarted coordinator resumes it. Everything runs under the
+cluster state's lock.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode as E
 from kcodec.records import ControlType, control_batch
@@ -21,28 +25,54 @@ from kcodec.records import ControlType, control_batch
 from ..groups.offsets import Committed
 from ..log.producers import MAX_EPOCH
 from ..log.transactions import COORDINATOR_EPOCH
+from . import journal
 from .metadata import TopicPartition, Transaction, TxnState
 
 if TYPE_CHECKING:
     from ..state import ClusterState
 
 
+SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coordinator serves
+
+
 @dataclass
 class TransactionSettings:
-    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout)."""
+    """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout), the
+    finalized transaction.version feature: 2 (the default, as Kafka 4.x) lets clients that know it end
+    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1; and
+    Kafka's transaction.two.phase.commit.enable: InitProducerId v6 (KIP-939) is served only with it."""
 
     max_timeout_ms: int = 900_000
+    transaction_version: int = 2
+    two_phase_commit: bool = False
 
     def __post_init__(self) -> None:
         if self.max_timeout_ms < 1:
             raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
+        if self.transaction_version not in SUPPORTED_VERSIONS:
+            raise ValueError(f"transaction version {self.transaction_version}: supported are {SUPPORTED_VERSIONS}")
 
 
 _NEVER = 2 ** 63
+# A two-phase commit participant's timeout (Kafka's marker of one): its transaction never times out.
+TWO_PHASE_TIMEOUT = 2 ** 31 - 1
+
+
+class InitResult(NamedTuple):
+    error: E
+    producer_id: int = -1
+    producer_epoch: int = -1
+    ongoing_producer_id: int = -1  # InitProducerId v6 with keep_prepared_txn: the transaction kept open
+    ongoing_epoch: int = -1
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _deadline(txn: Transaction) -> int:
+    """When the ongoing ``txn`` times out (ms); never for a two-phase commit participant's."""
+    return _NEVER if txn.timeout_ms == TWO_PHASE_TIMEOUT else txn.start_ms + txn.timeout_ms
 
 
 class TransactionCoordinator:
@@ -52,30 +82,65 @@ class TransactionCoordinator:
         self.transactions: dict[str, Transaction] = {}
         self._check_at = _NEVER  # no ongoing transaction times out before this (ms): expire() skips until then
         with state.lock:
+            self._restore()
             self._abort_orphans()
 
     # -- InitProducerId ------------------------------------------------------------------------------
-    def init_producer_id(self, transactional_id: str, timeout_ms: int, pid: int = -1,
-                         epoch: int = -1) -> tuple[E, int, int]:
-        """(error, producer id, epoch). ``pid``/``epoch`` (v3+, KIP-360) name the caller's current ones."""
-        if not 0 < timeout_ms <= self.settings.max_timeout_ms:
-            return E.INVALID_TRANSACTION_TIMEOUT, -1, -1
+    def init_producer_id(self, transactional_id: str, timeout_ms: int, pid: int = -1, epoch: int = -1,
+                         two_phase: bool = False, keep_prepared: bool = False) -> InitResult:
+        """``pid``/``epoch`` (v3+, KIP-360) name the caller's current ones. v6 (KIP-939): ``two_phase``
+        makes the id a two-phase commit participant, whose transactions no timeout aborts (so any
+        timeout is accepted); ``keep_prepared`` keeps an open transaction for the caller to commit or
+        abort with the new epoch, instead of aborting it, and answers its producer id and epoch too."""
+        if two_phase:
+            timeout_ms = TWO_PHASE_TIMEOUT
+        elif not 0 < timeout_ms <= self.settings.max_timeout_ms:
+            return InitResult(E.INVALID_TRANSACTION_TIMEOUT)
         txn = self.transactions.get(transactional_id)
         if txn is None:
             new_pid, new_epoch = self._allocate()
-            self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
-            return E.NONE, new_pid, new_epoch
-        if (pid >= 0 or epoch >= 0) and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
-            return E.PRODUCER_FENCED, -1, -1
-        if txn.ongoing:
+            txn = self.transactions[transactional_id] = Transaction(transactional_id, new_pid, new_epoch, timeout_ms)
+            self._save(txn)
+            return InitResult(E.NONE, new_pid, new_epoch)
+        named = pid >= 0 or epoch >= 0
+        if named and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
+            if not self._retried_init(txn, pid, epoch):
+                return InitResult(E.PRODUCER_FENCED)
+            return InitResult(E.NONE, txn.producer_id, txn.producer_epoch)  # the answer the retry lost
+        kept = InitResult(E.NONE)
+        if txn.ongoing and keep_prepared:
+            if txn.producer_epoch >= MAX_EPOCH - 1:  # a new producer id could not end it (its markers' id)
+                return InitResult(E.INVALID_TXN_STATE)
+            kept = InitResult(E.NONE, -1, -1, txn.producer_id, txn.producer_epoch)
+        elif txn.ongoing:
             self._fence_and_abort(txn)
+        self._bump_epoch(txn)
+        if not named:
+            txn.last_epoch = -1  # Kafka: only a caller naming its epoch may retry
+        txn.timeout_ms = timeout_ms
+        if txn.ongoing:
+            self._check_at = min(self._check_at, _deadline(txn))
+        else:
+            txn.state = TxnState.EMPTY
+        self._save(txn)
+        return kept._replace(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch)
+
+    @staticmethod
+    def _retried_init(txn: Transaction, pid: int, epoch: int) -> bool:
+        """Whether an InitProducerId naming ``pid``/``epoch`` repeats the one that made the current epoch
+        (KIP-360, Kafka's lastProducerEpoch): the same id, or the previous one whose epoch was exhausted."""
+        same_id = pid == txn.producer_id or (pid == txn.previous_producer_id and epoch >= MAX_EPOCH - 1)
+        return same_id and epoch >= 0 and epoch == txn.last_epoch and not txn.ongoing
+
+    def _bump_epoch(self, txn: Transaction) -> None:
+        """The next epoch, or a new producer id at epoch 0 once the epoch is exhausted."""
+        txn.last_epoch = txn.producer_epoch
         if txn.producer_epoch >= MAX_EPOCH - 1:
+            txn.previous_producer_id = txn.producer_id
             txn.producer_id, txn.producer_epoch = self._allocate()
         else:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
-        txn.timeout_ms, txn.state = timeout_ms, TxnState.EMPTY
-        return E.NONE, txn.producer_id, txn.producer_epoch
 
     def _allocate(self) -> tuple[int, int]:
         _, pid, epoch = self.state.logs.init_producer_id(-1, -1)  # journaled, never given twice
@@ -95,8 +160,11 @@ class TransactionCoordinator:
                        partitions: Iterable[TopicPartition]) -> E:
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None:
-            self._begin(txn)
-            txn.partitions.update(partitions)
+            added = set(partitions) - txn.partitions
+            if added or not txn.ongoing:  # journaled only when it changes (Kafka answers at once too)
+                self._begin(txn)
+                txn.partitions.update(added)
+                self._save(txn, sync=False)
         return error
 
     def in_transaction(self, transactional_id: str, pid: int, epoch: int, partition: TopicPartition) -> E:
@@ -109,9 +177,10 @@ class TransactionCoordinator:
     def add_group(self, transactional_id: str, pid: int, epoch: int, group: str) -> E:
         """AddOffsetsToTxn: the group's offsets may now be committed in the transaction."""
         error, txn = self.check_producer(transactional_id, pid, epoch)
-        if txn is not None:
+        if txn is not None and (group not in txn.groups or not txn.ongoing):
             self._begin(txn)
             txn.groups.add(group)
+            self._save(txn, sync=False)
         return error
 
     def stage_offsets(self, transactional_id: str, pid: int, epoch: int, group: str,
@@ -125,6 +194,7 @@ class TransactionCoordinator:
         elif not txn.ongoing or group not in txn.groups:
             return E.INVALID_TXN_STATE
         txn.offsets.setdefault(group, {}).update(offsets)
+        self._save(txn, sync=False)
         return E.NONE
 
     def pending_offsets(self, group: str) -> set[TopicPartition]:
@@ -143,9 +213,40 @@ class TransactionCoordinator:
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         return E.NONE if txn.state is done else E.INVALID_TXN_STATE
 
+    def end_v2(self, transactional_id: str, pid: int, epoch: int, commit: bool) -> tuple[E, int, int]:
+        """EndTxn v5 (transaction version 2): (error, producer id, epoch the producer continues with).
+
+        Kafka's rules: the epoch is bumped at every end, so a retried EndTxn carries the epoch before the
+        bump (or, after a producer id rotation, the old id and its last epoch) and succeeds again for the
+        same outcome; an abort with no transaction open is allowed and bumps the epoch too."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        retry_rotated = (pid == txn.previous_producer_id and epoch == MAX_EPOCH - 1 and txn.producer_epoch == 0)
+        if pid != txn.producer_id and not retry_rotated:
+            return E.INVALID_PRODUCER_ID_MAPPING, -1, -1
+        completed = txn.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        retry = completed and (retry_rotated or txn.producer_epoch == epoch + 1)
+        if not retry and (pid, epoch) != (txn.producer_id, txn.producer_epoch):
+            return E.PRODUCER_FENCED, -1, -1
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if retry:
+            error = E.NONE if txn.state is done else E.INVALID_TXN_STATE
+        elif txn.ongoing:
+            self._complete(txn, commit, bump=True)
+            error = E.NONE
+        elif not commit:  # Empty or completed, current epoch: an abort that only bumps the epoch
+            self._bump_epoch(txn)
+            txn.finish(committed=False)
+            self._save(txn)
+            error = E.NONE
+        else:
+            error = E.INVALID_TXN_STATE
+        return (error, txn.producer_id, txn.producer_epoch) if error == E.NONE else (error, -1, -1)
+
     def _begin(self, txn: Transaction) -> None:
         txn.begin(now_ms())
-        self._check_at = min(self._check_at, txn.start_ms + txn.timeout_ms)
+        self._check_at = min(self._check_at, _deadline(txn))
 
     def expire(self, now: Optional[int] = None) -> None:
         """Abort, fencing the producer, every transaction open longer than its timeout. Runs before every
@@ -156,10 +257,10 @@ class TransactionCoordinator:
         check_at = _NEVER
         for txn in self.transactions.values():
             if txn.ongoing:
-                if txn.start_ms + txn.timeout_ms < now:
+                if _deadline(txn) < now:
                     self._fence_and_abort(txn)
                 else:
-                    check_at = min(check_at, txn.start_ms + txn.timeout_ms)
+                    check_at = min(check_at, _deadline(txn))
         self._check_at = check_at
 
     def _fence_and_abort(self, txn: Transaction) -> None:
@@ -170,31 +271,59 @@ class TransactionCoordinator:
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
         self._complete(txn, commit=False)
 
-    def _complete(self, txn: Transaction, commit: bool) -> None:
+    def _complete(self, txn: Transaction, commit: bool, bump: bool = False) -> None:
+        """Write the markers, apply or drop the offsets. ``bump`` (transaction version 2): the markers
+        carry the next epoch, which the producer continues with (a new producer id when exhausted)."""
         kind = ControlType.COMMIT if commit else ControlType.ABORT
+        marker_epoch = min(txn.producer_epoch + 1, MAX_EPOCH) if bump else txn.producer_epoch
         for topic_name, index in sorted(txn.partitions):
             topic = self.state.topics.get(topic_name)
             if topic is not None and 0 <= index < len(topic.replicas):  # else deleted meanwhile
-                self._write_marker(topic.topic_id, index, kind, txn.producer_id, txn.producer_epoch)
+                self._write_marker(topic.topic_id, index, kind, txn.producer_id, marker_epoch)
+        if bump:
+            self._bump_epoch(txn)
         if commit and txn.offsets:
             for group, offsets in txn.offsets.items():
                 for (topic_name, index), committed in offsets.items():
                     if topic_name in self.state.topics:
                         self.state.offsets.commit(group, topic_name, index, committed)
             self.state.save()
-        self.state.logs.flush(sync=True)
         txn.finish(commit)
+        self._save(txn)  # in the same write as the markers
 
     def _write_marker(self, topic_id: object, index: int, kind: ControlType, pid: int, epoch: int) -> None:
         batch = control_batch(kind, pid, epoch, COORDINATOR_EPOCH, timestamp=now_ms())
         self.state.logs.append(topic_id, index, batch, False, -1, -1, 0)  # type: ignore[arg-type]
 
+    # -- persistence ---------------------------------------------------------------------------------
+    def _save(self, txn: Transaction, sync: bool = True) -> None:
+        """Journal the id's state before the answer (Kafka answers once __transaction_state holds it),
+        with what the request appended before it (markers) in the same write. Epochs and ends are fsynced
+        (a fence must survive a machine crash); a transaction's growth (``sync`` False) only written, in
+        the OS cache at once, and fsynced with the next fsync of the file (an acks=-1 Produce, EndTxn)."""
+        self.state.logs.journal_txn_state(txn.transactional_id, journal.encode(txn))
+        self.state.logs.flush(sync=sync)
+
+    def _restore(self) -> None:
+        """The transactional ids the data file holds, their open transactions and timeouts included."""
+        for tid, data in self.state.logs.txn_states.items():
+            txn = journal.decode(tid, data)
+            if txn is None:
+                continue
+            self.transactions[tid] = txn
+            self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch)
+            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+            if txn.ongoing:
+                self._check_at = min(self._check_at, _deadline(txn))
+
     def _abort_orphans(self) -> None:
-        """Transactions left open in the data file by a previous run lost their coordinator: aborted at
-        start, so the partitions' last stable offsets move on."""
+        """Transactions left open in the data file whose coordinator state is gone (a journal from before
+        it was kept, or an id whose entry was lost): aborted at start, so the partitions' last stable
+        offsets move on."""
+        resumed = {t.producer_id for t in self.transactions.values() if t.ongoing}
         aborted = 0
         for (topic_id, index), plog in list(self.state.logs.logs.items()):
-            for pid in list(plog.txns.open):
+            for pid in [p for p in plog.txns.open if p not in resumed]:
                 entry = plog.producers.get(pid)
                 self._write_marker(topic_id, index, ControlType.ABORT, pid, entry.epoch if entry else 0)
                 aborted += 1

@@ -1,4 +1,4 @@
-"""One transactional id's state, as Kafka's TransactionMetadata holds it (transaction version 1)."""
+"""One transactional id's state, as Kafka's TransactionMetadata holds it."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ class Transaction:
     groups: set[str] = field(default_factory=set)          # AddOffsetsToTxn's consumer groups
     # TxnOffsetCommit's offsets, applied to the groups on commit: {group: {(topic, partition): offset}}
     offsets: dict[str, dict[TopicPartition, Committed]] = field(default_factory=dict)
+    # the producer id before the last rotation (an epoch exhausted at EndTxn v5), for a retried EndTxn
+    previous_producer_id: int = -1
+    # the epoch before the last bump (Kafka's lastProducerEpoch): an InitProducerId naming it is a retry
+    last_epoch: int = -1
 
     @property
     def ongoing(self) -> bool:

@@ -1,0 +1,138 @@
+"""Transaction version 2 (KIP-890 part 2): EndTxn v5 bumps the epoch at every transaction end, the
+finalized transaction.version feature, and TV1 kept available by TransactionSettings."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from broker_wire import Wire
+from txn_wire import READ_COMMITTED, Producer, fetch
+
+from kcodec.broker import Cluster
+from kcodec.broker.log.producers import MAX_EPOCH
+from kcodec.broker.txn import TransactionSettings
+from kcodec.errors import ErrorCode as E
+from kcodec.messages import ApiVersionsRequest, EndTxnRequest, OffsetFetchRequest
+from kcodec.records import filter_aborted, iter_batches
+
+
+@pytest.fixture
+def one():
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        c.create_topic("t", 1)
+        yield c
+
+
+def _part(w: Wire):
+    return w.call(fetch("t", 0, 0, READ_COMMITTED), 12).responses[0].partitions[0]
+
+
+def _committed(w: Wire) -> list[bytes]:
+    part = _part(w)
+    return [r.value for b in filter_aborted(iter_batches(part.records), part.aborted_transactions)
+            if not b.is_control for r in b]
+
+
+def _markers(w: Wire) -> list[tuple[int, int]]:
+    return [(b.producer_id, b.producer_epoch) for b in iter_batches(_part(w).records) if b.is_control]
+
+
+def test_every_end_bumps_the_epoch_and_the_producer_goes_on_with_it(one):
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx", version=5)
+        pid, e0 = p.pid, p.epoch
+        assert p.send("t", 0, b"a", version=12).error_code == 0  # Produce v12 adds the partition (KIP-890)
+        assert p.commit_offsets("g", "t", {0: 1}, version=5) == [0]  # so does TxnOffsetCommit v5
+        zombie = copy.copy(p)
+        zombie.seqs = {}
+        assert p.end_v2(commit=True) == (0, pid, e0 + 1)
+        assert _markers(w) == [(pid, e0 + 1)]  # the marker carries the new epoch: e0 is fenced
+        assert p.send("t", 0, b"b", version=12).error_code == 0  # sequence 0 again, at the new epoch
+        assert p.end_v2(commit=False) == (0, pid, e0 + 2)
+        assert _committed(w) == [b"a"]
+        r = w.call(OffsetFetchRequest(group_id="g", require_stable=True, topics=[
+            OffsetFetchRequest.Topic(name="t", partition_indexes=[0])]), 7)
+        assert r.topics[0].partitions[0].committed_offset == 1
+        assert zombie.send("t", 0, b"z", version=12).error_code == E.INVALID_PRODUCER_EPOCH
+        assert zombie.end(commit=True, version=4) == E.PRODUCER_FENCED
+
+
+def test_end_txn_v5_retries_empty_aborts_and_errors(one):
+    """Kafka's TV2 table: a retry carries the epoch before the bump and gets the same answer again;
+    an abort with no transaction bumps the epoch; a commit with none is INVALID_TXN_STATE."""
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx", version=5)
+        pid, e = p.pid, p.epoch
+        assert p.end_v2(commit=True) == (E.INVALID_TXN_STATE, -1, -1)  # Empty
+        assert p.end_v2(commit=False) == (0, pid, e + 1)  # Empty: the abort only bumps the epoch
+        assert p.send("t", 0, b"x", version=12).error_code == 0
+        assert p.end_v2(commit=True) == (0, pid, e + 2)
+        assert p.end_v2(commit=True, epoch=e + 1) == (0, pid, e + 2)  # the retry succeeds again
+        assert p.end_v2(commit=False, epoch=e + 1) == (E.INVALID_TXN_STATE, -1, -1)  # not its outcome
+        assert p.end_v2(commit=True, epoch=e) == (E.PRODUCER_FENCED, -1, -1)
+        assert p.end_v2(commit=True) == (E.INVALID_TXN_STATE, -1, -1)  # no transaction at this epoch
+        assert p.end_v2(commit=False) == (0, pid, e + 3)
+        assert p.end_v2(commit=False, epoch=e + 2) == (0, pid, e + 3)
+        wrong = w.call(EndTxnRequest(transactional_id="tx", producer_id=pid + 1, producer_epoch=e + 3,
+                                     committed=True), 5)
+        assert (wrong.error_code, wrong.producer_id, wrong.producer_epoch) == (E.INVALID_PRODUCER_ID_MAPPING, -1, -1)
+
+
+def test_an_exhausted_epoch_gives_a_new_producer_id(one):
+    with Wire(one.addresses[0]) as w:
+        p = Producer(w, "tx", version=5)
+        old = p.pid
+        with one.state.lock:
+            one.runtime.txns.get("tx").producer_epoch = p.epoch = MAX_EPOCH - 1
+        assert p.send("t", 0, b"last", version=12).error_code == 0
+        code, new, epoch = p.end_v2(commit=True)
+        assert (code, epoch) == (0, 0) and new not in (-1, old)
+        assert _markers(w) == [(old, MAX_EPOCH)]
+        retry = w.call(EndTxnRequest(transactional_id="tx", producer_id=old, producer_epoch=MAX_EPOCH - 1,
+                                     committed=True), 5)
+        assert (retry.error_code, retry.producer_id, retry.producer_epoch) == (0, new, 0)
+        assert p.send("t", 0, b"first", version=12).error_code == 0 and p.end_v2(commit=True) == (0, new, 1)
+        assert _committed(w) == [b"last", b"first"]
+
+
+def test_a_tv2_retry_survives_a_restart(tmp_path):
+    state = tmp_path / "state.json"
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:
+        c.create_topic("t", 1)
+        with Wire(c.addresses[0]) as w:
+            p = Producer(w, "tx", version=5)
+            e = p.epoch
+            assert p.send("t", 0, b"a", version=12).error_code == 0 and p.end_v2(commit=True)[0] == 0
+    with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c, Wire(c.addresses[0]) as w:
+        p.w = w
+        assert p.end_v2(commit=True, epoch=e) == (0, p.pid, e + 1)
+        assert p.send("t", 0, b"b", version=12).error_code == 0 and p.end_v2(commit=True) == (0, p.pid, e + 2)
+        assert _committed(w) == [b"a", b"b"]
+
+
+def _features(c: Cluster, version: int):
+    with Wire(c.addresses[0]) as w:
+        r = w.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version)
+    end_txn = next(a for a in r.api_keys if a.api_key == EndTxnRequest.API_KEY)
+    return (end_txn.max_version, [(f.name, f.min_version, f.max_version) for f in r.supported_features],
+            r.finalized_features_epoch >= 0,
+            [(f.name, f.min_version_level, f.max_version_level) for f in r.finalized_features])
+
+
+def test_api_versions_finalizes_the_transaction_version(one):
+    tv = "transaction.version"
+    assert _features(one, 4) == (5, [(tv, 0, 2)], True, [(tv, 2, 2)])
+    assert _features(one, 3) == (5, [], True, [(tv, 2, 2)])  # a minimum of 0 is left out below v4 (KAFKA-17011)
+    with Cluster(brokers=1, system_topic_partitions=1,
+                 transactions=TransactionSettings(transaction_version=1)) as c:
+        assert _features(c, 4) == (5, [(tv, 0, 2)], True, [(tv, 1, 1)])
+    with pytest.raises(ValueError, match="transaction version 3"):
+        TransactionSettings(transaction_version=3)
+
+
+def test_cli_transaction_version(capsys):
+    from kcodec.cli import main
+    with pytest.raises(SystemExit):
+        main(["broker", "--listen", "127.0.0.1:0", "--transaction-version", "3"])
+    assert "--transaction-version" in capsys.readouterr().err
