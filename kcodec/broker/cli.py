@@ -108,6 +108,11 @@ def group_settings(items: list[str]) -> "GroupSettings":
     return GroupSettings(**values)
 
 
+def _given(value: "int | None", default: int) -> int:
+    """An option's value, or its default when not given (0 is a value: the cluster refuses it)."""
+    return default if value is None else value
+
+
 def _describe(cluster: "Cluster", listener: "ListenerRuntime") -> str:
     """One listener for the start-up line: its bootstrap, protocol, mechanisms and client certificates."""
     mechanisms = listener.sasl_settings.mechanisms
@@ -165,8 +170,8 @@ def run(args: argparse.Namespace) -> int:
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
-                          max_partition_bytes=args.max_partition_bytes or DEFAULT_MAX_PARTITION_BYTES,
-                          fetch_max_bytes=args.fetch_max_bytes or DEFAULT_FETCH_MAX_BYTES,
+                          max_partition_bytes=_given(args.max_partition_bytes, DEFAULT_MAX_PARTITION_BYTES),
+                          fetch_max_bytes=_given(args.fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,
                                                            transaction_version=args.transaction_version,

@@ -101,6 +101,8 @@ class Cluster:
             raise ValueError("a cluster needs at least one broker")
         if fetch_max_bytes < 1024:
             raise ValueError("fetch_max_bytes must be at least 1024 (as Kafka's fetch.max.bytes)")
+        if max_partition_bytes < 1:
+            raise ValueError("max_partition_bytes must be positive")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
                                                   or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")

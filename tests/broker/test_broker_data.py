@@ -193,6 +193,17 @@ def test_the_brokers_fetch_max_bytes_bounds_every_response():
             assert values(alone.responses[0].partitions[0].records) == [b"y" * 5000]  # over the limit, whole
     with pytest.raises(ValueError, match="at least 1024"):
         Cluster(fetch_max_bytes=1000)
+    with pytest.raises(ValueError, match="positive"):
+        Cluster(max_partition_bytes=0)
+
+
+@pytest.mark.parametrize("option", ["--fetch-max-bytes", "--max-partition-bytes"])
+def test_the_cli_refuses_a_zero_limit(option):
+    # 0 once meant "the default" (a falsy value fell back to it) and started a broker: now it is refused
+    # like any bad value (a subprocess, so that a broker started by mistake is stopped by the timeout)
+    out = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0", option, "0"],
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "must be" in out.stderr, out.stderr
 
 
 def test_min_bytes_beyond_the_responses_limit_is_answered_at_once(one):
