@@ -112,3 +112,59 @@ def test_rotated_pcaps_two_captures_on_the_same_addresses_and_a_file_given_twice
     dup = files[files.summary.str.contains("duplicate_of")]
     assert list(dup.source.str.rsplit("/", n=2).str[-2:].str.join("/")) == ["copy/again.pcap"]
     assert dup.summary.iloc[0].endswith('rot/kafka.pcap2"}')
+
+
+def test_files_told_apart_by_their_heads_as_by_their_content(spark, tmp_path, monkeypatch):
+    """``captures.identities`` (heads and lengths, content only for packet files of equal lengths) plans
+    exactly what ``captures.identity`` over every file's content planned."""
+    from kcodec.spark import captures, pipeline
+    from pyspark.sql import functions as F
+
+    w = capture.CaptureWriter(tmp_path / "tap", session=9, max_bytes=300)
+    for corr in range(12):
+        req, resp = _md(corr)
+        w.write(capture.REQUEST, 1, corr, req)
+        w.write(capture.RESPONSE, 1, corr, resp)
+    w.close()
+    (tmp_path / "odd").mkdir()
+    shutil.copy(w.files[1], tmp_path / "odd" / "same.kcap")  # a copy: same header and length
+    (tmp_path / "odd" / "cut.kcap").write_bytes(w.files[1].read_bytes()[:-5])  # same header, shorter
+    (tmp_path / "odd" / "short.kcap").write_bytes(capture.MAGIC + b"\x00\x01")  # a header cut short
+    (tmp_path / "odd" / "empty.pcap").write_bytes(b"")  # Spark's scans leave empty files out
+    (tmp_path / "odd" / "tiny.bin").write_bytes(b"KCODE")
+    (tmp_path / "pc").mkdir()
+    first, fifth = pcaps.conversation(_conversation("first", 3)), pcaps.conversation(_conversation("fifth", 3))
+    pcaps.write(tmp_path / "pc" / "one.pcap", first)
+    pcaps.write(tmp_path / "pc" / "two.pcap", fifth)  # the same length as one.pcap, other bytes
+    pcaps.write(tmp_path / "odd" / "again.pcap", first)  # a copy of one.pcap
+    pcaps.write(tmp_path / "odd" / "alone.pcap", pcaps.conversation(_conversation("alone", 4)))
+    paths = [str(tmp_path / d) for d in ("tap", "odd", "pc")]
+
+    listing = spark.read.format("binaryFile").load(paths)
+    by_content = {r["path"]: r["digest"] for r in
+                  listing.select("path", captures.identity(F.col("content")).alias("digest")).collect()}
+    by_head = dict(pipeline._identities(spark, [(r["path"], r["length"]) for r in
+                                                 listing.select("path", "length").collect()]))
+    assert by_head.keys() == by_content.keys() and len(by_head) == len(w.files) + 8
+    for path, ident in by_head.items():  # the same string, but for a packet file of a length of its own
+        if ident.startswith("length:"):
+            assert by_content[path].startswith("sha256:") and path.rsplit("/", 1)[1] not in ("one.pcap", "again.pcap")
+        else:
+            assert ident == by_content[path]
+    assert by_head[next(p for p in by_head if p.endswith("again.pcap"))].startswith("sha256:")
+    plan = captures.plan(list(by_head.items()))
+    assert plan == captures.plan(list(by_content.items()))
+    assert {frozenset(p.rsplit("/", 1)[1] for p in pair) for pair in plan.duplicates} == {
+        frozenset({w.files[1].name, "same.kcap"}), frozenset({"one.pcap", "again.pcap"})}
+    monkeypatch.setattr(captures, "heads", lambda *a: None)  # no JVM at hand (Spark Connect): digests, as before
+    assert dict(pipeline._identities(spark, [(p, 0) for p in by_content])) == by_content
+
+
+def test_heads_are_the_first_bytes(spark, tmp_path):
+    from kcodec.spark import captures
+
+    (tmp_path / "long").write_bytes(bytes(range(200)))
+    (tmp_path / "short").write_bytes(b"abc")
+    (tmp_path / "empty").write_bytes(b"")
+    heads = captures.heads(spark, [(tmp_path / n).as_uri() for n in ("long", "short", "empty")])
+    assert list(heads.values()) == [bytes(range(captures.HEAD)), b"abc", b""]

@@ -11,31 +11,80 @@ directories): those are separate captures, never merged.
 
 A file given twice (the same path, or a copy elsewhere) is read once, where it has the most company
 (a copy inside its rotated set wins over a lone one): tap files are the same when their headers
-(session and sequence) and lengths are, other files when their SHA-256 digests are.
+(session and sequence) and lengths are, other files when their SHA-256 digests are. Telling them apart
+reads each file's first bytes only (``heads``): a tap file's identity is its header and length, and a
+packet file whose length no other packet file has can be no copy, so only packet files of equal lengths
+have their content digested (``identities``) before the files are read for their frames.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pyspark.sql import Column
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from kcodec.tap import capture
 
 _KCAP_HEX = capture.MAGIC.hex().upper()
 _DIGITS = re.compile(r"\d+")
+HEAD = capture.HEADER.size  # the first bytes of a file that say whether it is a tap file, and which
+HEAD_READERS = 8  # files whose heads the driver reads at once (each a round trip on remote storage)
 
 
 def identity(content: Column) -> Column:
-    """A file's identity, computed where the file is (only this short string travels to the driver)."""
-    head = F.substring(content, 1, capture.HEADER.size)
+    """A file's identity from its content, computed where the file is (only this short string travels to
+    the driver). ``identities`` gives the same string from less where it can."""
+    head = F.substring(content, 1, HEAD)
     return (F.when(F.hex(F.substring(content, 1, 8)) == F.lit(_KCAP_HEX),
                    F.concat(F.lit("kcap:"), F.hex(head), F.lit(":"), F.length(content).cast("string")))
             .otherwise(F.concat(F.lit("sha256:"), F.sha2(content, 256))))
+
+
+def identities(files: list[tuple[str, int, bytes]]) -> tuple[dict[str, str], list[str]]:
+    """From (path, length, first HEAD bytes) of every file listed: the identities known without the
+    content, and the paths whose content must be digested (``identity``). A tap file's identity is
+    ``identity``'s, from its header; a packet file whose length no other packet file shares is a copy of
+    none, so a name of its length (distinct from every digest) groups it as its digest would: alone."""
+    known: dict[str, str] = {}
+    by_length: dict[int, list[str]] = {}
+    for path, length, head in files:
+        if head[:8] == capture.MAGIC:
+            known[path] = f"kcap:{head[:HEAD].hex().upper()}:{length}"
+        else:
+            by_length.setdefault(length, []).append(path)
+    unread: list[str] = []
+    for length, paths in by_length.items():
+        if len(paths) == 1:
+            known[paths[0]] = f"length:{length}"
+        else:
+            unread += paths
+    return known, unread
+
+
+def heads(spark: SparkSession, paths: list[str], size: int = HEAD) -> Optional[dict[str, bytes]]:
+    """The first ``size`` bytes of each file (fewer for a shorter file), read by the driver through the
+    session's Hadoop file systems, so any URI Spark reads; None for a session without a JVM at hand
+    (Spark Connect)."""
+    jvm = getattr(spark, "_jvm", None)
+    if jvm is None:
+        return None
+    conf = spark._jsc.hadoopConfiguration()  # type: ignore[attr-defined]
+
+    def head(path: str) -> bytes:
+        p = jvm.org.apache.hadoop.fs.Path(path)
+        stream = p.getFileSystem(conf).open(p)
+        try:
+            return bytes(stream.readNBytes(size))  # fewer at the end; a byte[] comes back as Python bytes
+        finally:
+            stream.close()
+
+    with ThreadPoolExecutor(HEAD_READERS) as pool:
+        return dict(zip(paths, pool.map(head, paths)))
 
 
 def capture_set(path: str) -> str:

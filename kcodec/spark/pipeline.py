@@ -56,11 +56,13 @@ def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Itera
 
     Files are first told apart by content (``captures.plan``): a file given twice is read once (its
     copy gets a file row saying so), and the pcaps of one rotated capture are read in order by one task
-    so that its connections continue across files; tap files are read one task per file.
+    so that its connections continue across files; tap files are read one task per file. Telling them
+    apart reads only their first bytes (``captures.identities``), so a file's bytes are read once, for
+    its frames (but packet files of equal lengths, digested first).
     """
-    listing = spark.read.format("binaryFile").load(list(paths))
-    ident = listing.select("path", captures.identity(F.col("content")).alias("digest")).collect()
-    plan = captures.plan([(r["path"], r["digest"]) for r in ident])
+    listing = [(r["path"], r["length"]) for r in
+               spark.read.format("binaryFile").load(list(paths)).select("path", "length").collect()]  # no content
+    plan = captures.plan(_identities(spark, listing))
     fn = functools.partial(decode.frames_from_files, ports=sorted(ports) if ports else None)
     schema = from_arrow_schema(decode.FRAMES)
 
@@ -87,6 +89,21 @@ def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Itera
         out = out.unionByName(spark.createDataFrame([tuple(r.get(n) for n in schema.fieldNames()) for r in rows],
                                                     schema))
     return out
+
+
+def _identities(spark: SparkSession, listing: list[tuple[str, int]]) -> list[tuple[str, str]]:
+    """(path, identity) of every file listed, from its head and length where those tell (``captures``)."""
+    heads = captures.heads(spark, [path for path, _ in listing])
+    known: dict[str, str]
+    if heads is None:
+        known, unread = {}, [path for path, _ in listing]
+    else:
+        known, unread = captures.identities([(path, length, heads[path]) for path, length in listing])
+    if unread:
+        digests = spark.read.format("binaryFile").load(unread).select(
+            "path", captures.identity(F.col("content")).alias("digest")).collect()
+        known.update((r["path"], r["digest"]) for r in digests)
+    return list(known.items())
 
 
 def pairs(frames: DataFrame) -> DataFrame:
