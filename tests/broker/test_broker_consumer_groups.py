@@ -26,10 +26,10 @@ def cluster() -> Iterator[Cluster]:
 
 
 def hb(w: Wire, member: str, epoch: int, topics: Optional[list[str]] = None, owned: Optional[dict] = None,
-       group: str = "g", version: int = 1, rebalance_ms: int = 5000) -> Any:
+       group: str = "g", version: int = 1, rebalance_ms: int = 5000, regex: Optional[str] = None) -> Any:
     return w.call(ConsumerGroupHeartbeatRequest(
         group_id=group, member_id=member, member_epoch=epoch, rebalance_timeout_ms=rebalance_ms,
-        subscribed_topic_names=topics,
+        subscribed_topic_names=topics, subscribed_topic_regex=regex,
         topic_partitions=None if owned is None else [ConsumerGroupHeartbeatRequest.TopicPartitions(
             topic_id=t, partitions=sorted(ps)) for t, ps in owned.items()]), version)
 

@@ -6,6 +6,10 @@ uniform assignor: each topic's partitions spread over its subscribers in member-
 reconciles toward its target: first it is told to give up what is no longer its own (its epoch stays
 until it reports them gone), then it moves to the target epoch and receives each new partition as soon
 as its previous owner has released it, so no partition ever has two owners.
+
+A member subscribes by names, by a regex (``SubscribedTopicRegex``, topic_regex.py) or both: its
+subscription is resolved against the cluster's topics (internal ones excluded, and only those it may
+describe) at each heartbeat of the group, so a matching topic that appears or goes bumps the epoch.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Optional
 
 from kcodec.errors import ErrorCode
+
+from .topic_regex import InvalidRegex, compile_topic_regex, matching
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -36,7 +42,9 @@ class ConsumerMember:
     client_id: str = ""
     client_host: str = ""
     rebalance_timeout_ms: int = 300_000
-    subscribed: list[str] = field(default_factory=list)
+    subscribed: list[str] = field(default_factory=list)  # the names it sent
+    regex: Optional[str] = None                            # and the pattern it sent
+    may_describe: Callable[[str], bool] = lambda topic: True  # its principal's view, for what the regex matches
     epoch: int = 0
     previous_epoch: int = -1
     assigned: Assignment = field(default_factory=dict)   # what the member owns (or was told it owns)
@@ -81,16 +89,18 @@ class ConsumerGroup:
             return "Reconciling"
         return "Stable"
 
-    def compute_target(self, partitions_of: Callable[[str], Optional[tuple[uuid.UUID, int]]]) -> None:
-        """The uniform assignor: each subscribed topic's partitions spread over its subscribers."""
+    def compute_target(self, partitions_of: Callable[[str], Optional[tuple[uuid.UUID, int]]],
+                       subscriptions: dict[str, set[str]]) -> None:
+        """The uniform assignor: each subscribed topic's partitions spread over its subscribers
+        (``subscriptions``: each member's resolved topic names)."""
         target: dict[str, Assignment] = {m: {} for m in self.members}
-        topics = sorted({t for m in self.members.values() for t in m.subscribed})
+        topics = sorted({t for names in subscriptions.values() for t in names})
         for name in topics:
             found = partitions_of(name)
             if found is None:
                 continue
             topic_id, count = found
-            subscribers = sorted(m.member_id for m in self.members.values() if name in m.subscribed)
+            subscribers = sorted(m for m, names in subscriptions.items() if name in names)
             for p in range(count):
                 target[subscribers[p % len(subscribers)]].setdefault(topic_id, set()).add(p)
         self.target = target
@@ -150,6 +160,7 @@ class Heartbeat:
     client_id: str
     client_host: str
     server_generates_id: bool  # v0: the broker names new members; v1+: the client does
+    may_describe: Callable[[str], bool] = lambda topic: True  # the sender's Describe right on a topic
 
 
 class ConsumerGroups:
@@ -163,17 +174,31 @@ class ConsumerGroups:
         topic = self.owner.state.topics.get(name)
         return (topic.topic_id, len(topic.replicas)) if topic is not None else None
 
+    def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
+        """Each member's topics: its names, plus the non-internal topics its regex matches that it may
+        describe (Kafka resolves a regex with the member's principal)."""
+        topics = self.owner.state.topics
+        regexes = any(m.regex for m in group.members.values())  # most groups: no need to list the topics
+        visible = [name for name, t in topics.items() if not t.internal] if regexes else []
+        return {m.member_id: set(m.subscribed) | {t for t in matching(m.regex, visible) if m.may_describe(t)}
+                for m in group.members.values()}
+
     def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         if not hb.group_id:
             return HeartbeatResult(E.INVALID_REQUEST, message="GroupId can't be empty.")
         if not hb.member_id and not hb.server_generates_id:
             return HeartbeatResult(E.INVALID_REQUEST, message="MemberId can't be empty.")
-        if hb.regex is not None:
-            return HeartbeatResult(E.INVALID_REQUEST, message="SubscribedTopicRegex is not supported here.")
+        if hb.regex:
+            try:
+                compile_topic_regex(hb.regex)
+            except InvalidRegex as e:
+                return HeartbeatResult(E.INVALID_REGULAR_EXPRESSION, message=f"SubscribedTopicRegex `{hb.regex}` "
+                                       f"is not a valid regular expression: {e}.")
         if hb.assignor is not None and hb.assignor not in ASSIGNORS:
             return HeartbeatResult(E.UNSUPPORTED_ASSIGNOR, message=f"Assignor {hb.assignor} is not supported.")
-        if hb.epoch == 0 and hb.subscribed is None:
-            return HeartbeatResult(E.INVALID_REQUEST, message="SubscribedTopicNames must be set in first request.")
+        if hb.epoch == 0 and hb.subscribed is None and not hb.regex:
+            return HeartbeatResult(E.INVALID_REQUEST,
+                                   message="SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         classic = self.owner.get(hb.group_id)
         if classic is not None and classic.members:
             return HeartbeatResult(E.GROUP_ID_NOT_FOUND, message=f"Group {hb.group_id} is not a consumer group.")
@@ -201,15 +226,20 @@ class ConsumerGroups:
         if hb.subscribed is not None and sorted(set(hb.subscribed)) != member.subscribed:
             member.subscribed = sorted(set(hb.subscribed))
             group.epoch += 1
+        if hb.regex is not None and (hb.regex or None) != member.regex:  # "": no regex any more
+            member.regex = hb.regex or None
+            group.epoch += 1
+        member.may_describe = hb.may_describe
         member.client_id, member.client_host, member.rack_id = hb.client_id, hb.client_host, hb.rack_id
         if hb.rebalance_timeout_ms > 0:
             member.rebalance_timeout_ms = hb.rebalance_timeout_ms
-        metadata = {t: self._partitions_of(t) for m in group.members.values() for t in m.subscribed}
-        if metadata != group.metadata:  # a subscribed topic appeared, went or grew
+        subscriptions = self._subscriptions(group)
+        metadata = {t: self._partitions_of(t) for names in subscriptions.values() for t in names}
+        if metadata != group.metadata:  # a subscribed topic appeared (or matched), went or grew
             group.metadata = metadata
             group.epoch += 1
         if group.epoch != group.target_epoch:
-            group.compute_target(self._partitions_of)
+            group.compute_target(self._partitions_of, subscriptions)
         group.reconcile(member, hb.owned)
         self._schedule_expiry(group, member)
         self._watch_revocation(group, member)

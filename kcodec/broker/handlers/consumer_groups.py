@@ -33,10 +33,15 @@ def consumer_group_heartbeat(ctx: Context, req: Any) -> ConsumerGroupHeartbeatRe
     topics = req.subscribed_topic_names
     if topics is not None and any(not ctx.allowed("Describe", "topic", t) for t in topics):
         return Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, member_epoch=req.member_epoch)
+    authorizer, principal = ctx.runtime.authorizer, ctx.session.principal
+
+    def may_describe(topic: str) -> bool:  # kept by the member: its regex is resolved again as topics change
+        return authorizer.allowed(principal, "Describe", "topic", topic)
     r = ctx.runtime.groups.consumer.heartbeat(Heartbeat(
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms,
-        None if topics is None else list(topics), (req.subscribed_topic_regex or None) if ctx.version >= 1 else None,
-        req.server_assignor, owned, ctx.header.client_id or "", ctx.session.host, server_generates_id=ctx.version == 0))
+        None if topics is None else list(topics), req.subscribed_topic_regex if ctx.version >= 1 else None,
+        req.server_assignor, owned, ctx.header.client_id or "", ctx.session.host, server_generates_id=ctx.version == 0,
+        may_describe=may_describe))
     assignment = None if r.assignment is None else Resp.Assignment(topic_partitions=_wire(r.assignment,
                                                                                         Resp.TopicPartitions))
     return Resp(error_code=r.error, error_message=r.message, member_id=r.member_id, member_epoch=r.epoch,
@@ -64,7 +69,8 @@ def consumer_group_describe(ctx: Context, req: Any) -> ConsumerGroupDescribeResp
             continue
         members = [Resp.Member(member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
                                member_epoch=m.epoch, client_id=m.client_id, client_host=m.client_host,
-                               subscribed_topic_names=list(m.subscribed), assignment=assignment(m.assigned),
+                               subscribed_topic_names=list(m.subscribed), subscribed_topic_regex=m.regex,
+                               assignment=assignment(m.assigned),
                                target_assignment=assignment(group.target.get(m.member_id, {})))
                    for m in group.members.values()]
         out.append(Resp.DescribedGroup(group_id=gid, group_state=group.state, group_epoch=group.epoch,
