@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from kcodec.broker import Cluster
 
@@ -16,6 +17,15 @@ USERS = {"admin": "admin-pw", "alice": "alice-pw"}
 ACLS = ["alice:Describe:topic:*", "alice:DescribeConfigs:topic:*"]
 
 _USED: dict[str, dict[str, set[int]]] = {}
+TIMEOUT = 20
+
+
+def until(step: Callable[[], None], done: Callable[[], bool], what: str) -> None:
+    """Call ``step`` (a poll) until ``done``, at most TIMEOUT seconds."""
+    deadline = time.monotonic() + TIMEOUT
+    while not done():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        step()
 
 # The authentication matrix: every client logs in as carol with each mechanism over each transport.
 AUTH_MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]

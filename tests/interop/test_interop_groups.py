@@ -8,15 +8,14 @@ import json
 import os
 import select
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 from needs import missing, need_module, need_tool
 from group_members import PARTITIONS, TOPIC, play
-from interop_support import record
+from interop_support import TIMEOUT, record, until
 
 from kcodec.broker import Cluster, GroupSettings
 
@@ -35,7 +34,6 @@ from kafka.structs import OffsetAndMetadata  # noqa: E402
 CK = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
 KP = "kafka-python " + kafka.__version__
 AK = "aiokafka " + aiokafka.__version__
-TIMEOUT = 20
 
 
 @pytest.fixture
@@ -43,13 +41,6 @@ def cluster() -> Iterator[Cluster]:
     with Cluster(brokers=3, system_topic_partitions=5, groups=GroupSettings(
             min_session_timeout_ms=500, consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=100)) as c:
         yield c
-
-
-def until(step: Callable[[], None], done: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not done():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        step()
 
 
 def covers_all(assigned: dict[str, list[int]], members: list[str]) -> bool:
