@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker_wire import authenticated
 from test_broker_consumer_groups import cluster, hb  # noqa: F401 - the fixture
 from test_broker_groups import at_coordinator
 
+from kcodec.broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import ConsumerGroupDescribeRequest
 
@@ -80,3 +82,17 @@ def test_an_invalid_regex_is_refused(cluster):
         assert a.error_code == 0 and by_topic(a, cluster) == {"orders": {0, 1, 2, 3}}
         assert hb(w, "member-a", a.member_epoch, regex="(").error_code == E.INVALID_REGULAR_EXPRESSION
         assert hb(w, "member-a", a.member_epoch).error_code == 0  # the member keeps its regex
+
+
+def test_a_regex_matches_only_the_topics_the_member_may_describe():
+    with Cluster(brokers=1, users={"alice": "alice-pw"}, system_topic_partitions=1,
+                 acls=["alice:Read:group:g", "alice:Describe:topic:team-*"]) as c:
+        for name in ("team-a", "team-b", "secret"):
+            c.create_topic(name, 1)
+        with authenticated(c, "alice", "alice-pw") as w:
+            a = hb(w, "member-a", 0, regex=".*")
+            assert a.error_code == 0 and by_topic(a, c) == {"team-a": {0}, "team-b": {0}}
+            c.create_topic("secret-2", 1)
+            c.create_topic("team-c", 1)
+            a2 = hb(w, "member-a", a.member_epoch, owned=owned(by_topic(a, c), c))
+            assert by_topic(a2, c) == {"team-a": {0}, "team-b": {0}, "team-c": {0}}
