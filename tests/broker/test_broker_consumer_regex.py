@@ -84,6 +84,17 @@ def test_an_invalid_regex_is_refused(cluster):
         assert hb(w, "member-a", a.member_epoch).error_code == 0  # the member keeps its regex
 
 
+def test_a_pathological_regex_answers_at_once(cluster):
+    # RE2 matches in linear time: a backtracking engine (Python's re) takes ~2**200 steps on (a+)+b against
+    # this name, holding the GIL: the in-process broker, and this test with it, never answer (checked)
+    cluster.create_topic("a" * 200, 1)
+    with at_coordinator(cluster, "g") as w:
+        r = hb(w, "member-a", 0, regex="(a+)+b")
+        assert r.error_code == 0 and by_topic(r, cluster) == {}
+        r = hb(w, "member-a", r.member_epoch, regex="(a+)+(a|aa)*")
+        assert r.error_code == 0 and by_topic(r, cluster) == {"a" * 200: {0}}
+
+
 def test_a_regex_matches_only_the_topics_the_member_may_describe():
     with Cluster(brokers=1, users={"alice": "alice-pw"}, system_topic_partitions=1,
                  acls=["alice:Read:group:g", "alice:Describe:topic:team-*"]) as c:

@@ -1,56 +1,42 @@
 """KIP-848 regex subscriptions: the pattern a member sends in ``SubscribedTopicRegex``.
 
 Kafka compiles it with RE2/J and matches it against whole topic names (``matcher(name).matches()``).
-Python's ``re`` with ``fullmatch`` stands in. RE2 has no backtracking constructs, so what it would refuse
-is refused here too: backreferences, lookahead/lookbehind, atomic groups and possessive repeats (and the
-conditional ``(?(1)...)``). Other differences remain: RE2's ``\\C``, ``\\pN`` one-letter Unicode classes
-and ``(?U)`` ungreedy flag are not Python's, and a few Python-only escapes are accepted.
+Here RE2 itself does (the google-re2 package, ``kcodec[broker]``): the same language, and matching in
+time linear in the name, whatever the pattern. Python's ``re`` backtracks: a member's ``(a+)+b`` against
+a long topic name would stall the broker's event loop for ages, so it is not a fallback. Without
+google-re2 a regex subscription is refused (INVALID_REGULAR_EXPRESSION, saying what to install).
 """
 
 from __future__ import annotations
 
 import functools
-import re
-import sys
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
-if sys.version_info >= (3, 11):  # the parser ``re`` itself uses
-    import re._constants as _c
-    import re._parser as _parser
-else:  # pragma: no cover
-    import sre_constants as _c
-    import sre_parse as _parser
+try:
+    import re2  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - the broker's extra is not installed
+    re2 = None
 
-# Backtracking constructs RE2 does not have.
-_NOT_RE2 = {_c.GROUPREF, _c.GROUPREF_EXISTS, _c.ASSERT, _c.ASSERT_NOT}
-for _name in ("ATOMIC_GROUP", "POSSESSIVE_REPEAT"):
-    if hasattr(_c, _name):
-        _NOT_RE2.add(getattr(_c, _name))
+_MAX_MEMORY = 8 << 20  # RE2's budget for one compiled pattern (its default); a larger one fails to compile
 
 
 class InvalidRegex(ValueError):
-    """The pattern does not compile (or uses what RE2 lacks); the message says why."""
-
-
-def _refuse_backtracking(node: object) -> None:
-    """Walk the parsed pattern: (op, argument) pairs whose arguments nest further sub-patterns."""
-    if isinstance(node, _parser.SubPattern):
-        node = node.data
-    if isinstance(node, tuple) and node and node[0] in _NOT_RE2:
-        raise InvalidRegex(f"{str(node[0]).lower()} is not supported (RE2 has no backtracking)")
-    if isinstance(node, (tuple, list)):
-        for child in node:
-            _refuse_backtracking(child)
+    """The pattern does not compile as RE2 (or RE2 is not installed); the message says why."""
 
 
 @functools.lru_cache(maxsize=256)
-def compile_topic_regex(pattern: str) -> "re.Pattern[str]":
+def compile_topic_regex(pattern: str) -> Any:
     """The compiled pattern, or InvalidRegex (cached: every heartbeat of the group resolves it again)."""
+    if re2 is None:
+        raise InvalidRegex("regex subscriptions need RE2: pip install 'kcodec[broker]' (google-re2)")
+    options = re2.Options()
+    options.log_errors = False  # the broker's log, not RE2's stderr, says what was refused
+    options.max_mem = _MAX_MEMORY
     try:
-        _refuse_backtracking(_parser.parse(pattern))
-        return re.compile(pattern)
-    except re.error as e:
-        raise InvalidRegex(str(e)) from None
+        return re2.compile(pattern, options)
+    except re2.error as e:
+        reason = e.args[0] if e.args else "it does not compile"
+        raise InvalidRegex(reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)) from None
 
 
 def matching(pattern: Optional[str], topics: Iterable[str]) -> set[str]:
@@ -58,4 +44,4 @@ def matching(pattern: Optional[str], topics: Iterable[str]) -> set[str]:
     if not pattern:
         return set()
     compiled = compile_topic_regex(pattern)
-    return {t for t in topics if compiled.fullmatch(t)}
+    return {t for t in topics if compiled.fullmatch(t) is not None}
