@@ -7,7 +7,7 @@ reconciles toward its target: first it is told to give up what is no longer its 
 until it reports them gone), then it moves to the target epoch and receives each new partition as soon
 as its previous owner has released it, so no partition ever has two owners.
 
-A member subscribes by names, by a regex (``SubscribedTopicRegex``, topic_regex.py) or both: its
+A member subscribes by names, by a regex (``SubscribedTopicRegex``, broker/regex.py) or both: its
 subscription is resolved against the cluster's topics (internal ones excluded, and only those it may
 describe) at each heartbeat of the group, so a matching topic that appears or goes bumps the epoch.
 """
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 from kcodec.errors import ErrorCode
 
-from .topic_regex import InvalidRegex, compile_topic_regex, matching
+from ..regex import InvalidRegex, compile_pattern, matching
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -190,7 +190,7 @@ class ConsumerGroups:
             return HeartbeatResult(E.INVALID_REQUEST, message="MemberId can't be empty.")
         if hb.regex:
             try:
-                compile_topic_regex(hb.regex)
+                compile_pattern(hb.regex)
             except InvalidRegex as e:
                 return HeartbeatResult(E.INVALID_REGULAR_EXPRESSION, message=f"SubscribedTopicRegex `{hb.regex}` "
                                        f"is not a valid regular expression: {e}.")

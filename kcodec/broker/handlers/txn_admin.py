@@ -8,7 +8,6 @@ answers from a partition's leader: the producers it has state for, and where the
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -18,6 +17,7 @@ from kcodec.messages import (DescribeProducersRequest, DescribeProducersResponse
 
 from ..context import Context
 from ..groups.placement import GROUP_KEY, INTERNAL_TOPICS, partition_for
+from ..regex import InvalidRegex, compile_pattern
 from ..txn import Transaction, TxnState
 from . import handles
 from .transactions import not_txn_coordinator, txn_error
@@ -67,8 +67,8 @@ def list_transactions(ctx: Context, req: Any) -> ListTransactionsResponse:
     min_age = req.duration_filter if ctx.version >= 1 else -1
     pattern = req.transactional_id_pattern if ctx.version >= 2 else None
     try:
-        regex = re.compile(pattern) if pattern else None
-    except re.error:
+        regex = compile_pattern(pattern) if pattern else None
+    except InvalidRegex:  # (RE2, as for regex subscriptions: Kafka's Java patterns can backtrack for ages)
         return ListTransactionsResponse(error_code=ErrorCode.INVALID_REGULAR_EXPRESSION, unknown_state_filters=[],
                                         transaction_states=[])
     now = int(time.time() * 1000)
@@ -80,7 +80,7 @@ def list_transactions(ctx: Context, req: Any) -> ListTransactionsResponse:
             continue
         if min_age >= 0 and not 0 <= txn.start_ms <= now - min_age:
             continue
-        if regex is not None and not regex.fullmatch(tid):
+        if regex is not None and regex.fullmatch(tid) is None:
             continue
         listed.append(_Listed(transactional_id=tid, producer_id=txn.producer_id, transaction_state=txn.state.value))
     return ListTransactionsResponse(error_code=0, unknown_state_filters=sorted(states - known),

@@ -1,10 +1,11 @@
-"""KIP-848 regex subscriptions: the pattern a member sends in ``SubscribedTopicRegex``.
+"""Regular expressions clients send: a KIP-848 member's ``SubscribedTopicRegex`` and ListTransactions v2's
+``TransactionalIdPattern`` (KIP-1152), matched against whole names.
 
-Kafka compiles it with RE2/J and matches it against whole topic names (``matcher(name).matches()``).
-Here RE2 itself does (the google-re2 package, ``kcodec[broker]``): the same language, and matching in
-time linear in the name, whatever the pattern. Python's ``re`` backtracks: a member's ``(a+)+b`` against
-a long topic name would stall the broker's event loop for ages, so it is not a fallback. Without
-google-re2 a regex subscription is refused (INVALID_REGULAR_EXPRESSION, saying what to install).
+Kafka compiles the first with RE2/J (``matcher(name).matches()``). Here RE2 itself compiles both (the
+google-re2 package, ``kcodec[broker]``): matching takes time linear in the name, whatever the pattern.
+Python's ``re`` backtracks: a client's ``(a+)+b`` against a long name would stall the broker's event loop
+for ages, so it is not a fallback. Without google-re2 such a pattern is refused (INVALID_REGULAR_EXPRESSION,
+saying what to install).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ class InvalidRegex(ValueError):
 
 
 @functools.lru_cache(maxsize=256)
-def compile_topic_regex(pattern: str) -> Any:
+def compile_pattern(pattern: str) -> Any:
     """The compiled pattern, or InvalidRegex (cached: every heartbeat of the group resolves it again)."""
     if re2 is None:
-        raise InvalidRegex("regex subscriptions need RE2: pip install 'kcodec[broker]' (google-re2)")
+        raise InvalidRegex("regular expressions need RE2: pip install 'kcodec[broker]' (google-re2)")
     options = re2.Options()
     options.log_errors = False  # the broker's log, not RE2's stderr, says what was refused
     options.max_mem = _MAX_MEMORY
@@ -39,9 +40,9 @@ def compile_topic_regex(pattern: str) -> Any:
         raise InvalidRegex(reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)) from None
 
 
-def matching(pattern: Optional[str], topics: Iterable[str]) -> set[str]:
-    """The topic names ``pattern`` matches as a whole (none when there is no pattern)."""
+def matching(pattern: Optional[str], names: Iterable[str]) -> set[str]:
+    """The names ``pattern`` matches as a whole (none when there is no pattern)."""
     if not pattern:
         return set()
-    compiled = compile_topic_regex(pattern)
-    return {t for t in topics if compiled.fullmatch(t) is not None}
+    compiled = compile_pattern(pattern)
+    return {n for n in names if compiled.fullmatch(n) is not None}
