@@ -178,9 +178,10 @@ class ConsumerGroups:
         """Each member's topics: its names, plus the non-internal topics its regex matches that it may
         describe (Kafka resolves a regex with the member's principal)."""
         topics = self.owner.state.topics
-        regexes = any(m.regex for m in group.members.values())  # most groups: no need to list the topics
+        regexes = {m.regex for m in group.members.values() if m.regex}  # most groups: none, no topics listed
         visible = [name for name, t in topics.items() if not t.internal] if regexes else []
-        return {m.member_id: set(m.subscribed) | {t for t in matching(m.regex, visible) if m.may_describe(t)}
+        matched = {r: matching(r, visible) for r in regexes}  # once per pattern: members mostly share one
+        return {m.member_id: set(m.subscribed) | {t for t in matched.get(m.regex or "", ()) if m.may_describe(t)}
                 for m in group.members.values()}
 
     def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
