@@ -19,12 +19,13 @@ JS = Path(__file__).resolve().parent / "js"
 CLIENT = "kafkajs 2.2.4"
 
 
-def _run(bootstrap: str, *credentials: str, script: str = "admin.js") -> dict:
+def _run(first: str, *args: str, script: str = "admin.js") -> dict:
+    """One node process running js/SCRIPT with these arguments (a bootstrap, or auth.js's JSON cases, first);
+    its last line of output, as JSON."""
     node = need_tool("node", "Node.js 18+ and npm; Debian's nodejs and npm packages")
     if not (JS / "node_modules" / "kafkajs").is_dir():
         missing("kafkajs in tests/interop/js/node_modules (`make test` runs npm ci there)")
-    args = [bootstrap, *credentials] if script == "admin.js" else [bootstrap]  # auth.js: one JSON argument
-    out = subprocess.run([node, str(JS / script), *args], capture_output=True, text=True, timeout=90)
+    out = subprocess.run([node, str(JS / script), first, *args], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
