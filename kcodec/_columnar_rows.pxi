@@ -64,6 +64,25 @@ cdef void plan_rows(Walker w) noexcept:
                     f.nulls = &w.nulls[op.col]
 
 
+cdef inline char* values_at(Walker w, Plan* f, int64_t vl, int64_t need, Py_ssize_t q) except NULL:
+    """Where item vl of a kept array's values goes, with room for ``need`` items from there (growing keeps
+    vl items, the batch's so far: the end of take_rows recounts; q, the row's start, extrapolates)."""
+    if vl + need > f.vcap:
+        w.at = q
+        f.values.len = vl
+        w.grow(f.values, need)
+        f.vdata = f.values.data
+        f.vcap = f.values.cap
+    return f.vdata + 4 * vl
+
+
+cdef inline void copy4(char* out, const unsigned char* src) noexcept nogil:
+    """Four big-endian 32-bit ids, a fixed count (unrolled, vectorised) for arrays of up to 4."""
+    cdef int k
+    for k in range(4):
+        (<uint32_t*>out)[k] = be32(src + 4 * k)
+
+
 cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
     """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
     ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
@@ -147,16 +166,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     p += 1
                 elif <uint8_t>(c - 2) < 4:  # 1 to 4 ids: a fixed copy of 4 (the items past m are not counted)
                     m = c - 1
-                    if vl + 8 > f.vcap:
-                        w.at = q
-                        f.values.len = vl
-                        w.grow(f.values, 8)
-                        f.vdata = f.values.data
-                        f.vcap = f.values.cap
-                    src = buf + p + 1
-                    out = f.vdata + 4 * vl
-                    for k in range(4):
-                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                    copy4(values_at(w, f, vl, 8, q), buf + p + 1)
                     vl += m
                     f.vlen = vl
                     p += 1 + 4 * m
@@ -203,18 +213,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     m = f.lastm       # before this byte is read (a predicted branch), as in skip_rows; a
                     if 17 > end - p:  # way of its own (sharing the steps below measured slower); m <= 4:
                         break         # room for its bytes and the fixed copy of 4
-                    src = buf + p + 1
-                    p += 1 + 4 * m
                     vl = f.vlen
-                    if vl + 8 > f.vcap:
-                        w.at = q
-                        f.values.len = vl
-                        w.grow(f.values, 8)
-                        f.vdata = f.values.data
-                        f.vcap = f.values.cap
-                    out = f.vdata + 4 * vl
-                    for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
-                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                    copy4(values_at(w, f, vl, 8, q), buf + p + 1)  # the items past m are not counted
+                    p += 1 + 4 * m
                     vl += m
                     f.vlen = vl
                     (<int32_t*>f.dst)[r] = <int32_t>vl
@@ -238,16 +239,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 src = buf + p + 1
                 p += 1 + 4 * m
                 vl = f.vlen
-                if vl + m + 4 > f.vcap:  # (growing keeps len items: count the batch's so far; the end recounts)
-                    w.at = q
-                    f.values.len = vl
-                    w.grow(f.values, m + 4)
-                    f.vdata = f.values.data
-                    f.vcap = f.values.cap
-                out = f.vdata + 4 * vl
+                out = values_at(w, f, vl, m + 4, q)
                 if m <= 4 and end - (src - buf) >= 16:
-                    for k in range(4):  # a fixed count (unrolled, vectorised); the items past m are not counted
-                        (<uint32_t*>out)[k] = be32(src + 4 * k)
+                    copy4(out, src)  # the items past m are not counted
                 else:
                     for k in range(m):
                         (<uint32_t*>out)[k] = be32(src + 4 * k)
