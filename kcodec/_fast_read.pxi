@@ -398,14 +398,16 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
         r.zero_copy = zero_copy
         r.base = base
         # A decode makes many containers and no cycles: collections while it runs would only scan
-        # young objects that all survive (and promote them, so they are scanned again later).
+        # young objects that all survive (and promote them, so they are scanned again later). The
+        # return value is built before the GC resumes, so that its allocation does not start one.
         enabled = PyGC_Disable()
         try:
             obj = decode_struct(r, 0, &p, stop)
+            result = (obj, p)
         finally:
             if enabled:
                 PyGC_Enable()
-        return obj, p
+        return result
     except _Fail as e:
         raise DecodeError(e.reason, e.offset, path_text(trail_path(r)), fp.message, fp.version) from None
     finally:

@@ -132,8 +132,8 @@ def decode_request(frame: Any, *, strict: bool = True, zero_copy: bool = False) 
     mv, header, pos, end = _request_header(frame, strict)
     cls = message_class(header.request_api_key, "request")
     version = header.request_api_version
-    req, pos = backend.decode(program_for(cls, version), mv, pos, end, zero_copy)
-    return header, finish(req, pos, end, strict, cls.__name__, version)
+    done = backend.decode(program_for(cls, version), mv, pos, end, zero_copy)  # indexed: see _api.decode
+    return header, finish(done[0], done[1], end, strict, cls.__name__, version)
 
 
 def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True,
@@ -153,8 +153,8 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
     header, pos = backend.decode(program_for(header_cls, response_header_version(api_key, api_version)),
                                  mv, 4, end)
     try:
-        msg, body_end = backend.decode(program_for(cls, api_version), mv, pos, end, zero_copy)
-        return header, finish(msg, body_end, end, strict, cls.__name__, api_version)
+        done = backend.decode(program_for(cls, api_version), mv, pos, end, zero_copy)  # see _api.decode
+        return header, finish(done[0], done[1], end, strict, cls.__name__, api_version)
     except DecodeError:
         if api_key != API_VERSIONS_KEY or api_version == 0:
             raise
