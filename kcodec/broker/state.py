@@ -119,6 +119,7 @@ class ClusterState:
         self.auto_create_topics = auto_create_topics
         self.state_file = Path(state_file) if state_file is not None else None
         self.topics: dict[str, Topic] = {}
+        self.names_version = 0  # bumped when a topic is created or deleted: what name caches are keyed by
         self.credentials = Credentials()  # SCRAM credentials (SASL); kept in the state file too
         self.offsets = CommittedOffsets()  # consumer groups' committed offsets; kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
@@ -295,6 +296,7 @@ class ClusterState:
 
     def add_topic(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
+        self.names_version += 1
         log.info("created topic %s (%d partitions, replication factor %d)", topic.name, len(topic.replicas),
                  topic.replication_factor)
         self.save()
@@ -314,6 +316,7 @@ class ClusterState:
     def delete_topic(self, topic: Topic) -> None:
         self.check_deletable(topic)
         del self.topics[topic.name]
+        self.names_version += 1
         self.offsets.delete_topic(topic.name)
         self.logs.drop_topic(topic.topic_id)
         log.info("deleted topic %s", topic.name)

@@ -107,3 +107,32 @@ def test_a_regex_matches_only_the_topics_the_member_may_describe():
             c.create_topic("team-c", 1)
             a2 = hb(w, "member-a", a.member_epoch, owned=owned(by_topic(a, c), c))
             assert by_topic(a2, c) == {"team-a": {0}, "team-b": {0}, "team-c": {0}}
+
+
+def test_heartbeats_list_the_topics_only_after_a_topic_changed(cluster, monkeypatch):
+    """A pattern's resolution is kept until a topic is created or deleted: the heartbeats in between do not
+    match it against every topic again (each such pass is O(topics))."""
+    from kcodec.broker.groups import consumer
+
+    passes: list[str] = []
+
+    def counted(pattern, names):
+        passes.append(pattern)
+        return matching(pattern, names)
+
+    matching = consumer.matching
+    monkeypatch.setattr(consumer, "matching", counted)
+    cluster.create_topic("orders-eu", 2)
+    with at_coordinator(cluster, "g") as w:
+        a = hb(w, "member-a", 0, regex="orders.*")
+        b = hb(w, "member-b", 0, regex="orders.*")
+        for _ in range(5):
+            a = hb(w, "member-a", a.member_epoch)
+        assert passes == ["orders.*"] and b.error_code == 0
+        cluster.create_topic("orders-us", 1)
+        a = hb(w, "member-a", a.member_epoch)
+        assert passes == ["orders.*"] * 2  # (that the new topic is then assigned: the first test)
+        with cluster.state.lock:
+            cluster.state.delete_topic(cluster.state.topics["orders-us"])
+        hb(w, "member-a", a.member_epoch)
+        assert len(passes) == 3

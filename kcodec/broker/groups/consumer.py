@@ -31,6 +31,7 @@ log = logging.getLogger("kcodec.broker")
 E = ErrorCode
 Assignment = dict[uuid.UUID, set[int]]
 ASSIGNORS = ("uniform", "range")
+_RESOLVED_MAX = 1024  # distinct patterns whose resolution is kept
 LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
 
 
@@ -169,6 +170,9 @@ class ConsumerGroups:
     def __init__(self, owner: "GroupCoordinator") -> None:
         self.owner = owner
         self.groups: dict[str, ConsumerGroup] = {}
+        # pattern -> (the topics' names_version it was resolved at, the names it matches): a heartbeat
+        # lists the topics only when one was created or deleted since (Kafka refreshes on a timer)
+        self._resolved: dict[str, tuple[int, frozenset[str]]] = {}
 
     def _partitions_of(self, name: str) -> Optional[tuple[uuid.UUID, int]]:
         topic = self.owner.state.topics.get(name)
@@ -177,12 +181,21 @@ class ConsumerGroups:
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
         """Each member's topics: its names, plus the non-internal topics its regex matches that it may
         describe (Kafka resolves a regex with the member's principal)."""
-        topics = self.owner.state.topics
-        regexes = {m.regex for m in group.members.values() if m.regex}  # most groups: none, no topics listed
-        visible = [name for name, t in topics.items() if not t.internal] if regexes else []
-        matched = {r: matching(r, visible) for r in regexes}  # once per pattern: members mostly share one
+        matched = {m.regex: self._resolve(m.regex) for m in group.members.values() if m.regex}
         return {m.member_id: set(m.subscribed) | {t for t in matched.get(m.regex or "", ()) if m.may_describe(t)}
                 for m in group.members.values()}
+
+    def _resolve(self, pattern: str) -> frozenset[str]:
+        """The non-internal topics ``pattern`` matches, listed again only when the topic names changed."""
+        state = self.owner.state
+        known = self._resolved.get(pattern)
+        if known is not None and known[0] == state.names_version:
+            return known[1]
+        names = frozenset(matching(pattern, [n for n, t in state.topics.items() if not t.internal]))
+        if len(self._resolved) >= _RESOLVED_MAX:  # patterns no member uses any more: drop them all
+            self._resolved.clear()
+        self._resolved[pattern] = (state.names_version, names)
+        return names
 
     def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         if not hb.group_id:
