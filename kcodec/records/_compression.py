@@ -1,18 +1,32 @@
 """The codecs of Kafka's record batches, each decompression bounded.
 
 gzip: the standard library's zlib, streamed with an output cap. snappy, lz4, zstd: cramjam (one wheel, no
-system libraries, aiokafka's choice too). Before snappy, lz4 or zstd inflate anything, the frame
-structure is walked to bound the output from its declared sizes (snappy's length preamble, lz4 and zstd
-block headers and maximum block sizes), so a bomb is refused before any large allocation.
+system libraries, aiokafka's choice too). Reading, zstd goes through the zstandard package with one
+decompression context per thread and lz4 through the lz4 package (both dependencies; cramjam when they
+are missing): cramjam's per-call set-up costs more than inflating a typical 10 KB batch (a 1 MB Fetch of
+109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.82 ms against 0.37 ms).
+Before snappy, lz4 or zstd inflate anything, the frame structure is walked to bound the output from its
+declared sizes (snappy's length preamble, lz4 and zstd block headers and maximum block sizes), so a bomb is
+refused before any large allocation.
 """
 
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from typing import Optional
 
 import cramjam
+
+try:
+    import zstandard
+except ImportError:  # pragma: no cover - a platform without its wheel: cramjam inflates zstd too
+    zstandard = None  # type: ignore[assignment]
+try:
+    import lz4.frame as lz4_frame  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - likewise for lz4
+    lz4_frame = None
 
 from ._types import Compression
 
@@ -162,26 +176,27 @@ def _frame_start(buf: memoryview, pos: int, codec: str, magic: int) -> int:
     return len(buf)
 
 
-def _lz4_bound(buf: memoryview, magic: int) -> tuple[int, Optional[bytes]]:
-    """Walk lz4 frames: an upper bound of their output, and the bytes with magic 0's header checksum fixed.
+def _lz4_frames(buf: memoryview, magic: int) -> tuple[list[tuple[int, int]], int, Optional[bytes]]:
+    """Walk lz4 frames: where each starts and ends, an upper bound of their output, and the bytes with magic
+    0's header checksum fixed.
 
     Kafka's magic 0 writer hashed the wrong bytes for the frame descriptor checksum (KAFKA-3160); its
     readers ignore it for magic 0. Here it is recomputed so that the decoder accepts the frame."""
     pos, bound, n = 0, 0, len(buf)
+    frames = []
     fixed: Optional[bytearray] = None
     while True:
         pos = _frame_start(buf, pos, "lz4", _LZ4_MAGIC)
         if pos >= n:
             break
+        start = pos
         if pos + 7 > n:
             raise CodecError(f"lz4 frame descriptor past the end at byte {pos}")
         flg, bd = buf[pos + 4], buf[pos + 5]
         desc_end = pos + 6 + (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
         if desc_end + 1 > n:
             raise CodecError(f"lz4 frame descriptor past the end at byte {pos}")
-        if flg & 0x08:
-            declared = struct.unpack_from("<Q", buf, pos + 6)[0]
-            bound += declared
+        declared = struct.unpack_from("<Q", buf, pos + 6)[0] if flg & 0x08 else -1
         block_max = 1 << (8 + 2 * ((bd >> 4) & 0x07))
         if magic == 0:
             if fixed is None:
@@ -205,9 +220,13 @@ def _lz4_bound(buf: memoryview, magic: int) -> tuple[int, Optional[bytes]]:
             if pos > n:
                 raise CodecError("lz4 block runs past the end")
         pos += 4 if flg & 0x04 else 0
-        if not flg & 0x08:
-            bound += frame_bound
-    return bound, (bytes(fixed) if fixed is not None else None)
+        if pos > n:
+            raise CodecError("lz4 frame checksum past the end")
+        if declared > frame_bound:  # (a decoder may allocate what a frame declares)
+            raise CodecError(f"lz4 frame at byte {start} declares {declared} bytes, more than its blocks hold")
+        bound += frame_bound if declared < 0 else declared
+        frames.append((start, pos))
+    return frames, bound, (bytes(fixed) if fixed is not None else None)
 
 
 def _capped(module, data, bound: int, cap: int) -> bytes:
@@ -229,23 +248,35 @@ def _capped(module, data, bound: int, cap: int) -> bytes:
 
 
 def _unlz4(buf: memoryview, cap: int, magic: int) -> bytes:
-    bound, fixed = _lz4_bound(buf, magic)
-    return _capped(cramjam.lz4, fixed if fixed is not None else buf, bound, cap)
+    frames, bound, fixed = _lz4_frames(buf, magic)
+    data = memoryview(fixed) if fixed is not None else buf
+    if lz4_frame is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
+        return _capped(cramjam.lz4, data, bound, cap)
+    try:  # frame by frame: lz4.frame.decompress stops after one frame and ignores what follows
+        parts = [lz4_frame.decompress(data[start:end]) for start, end in frames]
+    except RuntimeError as e:  # python-lz4's error for data that does not decompress
+        raise CodecError(f"lz4 data does not decompress ({e})") from None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _zstd_bound(buf: memoryview) -> int:
-    """Walk zstd frames and their block headers: an upper bound of the output."""
-    pos, bound, n = 0, 0, len(buf)
+def _zstd_frames(buf: memoryview) -> list[tuple[int, int, int]]:
+    """Walk zstd frames and their block headers: each frame's start, end and an upper bound of its output."""
+    pos, n = 0, len(buf)
+    frames = []
     while True:
         pos = _frame_start(buf, pos, "zstd", _ZSTD_MAGIC)
         if pos >= n:
             break
+        start, bound = pos, 0
         if pos + 5 > n:
             raise CodecError(f"zstd frame header past the end at byte {pos}")
         fhd = buf[pos + 4]
         single = fhd & 0x20
         fcs_size = (0, 2, 4, 8)[fhd >> 6] or (1 if single else 0)
         pos += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 0x03] + fcs_size
+        if pos > n:
+            raise CodecError(f"zstd frame header past the end at byte {start}")
+        declared = int.from_bytes(buf[pos - fcs_size:pos], "little") + (256 if fcs_size == 2 else 0)
         while True:
             if pos + 3 > n:
                 raise CodecError(f"zstd block header past the end at byte {pos}")
@@ -270,11 +301,33 @@ def _zstd_bound(buf: memoryview) -> int:
             if last:
                 break
         pos += 4 if fhd & 0x04 else 0
-    return bound
+        if pos > n:
+            raise CodecError("zstd frame checksum past the end")
+        if fcs_size and declared > bound:  # (what a frame declares is what zstandard allocates)
+            raise CodecError(f"zstd frame at byte {start} declares {declared} bytes, more than its blocks hold")
+        frames.append((start, pos, bound))
+    return frames
+
+
+_contexts = threading.local()  # a zstandard context is not to be shared between threads
 
 
 def _unzstd(buf: memoryview, cap: int) -> bytes:
-    return _capped(cramjam.zstd, buf, _zstd_bound(buf), cap)
+    frames = _zstd_frames(buf)
+    bound = sum(b for _, _, b in frames)
+    if zstandard is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
+        return _capped(cramjam.zstd, buf, bound, cap)
+    dctx = getattr(_contexts, "zstd", None)
+    if dctx is None:
+        dctx = _contexts.zstd = zstandard.ZstdDecompressor()
+    try:
+        # Frame by frame (its decompress stops after one frame and ignores what follows); a frame's
+        # declared content size is what it allocates, else the bound of its blocks; either is within
+        # the cap, and one that the blocks cannot fill is an error, not an allocation.
+        parts = [dctx.decompress(buf[start:end], max_output_size=b) for start, end, b in frames]
+    except zstandard.ZstdError as e:
+        raise CodecError(f"zstd data does not decompress ({e})") from None
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393

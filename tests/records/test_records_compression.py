@@ -10,7 +10,7 @@ import cramjam
 import pytest
 
 from kcodec.records import CRC32C_HARDWARE, BatchBuilder, Compression, crc32, crc32c, iter_batches, read_records
-from kcodec.records._compression import CodecError, XERIAL_MAGIC, compress, decompress
+from kcodec.records._compression import CodecError, XERIAL_MAGIC, _xxh32, compress, decompress
 
 DATA = b"".join(b"record %06d " % i + bytes(range(i % 50)) for i in range(3000))  # ~120 KB
 
@@ -112,3 +112,80 @@ def test_levels(codec, level):
     b.append(None, DATA, timestamp=1)
     (batch,) = iter_batches(b.build())
     assert batch.compression == codec and [r.value for r in batch] == [DATA]
+
+
+def _cases(codec: Compression) -> dict[str, bytes]:
+    if codec == Compression.ZSTD:
+        import zstandard  # (core dependencies of kcodec, as lz4)
+        return {"sized": compress(codec, DATA),
+                "unsized": zstandard.ZstdCompressor(write_content_size=False).compress(DATA),
+                "checksummed": zstandard.ZstdCompressor(write_checksum=True).compress(DATA),
+                "two frames": bytes(cramjam.zstd.compress(DATA[:999])) + bytes(cramjam.zstd.compress(DATA[999:])),
+                "empty": bytes(cramjam.zstd.compress(b""))}
+    import lz4.frame as lz4_frame
+    return {"sized": lz4_frame.compress(DATA, store_size=True),
+            "unsized": compress(codec, DATA),
+            "checksummed": lz4_frame.compress(DATA, block_checksum=True, content_checksum=True),
+            "two frames": compress(codec, DATA[:999]) + lz4_frame.compress(DATA[999:]),
+            "empty": lz4_frame.compress(b"")}
+
+
+@pytest.mark.parametrize("codec", [Compression.LZ4, Compression.ZSTD])
+def test_lz4_and_zstd_through_their_packages_and_cramjam_alike(codec, monkeypatch):
+    """zstd inflates through zstandard's per-thread context and lz4 through the lz4 package when they are
+    there, else through cramjam: frames with and without a declared size, checksums, several frames, an
+    empty one."""
+    from kcodec.records import _compression
+
+    cases = _cases(codec)
+    got = {name: decompress(codec, data, 10**6) for name, data in cases.items()}
+    monkeypatch.setattr(_compression, "zstandard" if codec == Compression.ZSTD else "lz4_frame", None)
+    assert got == {name: decompress(codec, data, 10**6) for name, data in cases.items()}
+    assert got["sized"] == got["unsized"] == got["checksummed"] == got["two frames"] == DATA and got["empty"] == b""
+
+
+def refused_small(codec: Compression, data: bytes, match: str) -> None:
+    """A frame declaring 2 GB, under a 4 GB cap, is refused before anything near that is allocated; a
+    frame followed by other bytes is refused too."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(CodecError, match=match):
+            decompress(codec, data, 1 << 32)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
+    name = Compression(codec).name.lower()
+    with pytest.raises(CodecError, match=f"not {name} data"):
+        decompress(codec, compress(codec, DATA) + b"junk", 10**6)
+
+
+def test_lz4_frames_that_lie_or_trail():
+    import lz4.frame as lz4_frame
+    frame = bytearray(lz4_frame.compress(DATA, store_size=True))
+    assert frame[4] & 0x08  # a declared content size, 8 bytes at 6
+    frame[6:14] = (2**31).to_bytes(8, "little")
+    frame[14] = (_xxh32(bytes(frame[4:14])) >> 8) & 0xFF  # a header checksum that agrees
+    refused_small(Compression.LZ4, bytes(frame), "declares 2147483648 bytes")
+
+
+def test_zstd_frames_that_lie_or_trail():
+    frame = bytearray(compress(Compression.ZSTD, b"x" * 100))
+    assert frame[4] >> 6 == 0 and frame[4] & 0x20  # a single segment: a one-byte declared size
+    frame[5] = 200  # declares 200 bytes, where its block makes 100: the decoder says so
+    with pytest.raises(CodecError):
+        decompress(Compression.ZSTD, bytes(frame), 10**6)
+    huge = bytearray(compress(Compression.ZSTD, DATA))
+    assert huge[4] >> 6 == 2  # a 4-byte declared size
+    huge[5:9] = (2**31).to_bytes(4, "little")
+    refused_small(Compression.ZSTD, bytes(huge), "declares 2147483648 bytes")
+
+
+def test_zstd_contexts_are_per_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = list(_cases(Compression.ZSTD).values())
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: decompress(Compression.ZSTD, cases[i % len(cases)], 10**6), range(200)))
+    assert results == [decompress(Compression.ZSTD, cases[i % len(cases)], 10**6) for i in range(200)]
