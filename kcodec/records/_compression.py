@@ -4,7 +4,8 @@ gzip: the standard library's zlib, streamed with an output cap. snappy, lz4, zst
 system libraries, aiokafka's choice too). Reading, zstd goes through the zstandard package with one
 decompression context per thread and lz4 through the lz4 package (both dependencies; cramjam when they
 are missing): cramjam's per-call set-up costs more than inflating a typical 10 KB batch (a 1 MB Fetch of
-109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.82 ms against 0.37 ms).
+109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.82 ms against 0.37 ms). zstd writes go through a kept
+zstandard context too (the same bytes as cramjam's; a 9.6 KB batch in 12 µs instead of 30).
 Before snappy, lz4 or zstd inflate anything, the frame structure is walked to bound the output from its
 declared sizes (snappy's length preamble, lz4 and zstd block headers and maximum block sizes), so a bomb is
 refused before any large allocation.
@@ -29,6 +30,9 @@ except ImportError:  # pragma: no cover - likewise for lz4
     lz4_frame = None
 
 from ._types import Compression
+
+
+_contexts = threading.local()  # zstandard's contexts are not to be shared between threads
 
 
 class CodecError(ValueError):
@@ -65,8 +69,30 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
         frame.compress(data)
         return bytes(frame.finish())
     if codec == Compression.ZSTD:
+        cctx = _zstd_compressor(3 if level is None else level)  # (3: zstd's default, cramjam's too)
+        if cctx is not None:
+            return cctx.compress(data)  # the same bytes as cramjam's, without its per-call set-up
         return bytes(cramjam.zstd.compress(data, level=level) if level is not None else cramjam.zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")
+
+
+def _zstd_compressor(level: int):
+    """This thread's zstandard compression context for a level; None without zstandard or for a level it
+    refuses (cramjam then compresses, as before)."""
+    if zstandard is None:
+        return None
+    kept = getattr(_contexts, "zstd_levels", None)
+    if kept is None:
+        kept = _contexts.zstd_levels = {}
+    cctx = kept.get(level)
+    if cctx is None:
+        try:
+            cctx = zstandard.ZstdCompressor(level=level)
+        except (zstandard.ZstdError, ValueError, OverflowError, TypeError):
+            return None
+        if len(kept) < 8:  # a few levels per thread at most
+            kept[level] = cctx
+    return cctx
 
 
 def decompress(codec: int, data, cap: int, magic: int = 2) -> bytes:
@@ -307,9 +333,6 @@ def _zstd_frames(buf: memoryview) -> list[tuple[int, int, int]]:
             raise CodecError(f"zstd frame at byte {start} declares {declared} bytes, more than its blocks hold")
         frames.append((start, pos, bound))
     return frames
-
-
-_contexts = threading.local()  # a zstandard context is not to be shared between threads
 
 
 def _unzstd(buf: memoryview, cap: int) -> bytes:

@@ -189,3 +189,16 @@ def test_zstd_contexts_are_per_thread():
     with ThreadPoolExecutor(4) as pool:
         results = list(pool.map(lambda i: decompress(Compression.ZSTD, cases[i % len(cases)], 10**6), range(200)))
     assert results == [decompress(Compression.ZSTD, cases[i % len(cases)], 10**6) for i in range(200)]
+
+
+@pytest.mark.parametrize("level", [None, 1, 3, 19, -5])
+def test_zstd_writes_the_bytes_cramjam_writes(level, monkeypatch):
+    """zstd is written through this thread's kept zstandard context, byte for byte what cramjam writes at
+    the same level (cramjam without zstandard)."""
+    from kcodec.records import _compression
+
+    assert _compression._zstd_compressor(3 if level is None else level) is not None  # (the kept way runs)
+    ours = [compress(Compression.ZSTD, DATA[:n], level) for n in (0, 100, len(DATA))]
+    monkeypatch.setattr(_compression, "zstandard", None)
+    assert ours == [compress(Compression.ZSTD, DATA[:n], level) for n in (0, 100, len(DATA))]
+    assert [decompress(Compression.ZSTD, c, 10**6) for c in ours] == [DATA[:n] for n in (0, 100, len(DATA))]
