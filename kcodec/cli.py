@@ -51,7 +51,8 @@ APPLICATIONS: list[tuple[str, str, str]] = [
     ("topics", "kcodec.client.cli", "list, describe, create, delete topics, add partitions; describe the cluster"),
     ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
     ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
-    ("broker", "kcodec.broker.cli", "a Kafka cluster for tests: topic administration, SASL PLAIN, ACLs"),
+    ("broker", "kcodec.broker.cli",
+     "an in-process Kafka cluster: topics, produce and fetch, groups, transactions, SASL, TLS, ACLs"),
     ("tap", "kcodec.tap", "record Kafka traffic through a proxy into capture files"),
     ("analyze", "kcodec.spark.analyze", "decode captures on Spark into tables and a report"),
 ]
