@@ -2,7 +2,7 @@
 
     kcodec showcase [--out DIR] [--steps ...]       the main job (kcodec/showcase): sizes, codec times, a report
     kcodec sizes --topics 10,100,1k,10k,100k ...     response sizes from 10 to 100,000 topics (kcodec/sizes)
-    kcodec decode FILE [--response --api-key K --api-version V] [--strict]   a frame as JSON
+    kcodec decode FILE|- [--hex] [--response --api-key K --api-version V] [--lenient]   a frame as JSON
     kcodec apis                                      every API and the versions kcodec speaks
 """
 
@@ -18,9 +18,23 @@ import kcodec
 from kcodec import definitions
 
 
-def decode_file(path: Path, response: bool, api_key: Optional[int], api_version: Optional[int],
-                strict: bool) -> int:
-    frame = path.read_bytes()
+def read_frame(source: str, hex_text: bool) -> bytes:
+    """The frame's bytes from a file, or from standard input for ``-``; ``hex_text``: hex digits, any
+    whitespace between them (a frame copied from a log or a packet dump)."""
+    data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    return bytes.fromhex(data.decode("ascii")) if hex_text else data
+
+
+def decode_file(source: str, response: bool, api_key: Optional[int], api_version: Optional[int],
+                strict: bool, hex_text: bool = False) -> int:
+    try:
+        frame = read_frame(source, hex_text)
+    except OSError as e:
+        print(f"error: cannot read {source}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # not ascii, or not hex digits
+        print(f"error: {source} is not hex text ({e})", file=sys.stderr)
+        return 2
     try:
         if response:
             if api_key is None or api_version is None:
@@ -76,10 +90,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             apps[name] = importlib.import_module(module)
             apps[name].add_arguments(p)
     p = sub.add_parser("decode", help="decode a request (or response) frame file to JSON")
-    p.add_argument("file", type=Path)
-    p.add_argument("--response", action="store_true")
-    p.add_argument("--api-key", type=int)
-    p.add_argument("--api-version", type=int)
+    p.add_argument("file", help="a whole frame, its 4-byte size included; - reads standard input")
+    p.add_argument("--hex", action="store_true", help="the input is hex text (whitespace allowed)")
+    p.add_argument("--response", action="store_true",
+                   help="a response frame: its api key and version are not in it, so give both")
+    p.add_argument("--api-key", type=int, help="the request's api key (with --response)")
+    p.add_argument("--api-version", type=int, help="the request's api version (with --response)")
     p.add_argument("--lenient", action="store_true", help="tolerate trailing bytes")
     sub.add_parser("apis", help="list every API and its versions")
     args = parser.parse_args(args_list)
@@ -89,7 +105,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         import warnings
 
         warnings.simplefilter("always")
-        return decode_file(args.file, args.response, args.api_key, args.api_version, not args.lenient)
+        return decode_file(args.file, args.response, args.api_key, args.api_version, not args.lenient, args.hex)
     return apis()
 
 
