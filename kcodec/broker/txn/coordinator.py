@@ -281,7 +281,8 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, txn: Transaction) -> None:
         """Kafka's prepareFenceProducerEpoch then abort: the markers carry the bumped epoch, so the old
-        producer's writes and requests are refused from now on."""
+        producer's writes and requests are refused from now on. One bump under either transaction version,
+        as Kafka 4.1+ (KAFKA-19367: 4.0 bumped again for TV2's markers, overflowing at epoch 32766)."""
         if txn.producer_epoch < MAX_EPOCH:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
