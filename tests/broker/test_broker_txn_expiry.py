@@ -3,6 +3,7 @@ change for that long is forgotten, in memory and in the journal; time is driven 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from txn_wire import Producer
 
 from kcodec.broker import Cluster
 from kcodec.broker.log import store
-from kcodec.broker.log.datafile import TXN_STATE, DataFile
+from kcodec.broker.log.datafile import TXN_STATE, DataFile, entry, split_txn_state, txn_state_entry
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeTransactionsRequest, InitProducerIdRequest, ListTransactionsRequest
@@ -136,6 +137,26 @@ def test_an_id_idle_across_a_restart_expires_at_the_first_request(tmp_path):
         assert _known(w)[0] == E.TRANSACTIONAL_ID_NOT_FOUND
     with _cluster(state) as c:
         assert c.runtime.txns.get("tx") is None
+
+
+def test_a_state_journaled_without_its_change_time_counts_from_the_load(tmp_path):
+    """An entry written before the last change's time was kept: its expiry counts from the restart."""
+    state, data = tmp_path / "state.json", tmp_path / "state.json.data"
+    with _cluster(state) as c, Wire(c.addresses[0]) as w:
+        Producer(w, "tx")
+    kept = []
+    for kind, topic, part, body in DataFile(data).replay():
+        if kind == TXN_STATE:
+            tid, value = split_txn_state(body)
+            d = json.loads(value)
+            del d["updated_ms"]
+            kept.append(txn_state_entry(tid, json.dumps(d).encode()))
+        else:
+            kept.append(entry(kind, topic, part, body))
+    data.write_bytes(b"".join(kept))
+    before = int(time.time() * 1000)
+    with _cluster(state) as c:
+        assert c.runtime.txns.get("tx").updated_ms >= before
 
 
 def test_cli_transactional_id_expiration(capsys):
