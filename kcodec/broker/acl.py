@@ -2,7 +2,8 @@
 
 With no ACLs configured every principal may do everything (Kafka without an authorizer). Once ACLs are
 given, a principal may do only what an ACL allows it: DESCRIBE is implied by READ, WRITE, DELETE and
-ALTER, DESCRIBE_CONFIGS by ALTER_CONFIGS, and ALL allows everything on its resource.
+ALTER, DESCRIBE_CONFIGS by ALTER_CONFIGS, and ALL allows everything on its resource. TWO_PHASE_COMMIT
+(KIP-939) on a transactional id is implied by ALL only.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from typing import Iterable, Optional, Union
 
 # Kafka's AclOperation codes; authorized-operations bit fields set bit (1 << code).
 OPERATIONS = {"All": 2, "Read": 3, "Write": 4, "Create": 5, "Delete": 6, "Alter": 7, "Describe": 8,
-              "ClusterAction": 9, "DescribeConfigs": 10, "AlterConfigs": 11, "IdempotentWrite": 12}
+              "ClusterAction": 9, "DescribeConfigs": 10, "AlterConfigs": 11, "IdempotentWrite": 12,
+              "TwoPhaseCommit": 15}
 TOPIC_OPERATIONS = ("Read", "Write", "Create", "Delete", "Alter", "Describe", "DescribeConfigs", "AlterConfigs")
 CLUSTER_OPERATIONS = ("Create", "ClusterAction", "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "Alter",
                       "Describe")
 GROUP_OPERATIONS = ("Read", "Delete", "Describe")
-TRANSACTIONAL_ID_OPERATIONS = ("Write", "Describe")
+TRANSACTIONAL_ID_OPERATIONS = ("Write", "Describe", "TwoPhaseCommit")
 _IMPLIES = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
 RESOURCE_TYPES = ("topic", "cluster", "group", "transactional_id")
 _NAMED = ("topic", "group", "transactional_id")

@@ -86,6 +86,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transaction-two-phase-commit", action="store_true",
                    help="serve InitProducerId v6: two-phase commit participants (KIP-939; Kafka's "
                         "transaction.two.phase.commit.enable)")
+    p.add_argument("--transactional-id-expiration-ms", type=int, default=7 * 24 * 3600 * 1000, metavar="MS",
+                   help="forget a transactional id with no transaction open and no change for this long "
+                        "(transactional.id.expiration.ms; default 604800000, 7 days)")
     p.add_argument("--versions-file", type=Path, metavar="FILE",
                    help="on exit, write the API versions each client used here (JSON)")
     p.add_argument("-v", "--verbose", action="count", default=0,
@@ -175,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,
                                                            transaction_version=args.transaction_version,
-                                                           two_phase_commit=args.transaction_two_phase_commit))
+                                                           two_phase_commit=args.transaction_two_phase_commit,
+                                                           id_expiration_ms=args.transactional_id_expiration_ms))
     except ValueError as e:
         print(f"kcodec broker: {e}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """InitProducerId v6 (KIP-939, two-phase commit): served only with TransactionSettings.two_phase_commit;
-a participant's transactions never time out, and keep_prepared_txn keeps an open transaction for the
-new instance to commit or abort."""
+a participant's transactions never time out, keep_prepared_txn keeps an open transaction for the
+new instance to commit or abort, and a participant needs the TwoPhaseCommit ACL."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import pytest
 from broker_wire import Wire, start_cli
 from txn_wire import READ_COMMITTED, Producer, fetch, values
 
-from kcodec.broker import Cluster
+from kcodec.broker import Acl, Cluster
+from kcodec.broker.acl import Authorizer
 from kcodec.broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import ApiVersionsRequest, InitProducerIdRequest
+from kcodec.messages import ApiVersionsRequest, DescribeAclsRequest, InitProducerIdRequest
 
 
 @pytest.fixture
@@ -73,6 +74,31 @@ def test_keep_prepared_txn_hands_the_open_transaction_over(two_phase):
         # without keep_prepared_txn the open transaction is aborted, as before
         assert new.add_code("t", 0) == 0
         assert _init_v6(w, True)[3:] == (-1, -1) and not two_phase.runtime.txns.get("tx").ongoing
+
+
+def test_a_participant_needs_two_phase_commit_on_the_id():
+    """KIP-939: InitProducerId with enable2_pc needs TwoPhaseCommit (AclOperation 15) on the transactional
+    id besides Write; Write alone still serves it without enable2_pc. DescribeAcls lists the grant."""
+    acls = ["ANONYMOUS:Write:transactional_id:*", "ANONYMOUS:TwoPhaseCommit:transactional_id:2pc-*",
+            "ANONYMOUS:Describe:cluster"]
+    with Cluster(brokers=1, system_topic_partitions=1, acls=acls,
+                 transactions=TransactionSettings(two_phase_commit=True)) as c, Wire(c.addresses[0]) as w:
+        def init(tid: str, enable_2pc: bool) -> int:
+            return w.call(InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000,
+                                                enable2_pc=enable_2pc), 6).error_code
+
+        assert init("tx", True) == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert init("tx", False) == 0
+        assert init("2pc-1", True) == 0
+        r = w.call(DescribeAclsRequest(resource_type_filter=5, resource_name_filter="2pc-", pattern_type_filter=4,
+                                       principal_filter=None, host_filter=None, operation=15, permission_type=1), 3)
+        assert [(x.resource_name, [a.operation for a in x.acls]) for x in r.resources] == [("2pc-", [15])]
+    with pytest.raises(ValueError, match="TwoPhaseCommit"):  # the operation's name, as kafka-acls.sh spells it
+        Acl.parse("alice:TwoPhase:transactional_id:x")
+    assert Acl.parse("alice:TwoPhaseCommit:transactional_id:x").operation == "TwoPhaseCommit"
+    only_write = Authorizer(["alice:Write:transactional_id:*", "bob:All:transactional_id:*"])
+    assert not only_write.allowed("User:alice", "TwoPhaseCommit", "transactional_id", "x")
+    assert only_write.allowed("User:bob", "TwoPhaseCommit", "transactional_id", "x")
 
 
 def test_cli_transaction_flags():

@@ -96,6 +96,36 @@ def test_an_exhausted_epoch_gives_a_new_producer_id(one):
         assert _committed(w) == [b"last", b"first"]
 
 
+def test_a_new_instance_fences_a_tv2_producer_with_one_bump(one):
+    """As Kafka 4.1+ (KAFKA-19367): InitProducerId aborts the open transaction with the epoch bumped once,
+    which the markers carry (Kafka 4.0 bumped again for them), and the new instance continues from the
+    next one: the fenced producer's epoch + 2, as under transaction version 1."""
+    with Wire(one.addresses[0]) as w:
+        old = Producer(w, "tx", version=5)
+        assert old.end_v2(commit=False)[0] == 0  # a TV2 producer: EndTxn v5 bumped its epoch
+        assert old.send("t", 0, b"zombie", version=12).error_code == 0
+        new = Producer(w, "tx", version=5)
+        assert (new.pid, new.epoch) == (old.pid, old.epoch + 2)
+        assert _markers(w) == [(old.pid, old.epoch + 1)]
+        assert old.end_v2(commit=False) == (E.PRODUCER_FENCED, -1, -1)
+        assert old.send("t", 0, b"late", version=12).error_code == E.INVALID_PRODUCER_EPOCH
+        assert new.send("t", 0, b"fresh", version=12).error_code == 0 and new.end_v2(commit=True)[0] == 0
+        assert _committed(w) == [b"fresh"]
+
+
+def test_fencing_an_exhausted_tv2_epoch_gives_a_new_producer_id(one):
+    """The fence takes the epoch to 32767 for the markers; the new instance gets a new producer id at 0."""
+    with Wire(one.addresses[0]) as w:
+        old = Producer(w, "tx", version=5)
+        with one.state.lock:
+            one.runtime.txns.get("tx").producer_epoch = old.epoch = MAX_EPOCH - 1
+        assert old.send("t", 0, b"zombie", version=12).error_code == 0
+        new = Producer(w, "tx", version=5)
+        assert new.pid not in (-1, old.pid) and new.epoch == 0
+        assert _markers(w) == [(old.pid, MAX_EPOCH)]
+        assert old.end_v2(commit=False) == (E.PRODUCER_FENCED, -1, -1)  # not a retry of an ending
+
+
 def test_a_tv2_retry_survives_a_restart(tmp_path):
     state = tmp_path / "state.json"
     with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:

@@ -37,10 +37,12 @@ def init_producer_id(ctx: Context, req: Any) -> InitProducerIdResponse:
         return _answer(*ctx.state.logs.init_producer_id(pid, epoch))
     if not tid:
         return _answer(ErrorCode.INVALID_REQUEST)  # Kafka: an empty transactional id is no id
+    two_phase = ctx.version >= 6 and req.enable2_pc
     error = txn_error(ctx, tid)
+    if error is None and two_phase and not ctx.allowed("TwoPhaseCommit", "transactional_id", tid):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED  # KIP-939: Write and TwoPhaseCommit
     if error is not None:
         return _answer(error)
-    two_phase = ctx.version >= 6 and req.enable2_pc
     r = ctx.runtime.txns.init_producer_id(tid, req.transaction_timeout_ms, pid, epoch, two_phase,
                                           ctx.version >= 6 and req.keep_prepared_txn)
     return InitProducerIdResponse(error_code=fenced_as(ctx.version, 4, r.error), producer_id=r.producer_id,

@@ -3,11 +3,11 @@
 Each entry is framed ``length (u32) | crc32c (u32) | kind (u8) | topic id (16) | partition (i32) | body``;
 a batch entry's body is the stored batch (its base offset already written), a log-start entry's body the
 new log start (i64), a transaction-state entry's body one transactional id's coordinator state (the id,
-length-prefixed, then what txn/journal.py encodes; the latest entry of an id wins). A journal mostly
-made of dropped data is rewritten at load (atomically). Entries are written with one ``os.write`` per
-request (in the OS cache at once: a killed process loses nothing written) and fsynced before an acks=-1
-response. At load a torn or corrupt tail (a crash in the middle of a write) is cut off, and everything
-before it replayed.
+length-prefixed, then what txn/journal.py encodes, or nothing once the id expired; the latest entry of
+an id wins). A journal mostly made of dropped data is rewritten at load (atomically). Entries are
+written with one ``os.write`` per request (in the OS cache at once: a killed process loses nothing
+written) and fsynced before an acks=-1 response. At load a torn or corrupt tail (a crash in the middle of
+a write) is cut off, and everything before it replayed.
 """
 
 from __future__ import annotations

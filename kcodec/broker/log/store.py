@@ -125,6 +125,12 @@ class LogStore:
             self.txn_states[transactional_id] = state
             self._pending.append(txn_state_entry(transactional_id, state))
 
+    def forget_txn_state(self, transactional_id: str) -> None:
+        """Journal that a transactional id expired (an empty state: the load forgets the id)."""
+        if self.file is not None:
+            self.txn_states.pop(transactional_id, None)
+            self._pending.append(txn_state_entry(transactional_id, b""))
+
     def delete_records(self, topic_id: uuid.UUID, partition: int, offset: int) -> None:
         plog = self.log(topic_id, partition)
         plog.delete_records(offset)
@@ -154,8 +160,10 @@ class LogStore:
                 continue
             if kind == TXN_STATE:
                 txn = split_txn_state(body)
-                if txn is not None:
+                if txn is not None and txn[1]:
                     self.txn_states[txn[0]] = txn[1]
+                elif txn is not None:  # the id expired
+                    self.txn_states.pop(txn[0], None)
                 continue
             if kind == BATCH and len(body) >= _HEADER.size:
                 h = _HEADER.unpack_from(body, 0)

@@ -7,10 +7,11 @@ the COMMIT or ABORT marker to each of its partitions and applies (or drops) its 
 EndTxn v5 (transaction version 2, KIP-890 part 2) bumps the epoch at every transaction end: the markers
 carry the new epoch, which the response gives the producer (a new producer id once the epoch is
 exhausted). A transaction older than its timeout is aborted with the epoch bumped, so its producer is
-fenced. The check runs before every request (Kafka: every 10 s), so the abort happens at the first
-request after it. Every change of a transactional id's state is journaled (fsynced) in the data file, as
-Kafka writes __transaction_state, so a restarted coordinator resumes it. Everything runs under the
-cluster state's lock.
+fenced; an id with no transaction open and no change for ``id_expiration_ms`` is forgotten (Kafka's
+transactional.id.expiration.ms). The check runs before every request (Kafka: every 10 s for timeouts,
+every hour for ids), so either happens at the first request after its time. Every change of a
+transactional id's state is journaled (fsynced) in the data file, as Kafka writes __transaction_state, so
+a restarted coordinator resumes it. Everything runs under the cluster state's lock.
 """
 
 from __future__ import annotations
@@ -39,16 +40,21 @@ SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coord
 class TransactionSettings:
     """Kafka's transaction.max.timeout.ms (InitProducerId refuses a longer transaction timeout), the
     finalized transaction.version feature: 2 (the default, as Kafka 4.x) lets clients that know it end
-    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1; and
-    Kafka's transaction.two.phase.commit.enable: InitProducerId v6 (KIP-939) is served only with it."""
+    each transaction with an epoch bump (EndTxn v5); 1 keeps them on transaction version 1;
+    Kafka's transaction.two.phase.commit.enable: InitProducerId v6 (KIP-939) is served only with it; and
+    Kafka's transactional.id.expiration.ms (7 days): how long an id with no transaction open may go
+    without a change before the coordinator forgets it."""
 
     max_timeout_ms: int = 900_000
     transaction_version: int = 2
     two_phase_commit: bool = False
+    id_expiration_ms: int = 7 * 24 * 3600 * 1000
 
     def __post_init__(self) -> None:
         if self.max_timeout_ms < 1:
             raise ValueError(f"transaction max timeout {self.max_timeout_ms} ms: it must be at least 1")
+        if self.id_expiration_ms < 1:
+            raise ValueError(f"transactional id expiration {self.id_expiration_ms} ms: it must be at least 1")
         if self.transaction_version not in SUPPORTED_VERSIONS:
             raise ValueError(f"transaction version {self.transaction_version}: supported are {SUPPORTED_VERSIONS}")
 
@@ -80,7 +86,7 @@ class TransactionCoordinator:
         self.state = state
         self.settings = settings or TransactionSettings()
         self.transactions: dict[str, Transaction] = {}
-        self._check_at = _NEVER  # no ongoing transaction times out before this (ms): expire() skips until then
+        self._check_at = _NEVER  # nothing times out or expires before this (ms): expire() skips until then
         with state.lock:
             self._restore()
             self._abort_orphans()
@@ -118,9 +124,7 @@ class TransactionCoordinator:
         if not named:
             txn.last_epoch = -1  # Kafka: only a caller naming its epoch may retry
         txn.timeout_ms = timeout_ms
-        if txn.ongoing:
-            self._check_at = min(self._check_at, _deadline(txn))
-        else:
+        if not txn.ongoing:
             txn.state = TxnState.EMPTY
         self._save(txn)
         return kept._replace(producer_id=txn.producer_id, producer_epoch=txn.producer_epoch)
@@ -246,26 +250,39 @@ class TransactionCoordinator:
 
     def _begin(self, txn: Transaction) -> None:
         txn.begin(now_ms())
-        self._check_at = min(self._check_at, _deadline(txn))
+
+    def _due(self, txn: Transaction) -> int:
+        """When expire() next has work for ``txn`` (ms): an open transaction at its timeout; an id with
+        none open ``id_expiration_ms`` after its last change (Kafka never expires an Ongoing one)."""
+        return _deadline(txn) if txn.ongoing else txn.updated_ms + self.settings.id_expiration_ms
 
     def expire(self, now: Optional[int] = None) -> None:
-        """Abort, fencing the producer, every transaction open longer than its timeout. Runs before every
-        request, so it looks at the transactions only once the earliest deadline has passed."""
+        """Abort, fencing the producer, every transaction open longer than its timeout, and forget every
+        transactional id idle past its expiration. Runs before every request, so it looks at the ids only
+        once the earliest of those times has passed."""
         now = now_ms() if now is None else now
         if now <= self._check_at:
             return
         check_at = _NEVER
-        for txn in self.transactions.values():
-            if txn.ongoing:
-                if _deadline(txn) < now:
-                    self._fence_and_abort(txn)
-                else:
-                    check_at = min(check_at, _deadline(txn))
+        expired: list[str] = []
+        for tid, txn in self.transactions.items():
+            if self._due(txn) < now:
+                if not txn.ongoing:
+                    expired.append(tid)
+                    continue
+                self._fence_and_abort(txn)
+            check_at = min(check_at, self._due(txn))
+        for tid in expired:  # Kafka's tombstone in __transaction_state: a restart does not bring it back
+            del self.transactions[tid]
+            self.state.logs.forget_txn_state(tid)
+        if expired:
+            self.state.logs.flush(sync=False)  # a lost tombstone only means the id expires again
         self._check_at = check_at
 
     def _fence_and_abort(self, txn: Transaction) -> None:
         """Kafka's prepareFenceProducerEpoch then abort: the markers carry the bumped epoch, so the old
-        producer's writes and requests are refused from now on."""
+        producer's writes and requests are refused from now on. One bump under either transaction version,
+        as Kafka 4.1+ (KAFKA-19367: 4.0 bumped again for TV2's markers, overflowing at epoch 32766)."""
         if txn.producer_epoch < MAX_EPOCH:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
@@ -300,21 +317,27 @@ class TransactionCoordinator:
         """Journal the id's state before the answer (Kafka answers once __transaction_state holds it),
         with what the request appended before it (markers) in the same write. Epochs and ends are fsynced
         (a fence must survive a machine crash); a transaction's growth (``sync`` False) only written, in
-        the OS cache at once, and fsynced with the next fsync of the file (an acks=-1 Produce, EndTxn)."""
+        the OS cache at once, and fsynced with the next fsync of the file (an acks=-1 Produce, EndTxn).
+        Every change is the id's activity (Kafka's txnLastUpdateTimestamp), which its expiry counts from."""
+        txn.updated_ms = now_ms()
+        self._check_at = min(self._check_at, self._due(txn))
         self.state.logs.journal_txn_state(txn.transactional_id, journal.encode(txn))
         self.state.logs.flush(sync=sync)
 
     def _restore(self) -> None:
-        """The transactional ids the data file holds, their open transactions and timeouts included."""
+        """The transactional ids the data file holds, their open transactions and timeouts included (an
+        entry journaled before its last change's time was kept counts from now)."""
+        now = now_ms()
         for tid, data in self.state.logs.txn_states.items():
             txn = journal.decode(tid, data)
             if txn is None:
                 continue
+            if txn.updated_ms < 0:
+                txn.updated_ms = now
             self.transactions[tid] = txn
             self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch)
             self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
-            if txn.ongoing:
-                self._check_at = min(self._check_at, _deadline(txn))
+            self._check_at = min(self._check_at, self._due(txn))
 
     def _abort_orphans(self) -> None:
         """Transactions left open in the data file whose coordinator state is gone (a journal from before

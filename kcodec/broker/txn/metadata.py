@@ -34,6 +34,8 @@ class Transaction:
     previous_producer_id: int = -1
     # the epoch before the last bump (Kafka's lastProducerEpoch): an InitProducerId naming it is a retry
     last_epoch: int = -1
+    # when the id's state last changed (Kafka's txnLastUpdateTimestamp): its expiry counts from it
+    updated_ms: int = -1
 
     @property
     def ongoing(self) -> bool:
