@@ -202,3 +202,22 @@ def test_zstd_writes_the_bytes_cramjam_writes(level, monkeypatch):
     monkeypatch.setattr(_compression, "zstandard", None)
     assert ours == [compress(Compression.ZSTD, DATA[:n], level) for n in (0, 100, len(DATA))]
     assert [decompress(Compression.ZSTD, c, 10**6) for c in ours] == [DATA[:n] for n in (0, 100, len(DATA))]
+
+
+def test_an_lz4_frame_declaring_too_little_stops_there():
+    """A frame that declares fewer bytes than its blocks make is refused after at most one byte more
+    than it declared, not inflated whole (a decoder that trusts the size would grow its buffer)."""
+    import tracemalloc
+
+    import lz4.frame as lz4_frame
+    big = bytes(range(256)) * 40_000  # 10 MB, in blocks that can hold it
+    frame = bytearray(lz4_frame.compress(big, store_size=True))
+    frame[6:14] = (1000).to_bytes(8, "little")
+    frame[14] = (_xxh32(bytes(frame[4:14])) >> 8) & 0xFF
+    tracemalloc.start()
+    try:
+        with pytest.raises(CodecError, match="more than the 1000 bytes it may"):
+            decompress(Compression.LZ4, bytes(frame), 1 << 30)
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20
+    finally:
+        tracemalloc.stop()
