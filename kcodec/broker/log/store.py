@@ -118,17 +118,17 @@ class LogStore:
     def expire_producers(self, now: Optional[int] = None) -> None:
         """Forget every partition's producers idle past the expiration (producers.drop_expired), then the
         producer ids no partition holds any more (ProducerIds.forget_idle). Runs before every request, so
-        it looks at the partitions only once the earliest due time has come."""
+        it looks at the partitions only once the earliest due time of either has come."""
         now = now_ms() if now is None else now
         expiration = self.producer_id_expiration_ms
-        if now < self._producers_due and now < self.producer_ids.due(expiration):
-            return
-        due, active = NEVER, set()
-        for plog in self.logs.values():
-            due = min(due, drop_expired(plog.producers, plog.txns.open, now, expiration))
-            active.update(plog.producers)
-        self.producer_ids.forget_idle(now, expiration, active)
-        self._producers_due = due
+        if now >= self._producers_due:
+            due = NEVER
+            for plog in self.logs.values():
+                due = min(due, drop_expired(plog.producers, plog.txns.open, now, expiration))
+            self._producers_due = due
+        if now >= self.producer_ids.due(expiration):
+            active = {pid for plog in self.logs.values() for pid in plog.producers}
+            self.producer_ids.forget_idle(now, expiration, active)
 
     def init_producer_id(self, pid: int, epoch: int) -> tuple[Any, int, int]:
         """InitProducerId (producers.ProducerIds.init); a new id is journaled at once (fsynced), so that
