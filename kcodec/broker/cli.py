@@ -70,6 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--max-partition-bytes", type=int, metavar="N",
                    help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
+    p.add_argument("--producer-id-expiration-ms", type=int, metavar="MS",
+                   help="a partition forgets a producer with no transaction open on it and no write for this long "
+                        "(producer.id.expiration.ms; default 86400000, one day)")
     p.add_argument("--fetch-max-bytes", type=int, metavar="N",
                    help="the most record bytes one Fetch response carries (Kafka's broker fetch.max.bytes; "
                         "default 55 MiB)")
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     from .cluster import Cluster
     from .context import DEFAULT_FETCH_MAX_BYTES
     from .listeners import parse_listen
-    from .log import DEFAULT_MAX_PARTITION_BYTES
+    from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
     from .txn import TransactionSettings
 
     try:
@@ -174,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
                           max_partition_bytes=_given(args.max_partition_bytes, DEFAULT_MAX_PARTITION_BYTES),
+                          producer_id_expiration_ms=_given(args.producer_id_expiration_ms,
+                                                           DEFAULT_PRODUCER_ID_EXPIRATION_MS),
                           fetch_max_bytes=_given(args.fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,

@@ -24,7 +24,7 @@ from .listeners import ClusterSecurity, Listener
 from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
 from .txn import TransactionSettings
-from .log import DEFAULT_MAX_PARTITION_BYTES
+from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
 from .state import ClusterState, Topic
@@ -64,6 +64,8 @@ class Cluster:
         the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before the answer).
     max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
         retention.bytes, which applies below it).
+    producer_id_expiration_ms: a partition forgets an idempotent or transactional producer with no
+        transaction open on it and no write newer than this (Kafka's producer.id.expiration.ms, one day).
     fetch_max_bytes: the most record bytes one Fetch response carries, whatever the request allows
         (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
@@ -95,6 +97,7 @@ class Cluster:
                  idle_timeout: float = 600.0, forward_admin: bool = True,
                  racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  transactions: Optional[TransactionSettings] = None,
                  fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> None:
         if brokers < 1:
@@ -103,6 +106,8 @@ class Cluster:
             raise ValueError("fetch_max_bytes must be at least 1024 (as Kafka's fetch.max.bytes)")
         if max_partition_bytes < 1:
             raise ValueError("max_partition_bytes must be positive")
+        if producer_id_expiration_ms < 1:
+            raise ValueError("producer_id_expiration_ms must be positive")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
                                                   or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
@@ -112,7 +117,8 @@ class Cluster:
                              auto_create_topics=auto_create_topics, state_file=state_file,
                              system_topic_partitions=system_topic_partitions,
                              max_partitions_per_topic=max_partitions_per_topic,
-                             max_partition_bytes=max_partition_bytes)
+                             max_partition_bytes=max_partition_bytes,
+                             producer_id_expiration_ms=producer_id_expiration_ms)
         if users:
             with state.lock:
                 state.credentials.add_passwords(users)

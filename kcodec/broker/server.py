@@ -284,6 +284,7 @@ class BrokerServer:
             try:
                 with self.runtime.state.lock:
                     self.runtime.txns.expire()  # transactions past their timeout are aborted first
+                    self.runtime.state.logs.expire_producers()  # then idle producers' state goes
                     resp = handler.fn(ctx, req)
             except Exception:
                 log.exception("broker %d: %s v%d failed", self.node_id, _api_name(key), version)

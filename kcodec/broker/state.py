@@ -24,7 +24,7 @@ from kcodec.errors import ErrorCode
 from . import configs as cfg
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
-from .log import DEFAULT_MAX_PARTITION_BYTES, LogStore
+from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 
 log = logging.getLogger("kcodec.broker")
 
@@ -102,7 +102,8 @@ class ClusterState:
                  auto_create_topics: bool = True, system_topic_partitions: int = 50,
                  max_partitions_per_topic: int = MAX_PARTITIONS_PER_TOPIC,
                  state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None,
-                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         if num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
         if default_replication_factor < 1:  # above the broker count is allowed: creations then get 38
@@ -132,7 +133,7 @@ class ClusterState:
                 self.topics[name] = Topic(name, uuid.uuid4(), self.assign(system_topic_partitions, rf),
                                           {"cleanup.policy": "compact"})
         # the data (batches, log starts) lives in a journal beside the state file: FILE.data
-        self.logs = LogStore(self.data_file, max_partition_bytes)
+        self.logs = LogStore(self.data_file, max_partition_bytes, producer_id_expiration_ms)
         self.logs.load({t.topic_id for t in self.topics.values()})
         self.save()
 

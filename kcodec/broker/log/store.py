@@ -2,6 +2,8 @@
 
 The handlers call this under the cluster lock, on the event loop; long-polling fetches wait on
 ``changed()``, a future completed by the next append (or by DeleteRecords / a topic deletion).
+Producer state expires (``expire_producers``, before every request) the way transactions time out in the
+transaction coordinator: nothing is looked at before the earliest due time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .datafile import (BATCH, LOG_START, PRODUCER_IDS, TXN_STATE, DataFile, entr
                        txn_state_entry)
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
-from .producers import ProducerIds, check, mark, record
+from .producers import DEFAULT_EXPIRATION_MS, NEVER, ProducerIds, check, drop_expired, mark, record
 from .transactions import CONTROL_BIT, COORDINATOR_EPOCH, TRANSACTIONAL_BIT
 
 # base offset, length, leader epoch, magic, crc, attributes, last offset delta, base ts, max ts, pid, epoch, seq,
@@ -38,9 +40,14 @@ def now_ms() -> int:
 
 class LogStore:
     def __init__(self, data_file: Optional[Path] = None,
-                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES) -> None:
+                 max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
+                 producer_id_expiration_ms: int = DEFAULT_EXPIRATION_MS) -> None:
+        if producer_id_expiration_ms < 1:
+            raise ValueError(f"producer id expiration {producer_id_expiration_ms} ms: it must be at least 1")
         self.logs: dict[Key, PartitionLog] = {}
         self.producer_ids = ProducerIds()
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producers_due = NEVER  # no partition's producer state expires before this (ms)
         # the transaction coordinator's state per transactional id, as journaled (txn/journal.py decodes it)
         self.txn_states: dict[str, bytes] = {}
         self.max_partition_bytes = max_partition_bytes
@@ -96,21 +103,38 @@ class LogStore:
         plog.enforce(bound, retention_ms, segment_ms, now)
         return 0, base, append_time
 
-    @staticmethod
-    def _note(plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int) -> None:
+    def _note(self, plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int) -> None:
         """Producer state after a batch was stored: sequences, marker epochs, open transactions."""
         attributes, max_ts, pid, epoch, seq, count = h[5], h[8], h[9], h[10], h[11], h[12]
-        if pid >= 0 and seq >= 0:
-            record(plog.producers, pid, epoch, seq, count, base, max_ts)
-        elif pid >= 0 and attributes & CONTROL_BIT:
-            mark(plog.producers, pid, epoch, COORDINATOR_EPOCH, max_ts)
+        if pid >= 0 and (seq >= 0 or attributes & CONTROL_BIT):
+            if seq >= 0:
+                record(plog.producers, pid, epoch, seq, count, base, max_ts)
+            else:
+                mark(plog.producers, pid, epoch, COORDINATOR_EPOCH, max_ts)
+            # its last timestamp is at least max_ts: it expires no earlier than this
+            self._producers_due = min(self._producers_due, max_ts + self.producer_id_expiration_ms)
         plog.txns.on_append(data, attributes, pid, base)
+
+    def expire_producers(self, now: Optional[int] = None) -> None:
+        """Forget every partition's producers idle past the expiration (producers.drop_expired), then the
+        producer ids no partition holds any more (ProducerIds.forget_idle). Runs before every request, so
+        it looks at the partitions only once the earliest due time of either has come."""
+        now = now_ms() if now is None else now
+        expiration = self.producer_id_expiration_ms
+        if now >= self._producers_due:
+            due = NEVER
+            for plog in self.logs.values():
+                due = min(due, drop_expired(plog.producers, plog.txns.open, now, expiration))
+            self._producers_due = due
+        if now >= self.producer_ids.due(expiration):
+            active = {pid for plog in self.logs.values() for pid in plog.producers}
+            self.producer_ids.forget_idle(now, expiration, active)
 
     def init_producer_id(self, pid: int, epoch: int) -> tuple[Any, int, int]:
         """InitProducerId (producers.ProducerIds.init); a new id is journaled at once (fsynced), so that
         no id is given out twice across restarts."""
         before = self.producer_ids.next_id
-        out = self.producer_ids.init(pid, epoch)
+        out = self.producer_ids.init(pid, epoch, now_ms())
         if self.file is not None and self.producer_ids.next_id != before:
             self._pending.append(self._producer_ids_entry())
             self.flush(sync=True)
@@ -156,7 +180,7 @@ class LogStore:
         n, now = 0, now_ms()
         for kind, topic_id, partition, body in self.file.replay():
             if kind == PRODUCER_IDS and len(body) == 8:
-                self.producer_ids.seen(struct.unpack(">q", body)[0] - 1, 0)
+                self.producer_ids.seen(struct.unpack(">q", body)[0] - 1, 0, now)
                 continue
             if kind == TXN_STATE:
                 txn = split_txn_state(body)
@@ -169,7 +193,7 @@ class LogStore:
                 h = _HEADER.unpack_from(body, 0)
                 base, count, max_ts, pid, epoch = h[0], h[12], h[8], h[9], h[10]
                 if pid >= 0:  # ids stay taken even when their topic is gone
-                    self.producer_ids.seen(pid, epoch)
+                    self.producer_ids.seen(pid, epoch, now)
                 if topic_id not in topic_ids:
                     continue
                 plog = self.log(topic_id, partition)
@@ -182,6 +206,7 @@ class LogStore:
                 n += 1
             elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
                 self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
+        self.expire_producers(now)  # the state rebuilt leaves out what had expired (Kafka's snapshot load)
         kept = sum(plog.size for plog in self.logs.values()) + sum(map(len, self.txn_states.values()))
         if self.file.size() > 2 * kept + COMPACT_SLACK:
             self.file.rewrite(self._snapshot())

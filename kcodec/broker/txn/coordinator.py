@@ -144,7 +144,7 @@ class TransactionCoordinator:
             txn.producer_id, txn.producer_epoch = self._allocate()
         else:
             txn.producer_epoch += 1
-            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+            self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now_ms())
 
     def _allocate(self) -> tuple[int, int]:
         _, pid, epoch = self.state.logs.init_producer_id(-1, -1)  # journaled, never given twice
@@ -285,7 +285,7 @@ class TransactionCoordinator:
         as Kafka 4.1+ (KAFKA-19367: 4.0 bumped again for TV2's markers, overflowing at epoch 32766)."""
         if txn.producer_epoch < MAX_EPOCH:
             txn.producer_epoch += 1
-            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+            self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now_ms())
         self._complete(txn, commit=False)
 
     def _complete(self, txn: Transaction, commit: bool, bump: bool = False) -> None:
@@ -335,8 +335,8 @@ class TransactionCoordinator:
             if txn.updated_ms < 0:
                 txn.updated_ms = now
             self.transactions[tid] = txn
-            self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch)
-            self.state.logs.producer_ids.epochs[txn.producer_id] = txn.producer_epoch
+            self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch, now)
+            self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now)
             self._check_at = min(self._check_at, self._due(txn))
 
     def _abort_orphans(self) -> None:
