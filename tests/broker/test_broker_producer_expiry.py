@@ -77,10 +77,13 @@ def test_an_idle_producer_is_dropped_and_may_write_again(one):
 
 
 def test_the_last_timestamp_is_the_records_own(one):
-    """Record timestamps count (CreateTime), not when the batch came: old ones expire at the next request."""
+    """Record timestamps count (CreateTime), not when the batch came: old ones expire at the first look,
+    which such a write puts a second away (not at every request: a backfill would make each scan)."""
     with Wire(one.addresses[0]) as w:
         _, pid, _ = _init(w)
         assert _send(w, pid, 0, _now() - 2 * HOUR) == (0, 0)
+        assert one.state.logs._producers_due <= _now() + 1000
+        _expire_at(one, _now() + 1000)
         assert _producers(w) == {}
 
 
@@ -169,3 +172,17 @@ def test_idle_producer_ids_are_forgotten(one):
 def test_the_expiration_must_be_positive():
     with pytest.raises(ValueError, match="positive"):
         Cluster(producer_id_expiration_ms=0)
+
+
+def test_a_backfill_does_not_make_every_request_scan(one, monkeypatch):
+    """A producer writing records stamped long ago expires at once; its writes put the next look a second
+    away, so 20 of them in a row scan the partitions at most once a second, not 20 times."""
+    scans = []
+    real = store.drop_expired
+    monkeypatch.setattr(store, "drop_expired", lambda *a: scans.append(1) or real(*a))
+    with Wire(one.addresses[0]) as w:
+        _, pid, _ = _init(w)
+        start = time.monotonic()
+        for seq in range(20):
+            assert _send(w, pid, seq, _now() - 30 * 24 * HOUR)[0] == 0
+        assert len(scans) <= 1 + int(time.monotonic() - start)

@@ -34,6 +34,9 @@ COMPACT_SLACK = 1 << 20  # a journal is rewritten at load once over twice what i
 Key = tuple[uuid.UUID, int]
 
 
+_RECHECK_MS = 1000  # the soonest a write makes the producer expiry look again
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -96,14 +99,14 @@ class LogStore:
             append_time = max_ts = now
             set_log_append_time(data, append_time)
         base = plog.append(data, count, max_ts, now)
-        self._note(plog, data, h, base)
+        self._note(plog, data, h, base, now)
         if self.file is not None:
             self._pending.append(entry(BATCH, topic_id, partition, data))
         bound = self.max_partition_bytes if retention_bytes < 0 else min(retention_bytes, self.max_partition_bytes)
         plog.enforce(bound, retention_ms, segment_ms, now)
         return 0, base, append_time
 
-    def _note(self, plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int) -> None:
+    def _note(self, plog: PartitionLog, data: Any, h: tuple[Any, ...], base: int, now: int) -> None:
         """Producer state after a batch was stored: sequences, marker epochs, open transactions."""
         attributes, max_ts, pid, epoch, seq, count = h[5], h[8], h[9], h[10], h[11], h[12]
         if pid >= 0 and (seq >= 0 or attributes & CONTROL_BIT):
@@ -111,8 +114,12 @@ class LogStore:
                 record(plog.producers, pid, epoch, seq, count, base, max_ts)
             else:
                 mark(plog.producers, pid, epoch, COORDINATOR_EPOCH, max_ts)
-            # its last timestamp is at least max_ts: it expires no earlier than this
-            self._producers_due = min(self._producers_due, max_ts + self.producer_id_expiration_ms)
+            # its last timestamp is at least max_ts: it expires no earlier than this. Records stamped long
+            # ago (a backfill, a mirror) expire at once; the next look is then a second away, not at the
+            # next request, so such a producer does not make every request scan every partition (Kafka
+            # looks every producer.id.expiration.check.interval.ms, 10 minutes).
+            due = max(max_ts + self.producer_id_expiration_ms, now + _RECHECK_MS)
+            self._producers_due = min(self._producers_due, due)
         plog.txns.on_append(data, attributes, pid, base)
 
     def expire_producers(self, now: Optional[int] = None) -> None:
@@ -201,11 +208,12 @@ class LogStore:
                     continue  # already held: the data file repeats nothing, but stay idempotent
                 data = bytearray(body)
                 plog.restore(data, base, count, max_ts, now)
-                self._note(plog, data, h, base)
+                self._note(plog, data, h, base, now)
                 plog.enforce(self.max_partition_bytes, -1, 0, now)
                 n += 1
             elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
                 self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
+        self._producers_due = now  # a look now, whatever the writes put off:
         self.expire_producers(now)  # the state rebuilt leaves out what had expired (Kafka's snapshot load)
         kept = sum(plog.size for plog in self.logs.values()) + sum(map(len, self.txn_states.values()))
         if self.file.size() > 2 * kept + COMPACT_SLACK:
