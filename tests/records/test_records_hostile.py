@@ -252,3 +252,13 @@ def test_a_lying_count_in_a_good_compressed_batch_fails_before_the_columns(codec
     assert peak < 8 << 20
     assert "record count 10000000 cannot fit" in str(e.value) and e.value.path == "batches[0].record_count"
 
+
+def test_a_magic_1_wrapper_cannot_shift_inner_offsets_past_int64():
+    """Found by fuzz/campaign.py (seed 1, input 5343): a magic 1 gzip wrapper at offset -2**63 whose inner
+    offsets are relative to it gave offsets below int64: an OverflowError from the Cython Record (the
+    reference made a Python int), not a RecordsError."""
+    data = (FUZZ_VECTORS / "legacy-inner-offset-overflow.bin").read_bytes()
+    e = error_of(data, verify_crc=False)
+    assert "outside int64" in str(e) and e.offset == 0 and e.path == "batches[0].offset"
+    with pytest.raises(RecordsError, match="outside int64"):
+        record_columns(data, verify_crc=False)
