@@ -74,7 +74,10 @@ def check_one(kind: str, meta: str, data: bytes, broker: Any) -> Optional[str]:
     if peak > MEMORY_FLOOR + MEMORY_PER_BYTE * (len(data) + (inflatable(data) if kind == "records" else 0)):
         return f"memory: peak {peak} bytes for a {len(data)}-byte input"
     if broker is not None:
-        problem = broker_check(broker, kind, data)
+        try:
+            problem = broker_check(broker, kind, data)
+        except Exception as e:  # the socket side of the check itself: say so rather than kill the chunk
+            problem = f"the exchange failed: {type(e).__name__}: {e}"
         if problem:
             return f"broker: {problem}"
     return None

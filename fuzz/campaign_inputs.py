@@ -8,6 +8,8 @@ Seeds (built once per campaign, then shared by every child process as a pickle):
     seed gives the same instances), as bodies, and requests and responses also as whole frames;
   - record batches of magic 0, 1 and 2 with every compression codec, alone and two in a row, and as the
     records of Produce requests (so that mutated batches reach the broker's log).
+Requests are also mutated value by value (campaign_fields.py): still well-formed, so that they reach the
+broker's handlers.
 Input i of a campaign is seed ``rng.choice`` mutated by ``mutate`` with ``Random(f"{seed}:{i}")``: any input
 can be made again from (seed, i) alone.
 """
@@ -266,6 +268,11 @@ def splice(rng: random.Random, a: bytes, b: bytes) -> bytes:
 def mutate(rng: random.Random, seed: Seed, other: Seed) -> bytes:
     """seed's bytes after 1-4 mutations; frames mostly keep a true size prefix, v2 batches a true CRC."""
     data = seed.data
+    if seed.kind == "request" and rng.random() < 0.35:  # odd values in a well-formed request: the handlers
+        from campaign_fields import mutate_fields
+        fielded = mutate_fields(rng, data)
+        if fielded is not None:
+            return fielded
     if seed.tags >= 0 and rng.random() < 0.25:
         data = mutate_tags(rng, data, seed.tags)
     b = bytearray(data)
