@@ -7,7 +7,7 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test docs prereqs tcpdump bench bench-report fuzz definitions clean
+.PHONY: run test docs prereqs tcpdump bench bench-report fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
@@ -61,6 +61,15 @@ bench-report: $(STAMP)
 	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md --stat $(BENCH_STAT)
 	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
 
+# The fuzzing campaign (fuzz/campaign.py): mutated real and generated inputs through every decoder on both
+# backends, the columnar and record readers, FrameSplitter and an in-process broker, for MINUTES minutes from
+# seed SEED, niced (the machine is shared). Failing inputs land in build/campaign/seed-SEED/findings, each
+# with a one-line reason; replay one with `fuzz/campaign.py --replay FILE.bin`.
+MINUTES ?= 10
+SEED ?= 1
+fuzz: $(STAMP)
+	nice -n 10 $(PY) fuzz/campaign.py --minutes $(MINUTES) --seed $(SEED) --shared $${KCODEC_SHARED:-$(abspath ..)/shared}
+
 # atheris over every decoder, the extensions built with AddressSanitizer (gcc -fsanitize=address) in build/fuzz; see
 # fuzz/fuzz_kcodec.py. FUZZ_SECONDS=300 by default; findings land in build/fuzz/ (crash-*).
 FUZZ_SECONDS ?= 300
@@ -68,7 +77,7 @@ FUZZ_DIR := build/fuzz
 # One runtime for the sanitizer and libFuzzer: atheris' asan_with_fuzzer.so, preloaded.
 ASAN = LD_PRELOAD=$$($(abspath $(PY)) -c "import atheris; print(atheris.path())")/asan_with_fuzzer.so \
 	ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
-fuzz: $(STAMP)
+fuzz-atheris: $(STAMP)
 	$(PY) -m pip install -q 'atheris>=2.3'
 	rm -rf $(FUZZ_DIR)/kcodec && mkdir -p $(FUZZ_DIR)
 	cp -r kcodec setup.py pyproject.toml README.md LICENSE NOTICE $(FUZZ_DIR)/

@@ -3,7 +3,7 @@ kcodec._columnar, kcodec.records._crecords); without
 a compiler kcodec installs pure Python.
 
 KCODEC_REQUIRE_EXTENSION=1 turns a failed build into an error (CI sets it). KCODEC_PURE_BUILD=1 builds
-none. KCODEC_SANITIZE=address builds them with AddressSanitizer (for the fuzz harness, `make fuzz`).
+none. KCODEC_SANITIZE=address builds them with AddressSanitizer (for the atheris harness, `make fuzz-atheris`).
 """
 
 import os
@@ -54,7 +54,7 @@ def extensions():
     if sanitize:  # keep frames and symbols so the sanitizer's reports point at lines
         args = ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}"]
         # The runtime is not linked in but preloaded (LD_PRELOAD): atheris' asan_with_fuzzer.so, so that
-        # one runtime serves both the sanitizer and libFuzzer's coverage (make fuzz).
+        # one runtime serves both the sanitizer and libFuzzer's coverage (make fuzz-atheris).
     exts = []
     for p in sources:
         rel = p.relative_to(HERE).with_suffix("")

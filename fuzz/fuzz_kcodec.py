@@ -1,5 +1,5 @@
 """atheris harness: random bytes into every decoder kcodec has, with the extensions built with
-AddressSanitizer. Run it with `make fuzz` (FUZZ_SECONDS=300 by default), which does:
+AddressSanitizer. Run it with `make fuzz-atheris` (FUZZ_SECONDS=300 by default), which does:
 
     build/fuzz/  a copy of the package whose kcodec/*.pyx are built with
                  KCODEC_SANITIZE=address (gcc -fsanitize=address -O1 -g -fno-omit-frame-pointer; the

@@ -63,10 +63,6 @@ def record_columns(source: Any, *, verify_crc: bool = True,
     else:
         got = read_batches(source, verify_crc=verify_crc, max_uncompressed=max_uncompressed)
         batches, partial = got.batches, got.partial_bytes
-    total = sum(b.record_count for b in batches)
-    cols = {name: np.empty(total, np.int64) for name in INT64}
-    cols.update({name: np.empty(total, np.int32) for name in INT32})
-    cols["attributes"] = np.empty(total, np.int16)
     base = batches[0]._buf if batches else b""
     out: Optional[bytearray] = None  # base, then decompressed records and magic 0/1 keys and values
 
@@ -79,32 +75,46 @@ def record_columns(source: Any, *, verify_crc: bool = True,
         out += chunk
         return at
 
+    # First every batch not read in place: magic 0/1 keys and values, and decompressed records (or a batch of
+    # another buffer), copied to the end of data. A compressed batch's record count is only checked against
+    # its records once they are inflated: checked here, before any column is allocated for that count
+    # (a lying count in a small batch must not size the columns). Each batch's decompressed bytes are freed
+    # before the next is inflated.
+    copied: dict[int, Any] = {}
+    for i, b in enumerate(batches):
+        if b._legacy is not None:
+            copied[i] = [(r, *(-1 if v is None else append(v) for v in (r.key, r.value))) for r in b._legacy]
+        elif b._buf is not base or b.attributes & 0x07:
+            args = b._decode_args()
+            buf, pos, end = args[0], args[1], args[2]
+            copied[i] = (append(memoryview(buf)[pos:end]) - pos, args)
+            if b._payload is not None and b._payload is not b._buf:
+                b._payload = None  # inflated again if the batch's records are asked for later
+    total = sum(b.record_count for b in batches)
+    cols = {name: np.empty(total, np.int64) for name in INT64}
+    cols.update({name: np.empty(total, np.int32) for name in INT32})
+    cols["attributes"] = np.empty(total, np.int16)
     row = 0
     jobs = []
     for i, b in enumerate(batches):
         if b._legacy is not None:
-            for r in b._legacy:
-                for name, v in (("key", r.key), ("value", r.value)):
-                    cols[f"{name}_offset"][row] = -1 if v is None else append(v)
-                    cols[f"{name}_length"][row] = -1 if v is None else len(v)
+            for r, key_at, value_at in copied[i]:
+                cols["key_offset"][row], cols["value_offset"][row] = key_at, value_at
+                cols["key_length"][row] = -1 if r.key is None else len(r.key)
+                cols["value_length"][row] = -1 if r.value is None else len(r.value)
                 cols["offset"][row], cols["timestamp"][row], cols["header_count"][row] = r.offset, r.timestamp, 0
                 cols["batch"][row], cols["attributes"][row] = i, b.attributes
                 row += 1
             continue
-        if b._buf is base and not b.attributes & 0x07:  # the common case, read from the batch in C
+        if i not in copied:  # the common case, read from the batch in C
             jobs.append((b, row, i))
             row += b.record_count
             continue
-        # decompressed records (or a batch of another buffer): copied to the end of data and read there at
-        # once, so that each batch's decompressed bytes are freed before the next is inflated
-        args = b._decode_args()
+        shift, args = copied[i]
         buf, pos, end = args[0], args[1], args[2]
-        shift = append(memoryview(buf)[pos:end]) - pos
         backend.fill_columns([(buf, pos, end, b.record_count, b.base_offset, b.base_timestamp,
                                b.max_timestamp if b.attributes & TIMESTAMP_TYPE_BIT else None, shift, row, *args[8:],
                                i, b.attributes)], cols)
-        if b._payload is not None and b._payload is not b._buf:
-            b._payload = None  # inflated again if the batch's records are asked for later
         row += b.record_count
     backend.fill_columns(jobs, cols)
     data = base if out is None else bytes(out)

@@ -118,8 +118,9 @@ def inner_messages(wrapper: Message, view: memoryview, batch_index: int, origin:
     return out
 
 
-def legacy_records(wrapper: Message, inner: list[Message], record_class) -> list:
-    """The records of a wrapper (or of a single uncompressed message when ``inner`` is [wrapper])."""
+def legacy_records(wrapper: Message, inner: list[Message], record_class, pos: int, index: int) -> list:
+    """The records of a wrapper (or of a single uncompressed message when ``inner`` is [wrapper]) at byte
+    ``pos``, batch ``index``."""
     if inner[0] is wrapper:
         return [record_class(wrapper.offset, wrapper.timestamp, wrapper.key, wrapper.value, [], wrapper.attributes)]
     append_time = wrapper.magic == 1 and wrapper.attributes & TIMESTAMP_TYPE_BIT
@@ -127,6 +128,12 @@ def legacy_records(wrapper: Message, inner: list[Message], record_class) -> list
         shift = wrapper.offset - inner[-1].offset
     else:
         shift = 0
+    for m in (min(inner, key=lambda m: m.offset), max(inner, key=lambda m: m.offset)):
+        # magic 1 inner offsets are relative to the wrapper's (its offset is the last inner one's): a hostile
+        # pair can place them outside an int64 offset
+        if not -(1 << 63) <= m.offset + shift < 1 << 63:
+            raise RecordsError(f"inner offset {m.offset} in a wrapper at offset {wrapper.offset} is offset "
+                               f"{m.offset + shift}, outside int64", pos, f"batches[{index}].offset")
     return [record_class(m.offset + shift, wrapper.timestamp if append_time else m.timestamp, m.key, m.value, [],
                          m.attributes) for m in inner]
 

@@ -150,7 +150,7 @@ def _legacy_batch(view: memoryview, pos: int, length: int, index: int, verify_cr
     inner = [m] if not codec else _legacy.inner_messages(m, view, index, pos, verify_crc, zero_copy,
                                                             max_uncompressed)
     b = RecordBatch.__new__(RecordBatch)
-    b._legacy = _legacy.legacy_records(m, inner, backend.Record)
+    b._legacy = _legacy.legacy_records(m, inner, backend.Record, pos, index)
     b.magic, b.crc, b.attributes = m.magic, m.crc, m.attributes
     b.base_offset = b._legacy[0].offset
     b.last_offset_delta = m.offset - b.base_offset

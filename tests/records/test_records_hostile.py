@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import struct
+import tracemalloc
+from pathlib import Path
 
 import pytest
 
 from kcodec import DecodeError
-from kcodec.records import BatchBuilder, Compression, RecordsError, iter_batches, read_batches, read_records
+from kcodec.records import (BatchBuilder, Compression, RecordsError, iter_batches, read_batches, read_records,
+                            record_columns)
 from kcodec.records._checksum import crc32, crc32c
 
 
@@ -212,3 +215,50 @@ def test_random_bytes_raise_only_records_errors():
                         list(b) if lazily else b.records()
                 except RecordsError:
                     pass
+
+
+FUZZ_VECTORS = Path(__file__).resolve().parent / "fuzz_vectors"
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_lying_compressed_record_count_does_not_size_the_columns(verify):
+    """Found by fuzz/campaign.py (seed 1, input 114): a gzip batch claiming 16,777,216 records in 517 bytes.
+    record_columns allocated its columns for that count (800 MB) before inflating the batch; with a larger
+    count the allocation itself failed (MemoryError). The count is checked against the inflated records first."""
+    data = (FUZZ_VECTORS / "columns-lying-compressed-count.bin").read_bytes()
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordsError) as e:
+            record_columns(data, verify_crc=verify)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+    assert str(e.value) == str(error_of(data, verify_crc=verify))
+
+
+@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.ZSTD])
+def test_a_lying_count_in_a_good_compressed_batch_fails_before_the_columns(codec):
+    data = bytearray(batch(3, codec))
+    struct.pack_into(">i", data, 57, 10**7)
+    data = recrc(data)
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordsError) as e:
+            record_columns(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
+    assert "record count 10000000 cannot fit" in str(e.value) and e.value.path == "batches[0].record_count"
+
+
+def test_a_magic_1_wrapper_cannot_shift_inner_offsets_past_int64():
+    """Found by fuzz/campaign.py (seed 1, input 5343): a magic 1 gzip wrapper at offset -2**63 whose inner
+    offsets are relative to it gave offsets below int64: an OverflowError from the Cython Record (the
+    reference made a Python int), not a RecordsError."""
+    data = (FUZZ_VECTORS / "legacy-inner-offset-overflow.bin").read_bytes()
+    e = error_of(data, verify_crc=False)
+    assert "outside int64" in str(e) and e.offset == 0 and e.path == "batches[0].offset"
+    with pytest.raises(RecordsError, match="outside int64"):
+        record_columns(data, verify_crc=False)
