@@ -92,6 +92,8 @@ def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint z
     cdef uint32_t crc
     cdef BatchHeader h
     cdef list out = []
+    if not issubclass(cls, BatchHeader):  # its objects are filled as BatchHeaders below (unchecked casts)
+        raise TypeError(f"scan_v2 makes BatchHeader objects; {cls.__name__} is not a BatchHeader")
     PyObject_GetBuffer(view, &pb, PyBUF_SIMPLE)
     try:
         p = <const unsigned char*>pb.buf

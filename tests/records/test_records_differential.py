@@ -147,3 +147,19 @@ def test_the_fast_batch_scan_reads_headers_as_the_reference(shape, flips, cut, v
         assert headers(data, verify) == fast
     finally:
         _reader.backend = saved
+
+
+def test_the_compiled_scan_refuses_a_class_it_cannot_fill():
+    """scan_v2 fills the objects it makes as BatchHeaders; given another class (as a hand-made mix of the
+    backends would pass) it is a TypeError, not a write past the object."""
+    from kcodec.records import BatchBuilder
+
+    b = BatchBuilder()
+    b.append(b"k", b"v", timestamp=1)
+    data = b.build()
+
+    class NotAHeader:
+        pass
+
+    with pytest.raises(TypeError, match="not a BatchHeader"):
+        FAST.scan_v2(data, memoryview(data), 0, 0, True, False, 1 << 20, NotAHeader, lambda b: 0)
