@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from needs import CI_ALLOWED_SKIPS, missing, need_module
+from needs import CI_ALLOWED_SKIPS, missing, need_module, parse_python
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -54,7 +54,7 @@ def _bare_skips() -> list[str]:
         if path.name == "needs.py" or "node_modules" in path.parts:
             continue
         rel = path.relative_to(REPO).as_posix()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(parse_python(path.read_text(), str(path))):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
                 continue
             calls = [n for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)

@@ -12,6 +12,7 @@ import ast
 from pathlib import Path
 
 import kcodec
+from needs import parse_python
 
 PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
 
@@ -50,7 +51,7 @@ def module_name(path: Path) -> str:
 
 def imports_of(path: Path, module: str) -> set[str]:
     """Every kcodec module that a file imports, anywhere in it (function-level imports too)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_python(path.read_text(encoding="utf-8"), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out = set()
     for node in ast.walk(tree):
