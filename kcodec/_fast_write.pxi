@@ -10,6 +10,8 @@ cdef class _Writer:
     cdef unsigned char* out
     cdef Py_ssize_t pos, cap
     cdef list plans
+    cdef bint checked_later  # the size pass of an encode: the write pass checks every number, so this one
+                             # counts numbers by their size without reading them (nor an int array's items)
 
 
 cdef inline unsigned char* room(_Writer w, Py_ssize_t n) except NULL:
@@ -298,7 +300,7 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
     cdef _Plan plan = <_Plan>PyList_GET_ITEM(w.plans, index)
     cdef tuple fields = plan.fields
     cdef _Op op
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, n
     cdef bint slots = plan.slots and type(obj) is plan.cls
     cdef PyObject* utf
     if not slots and (obj is None or not hasattr(obj, "__slots__") and not hasattr(obj, "__dict__")):
@@ -308,6 +310,18 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
             raise _Invalid()
     for i in range(PyTuple_GET_SIZE(fields)):
         op = <_Op>PyTuple_GET_ITEM(fields, i)
+        if w.checked_later and op.fixed:
+            if not op.array:
+                w.pos += op.fixed
+                continue
+            v = get(obj, slots, op)
+            if PyList_CheckExact(v) or PyTuple_CheckExact(v):
+                n = PySequence_Fast_GET_SIZE(v)
+                put_length(w, op.compact, n, True)
+                w.pos += n * op.fixed
+                continue
+            put_array(w, op, v)  # None, or another sequence: the full way
+            continue
         v = get(obj, slots, op)
         if op.array or not put_small_int(w, op.kind, v):
             put_field(w, op, v, False)
@@ -369,9 +383,10 @@ cdef int put_bytes_raw(_Writer w, object v) except -1:
     return 0
 
 
-cdef Py_ssize_t size_of(_Prog fp, prog, obj) except -1:
+cdef Py_ssize_t size_of(_Prog fp, prog, obj, bint checked_later=False) except -1:
     cdef _Writer w = _Writer()
     w.plans = fp.plans
+    w.checked_later = checked_later
     try:
         encode_struct(w, 0, obj)
     except Exception as e:
@@ -407,7 +422,7 @@ def encoded_size(prog, obj):
 
 def encode(prog, obj):
     cdef _Prog fp = prepared(prog)
-    cdef Py_ssize_t size = size_of(fp, prog, obj)
+    cdef Py_ssize_t size = size_of(fp, prog, obj, True)
     out = PyBytes_FromStringAndSize(NULL, size)
     write(fp, prog, obj, <unsigned char*>PyBytes_AS_STRING(out), size)
     return out
