@@ -148,6 +148,10 @@ cdef extern from *:
         return 1;
     #endif
     }
+    /* An exact int that fits a machine word, its value in out (borrowed v: no reference taken). */
+    static inline int kc_exact_small(PyObject* v, long long* out) {
+        return PyLong_CheckExact(v) && kc_compact_long(v, out);
+    }
     #define KC_U32_MAX 0xFFFFFFFFULL
     static inline double kc_double(uint64_t bits) { double d; memcpy(&d, &bits, 8); return d; }
     static inline uint64_t kc_bits(double d) { uint64_t b; memcpy(&b, &d, 8); return b; }
@@ -162,6 +166,7 @@ cdef extern from *:
     tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
     void kc_untrack(object o)
     bint kc_compact_long(object v, long long* out)
+    bint kc_exact_small(PyObject* v, long long* out)
     int kc_store_int(object o, Py_ssize_t off, int size, const unsigned char* b) except -1
     int kc_store_ascii(object o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) except -1
     uint64_t KC_U32_MAX

@@ -67,13 +67,14 @@ cdef int put_length(_Writer w, bint compact, int64_t n, bint wide) except -1:
     return 0
 
 
-cdef inline bint put_small_int(_Writer w, int kind, object v) noexcept:
-    """The common case of put_fixed, done in line: an exact one-digit int in an int32 or int16 field.
-    False: not that case (nothing written); put_fixed does it, or names what is wrong."""
+cdef inline bint put_small_int(_Writer w, int kind, PyObject* v) noexcept:
+    """The common case of put_fixed, done in line: an exact one-digit int in an int32 or int16 field (v
+    borrowed: no reference counted). False: not that case (nothing written); put_fixed does it, or names
+    what is wrong."""
     cdef long long x
     cdef Py_ssize_t size = 4 if kind == K_INT32 else 2
     cdef unsigned char* p
-    if (kind != K_INT32 and kind != K_INT16) or not PyLong_CheckExact(v) or not kc_compact_long(v, &x):
+    if (kind != K_INT32 and kind != K_INT16) or not kc_exact_small(v, &x):
         return False
     if x < -0x8000 or x > 0x7FFF:
         if kind == K_INT16 or x < -0x80000000 or x > 0x7FFFFFFF:
@@ -233,10 +234,11 @@ cdef int put_array(_Writer w, _Op op, object v) except -1:
     for i in range(n):
         if i >= PySequence_Fast_GET_SIZE(items):  # an element's __index__ or __eq__ may have shrunk it
             raise RuntimeError("a list changed while it was being encoded")
-        item = <object>PySequence_Fast_GET_ITEM(items, i)
+        if op.fixed and put_small_int(w, kind, PySequence_Fast_GET_ITEM(items, i)):
+            continue
+        item = <object>PySequence_Fast_GET_ITEM(items, i)  # held: the calls below may run Python code
         if op.fixed:
-            if not put_small_int(w, kind, item):
-                put_fixed(w, kind, item, False)
+            put_fixed(w, kind, item, False)
         elif kind == K_STRUCT:
             encode_struct(w, op.struct_index, item)
         elif kind == K_STRING:
@@ -322,8 +324,11 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
                 continue
             put_array(w, op, v)  # None, or another sequence: the full way
             continue
+        if slots and op.fixed and not op.array and kc_get_slot(obj, op.offset) != NULL \
+                and put_small_int(w, op.kind, kc_get_slot(obj, op.offset)):
+            continue
         v = get(obj, slots, op)
-        if op.array or not put_small_int(w, op.kind, v):
+        if op.array or not put_small_int(w, op.kind, <PyObject*>v):
             put_field(w, op, v, False)
     if plan.flexible:
         if not plan.tagged:
