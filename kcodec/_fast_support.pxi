@@ -40,6 +40,19 @@ cdef extern from *:
         return _PyLong_FromByteArray(b, 16, 0, 0);
     #endif
     }
+    /* An exact int of 0 to 2**128 - 1 as 16 big-endian bytes; -1 (nothing raised) for anything else. */
+    static int kc_uint128_into(PyObject* v, unsigned char* out) {
+        if (!PyLong_CheckExact(v)) return -1;
+    #if PY_VERSION_HEX >= 0x030D0000
+        Py_ssize_t r = PyLong_AsNativeBytes(v, out, 16, Py_ASNATIVEBYTES_BIG_ENDIAN
+                                            | Py_ASNATIVEBYTES_UNSIGNED_BUFFER | Py_ASNATIVEBYTES_REJECT_NEGATIVE);
+        if (r < 0) { PyErr_Clear(); return -1; }
+        return r <= 16 ? 0 : -1;
+    #else
+        if (_PyLong_AsByteArray((PyLongObject*)v, out, 16, 0, 0) < 0) { PyErr_Clear(); return -1; }
+        return 0;
+    #endif
+    }
     /* CPython's cached small ints, filled in at import; an int32 array's ints come from here or are made. */
     static PyObject* kc_small[262];
     /* A tuple of n big-endian int32s read from b (the n*4 bytes are known to be there), filled in one
@@ -162,6 +175,7 @@ cdef extern from *:
     PyObject* kc_get_slot(object o, Py_ssize_t off)
     uint64_t kc_be64(const unsigned char* p)
     object kc_uint128(const unsigned char* b)
+    int kc_uint128_into(PyObject* v, unsigned char* out)
     PyObject* kc_small[262]
     tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
     void kc_untrack(object o)

@@ -200,11 +200,16 @@ cdef int put_uuid(_Writer w, object v) except -1:
     cdef unsigned char* p
     if not isinstance(v, UUID):
         raise _Invalid()
-    if w.out == NULL:
+    if w.out == NULL and w.checked_later:
         w.pos += 16
         return 0
-    value = v.int
-    p = room(w, 16)
+    p = room(w, 16)  # (the size pass of encoded_size checks the value too, as the reference does)
+    if type(v) is UUID and UUID_INT >= 0 and kc_get_slot(v, UUID_INT) != NULL \
+            and kc_uint128_into(kc_get_slot(v, UUID_INT), p) == 0:
+        return 0  # a uuid.UUID's int, read from its slot in one step
+    value = v.int  # a subclass's, or one set by hand: checked as the reference checks it
+    if not PyLong_Check(value) or value < 0 or value >> 128:
+        raise _Invalid()
     kc_put64(p, PyLong_AsUnsignedLongLongMask(value >> 64))
     kc_put64(p + 8, PyLong_AsUnsignedLongLongMask(value))
     return 0

@@ -110,15 +110,21 @@ def _s_bytes(plans, op, v):
     return _s_length(op, n, True) + n
 
 
-def _w_uuid(plans, op, v, out):
+def _uuid_int(v: Any) -> int:
     if not isinstance(v, uuid.UUID):
         raise _Fail(f"expected uuid.UUID, got {type(v).__name__}")
-    out += v.bytes
+    i = v.int  # the UUID's value (its bytes are made from it); set by hand, it may be anything
+    if not isinstance(i, int) or not 0 <= i < 1 << 128:
+        raise _Fail(f"a UUID's int must be 0 to 2**128 - 1, got {i!r}")
+    return i
+
+
+def _w_uuid(plans, op, v, out):
+    out += _uuid_int(v).to_bytes(16, "big")
 
 
 def _s_uuid(plans, op, v):
-    if not isinstance(v, uuid.UUID):
-        raise _Fail(f"expected uuid.UUID, got {type(v).__name__}")
+    _uuid_int(v)
     return 16
 
 

@@ -100,6 +100,28 @@ def test_encode_out_of_range(msg: object, version: int, path: str, reason: str) 
         assert (ei.value.path, ei.value.reason) == (path, reason)
 
 
+@pytest.mark.parametrize("value", [-1, 1 << 128, "x"])
+def test_encode_uuid_whose_int_was_set_by_hand(value: object) -> None:
+    """A UUID's int set past its constructor's checks is refused by encode and encoded_size (the compiled
+    backend had written it masked to 128 bits, the reference raised a bare OverflowError)."""
+    u = uuid.UUID(int=5)
+    object.__setattr__(u, "int", value)
+    msg = MetadataResponse(topics=[MetadataResponse.Topic(name="t", topic_id=u)])
+    for fn in (kcodec.encode, kcodec.encoded_size):
+        with pytest.raises(EncodeError) as ei:
+            fn(msg, 12)
+        assert ei.value.path == "topics[0].topic_id"
+        assert ei.value.reason == f"a UUID's int must be 0 to 2**128 - 1, got {value!r}"
+
+
+def test_encode_uuid_bounds_and_subclass() -> None:
+    class Sub(uuid.UUID):
+        pass
+    for u in (uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1), Sub(int=0x1234)):
+        msg = MetadataResponse(topics=[MetadataResponse.Topic(name="t", topic_id=u)])
+        assert kcodec.decode(MetadataResponse, kcodec.encode(msg, 12), 12).topics[0].topic_id == u
+
+
 def test_encode_out_of_range_uint16() -> None:
     from kcodec.messages import AddRaftVoterRequest
     for port in (-1, 65536):
