@@ -3,6 +3,8 @@ at the end of the session they are written to report/broker-interop-versions.jso
 
 from __future__ import annotations
 
+import gc
+import logging
 from typing import Iterator
 
 import pytest
@@ -53,3 +55,30 @@ def mtls_cluster(test_certs) -> Iterator[Cluster]:
         c.create_topic("alice-seen", 1, 1)
         c.create_topic("hidden", 1, 1)
         yield c
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def no_unretrieved_exceptions() -> Iterator[None]:
+    """Fails the test when an asyncio future or task it left is collected with its exception never retrieved.
+    asyncio says so on its logger when the object is collected, which may be during a later test: on
+    CPython 3.11.7 such a finalizer, run by a collection in the middle of another test's ast.parse, failed
+    that test (gh-106905). A collection here, at the end of the test, puts the message where it belongs."""
+    handler = _Records()
+    logger = logging.getLogger("asyncio")
+    logger.addHandler(handler)
+    try:
+        yield
+        gc.collect()
+    finally:
+        logger.removeHandler(handler)
+    leaked = [m for m in handler.messages if "exception was never retrieved" in m]
+    assert not leaked, "\n\n".join(leaked)

@@ -67,7 +67,7 @@ def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: 
     txns = ctx.runtime.txns
     pid, epoch = batch.producer_id, batch.producer_epoch
     if ctx.version >= 12:
-        code = txns.add_partitions(transactional_id, pid, epoch, [partition])
+        code = txns.add_partitions(transactional_id, pid, epoch, [partition], transaction_version=2)
     else:
         code = txns.in_transaction(transactional_id, pid, epoch, partition)
     return epoch_error(code)

@@ -72,7 +72,8 @@ def _add(ctx: Context, transactional_id: str, pid: int, epoch: int, topics: list
     elif verify_only:
         codes = {tp: ctx.runtime.txns.in_transaction(transactional_id, pid, epoch, tp) for tp in wanted}
     else:
-        code = fenced_as(ctx.version, 2, ctx.runtime.txns.add_partitions(transactional_id, pid, epoch, wanted))
+        code = fenced_as(ctx.version, 2, ctx.runtime.txns.add_partitions(
+            transactional_id, pid, epoch, wanted, transaction_version=2 if ctx.version >= 4 else 1))
         codes = {tp: code for tp in wanted}
     return [_Resp.AddPartitionsToTxnTopicResult(name=t.name, results_by_partition=[
         _Resp.AddPartitionsToTxnPartitionResult(partition_index=p, partition_error_code=codes[(t.name, p)])

@@ -7,7 +7,8 @@ the COMMIT or ABORT marker to each of its partitions and applies (or drops) its 
 EndTxn v5 (transaction version 2, KIP-890 part 2) bumps the epoch at every transaction end: the markers
 carry the new epoch, which the response gives the producer (a new producer id once the epoch is
 exhausted). A transaction older than its timeout is aborted with the epoch bumped, so its producer is
-fenced; an id with no transaction open and no change for ``id_expiration_ms`` is forgotten (Kafka's
+fenced (under transaction version 2 an exhausted epoch moves to a new producer id in that abort); an id
+with no transaction open and no change for ``id_expiration_ms`` is forgotten (Kafka's
 transactional.id.expiration.ms). The check runs before every request (Kafka: every 10 s for timeouts,
 every hour for ids), so either happens at the first request after its time. Every change of a
 transactional id's state is journaled (fsynced) in the data file, as Kafka writes __transaction_state, so
@@ -140,11 +141,15 @@ class TransactionCoordinator:
         """The next epoch, or a new producer id at epoch 0 once the epoch is exhausted."""
         txn.last_epoch = txn.producer_epoch
         if txn.producer_epoch >= MAX_EPOCH - 1:
-            txn.previous_producer_id = txn.producer_id
-            txn.producer_id, txn.producer_epoch = self._allocate()
+            self._rotate(txn)
         else:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now_ms())
+
+    def _rotate(self, txn: Transaction) -> None:
+        """A new producer id at epoch 0; the old one is kept for a retry that names it."""
+        txn.previous_producer_id = txn.producer_id
+        txn.producer_id, txn.producer_epoch = self._allocate()
 
     def _allocate(self) -> tuple[int, int]:
         _, pid, epoch = self.state.logs.init_producer_id(-1, -1)  # journaled, never given twice
@@ -161,12 +166,14 @@ class TransactionCoordinator:
         return E.NONE, txn
 
     def add_partitions(self, transactional_id: str, pid: int, epoch: int,
-                       partitions: Iterable[TopicPartition]) -> E:
+                       partitions: Iterable[TopicPartition], transaction_version: int = 1) -> E:
+        """``transaction_version`` 2: the add of a producer on transaction version 2 (AddPartitionsToTxn
+        v4+, a Produce v12's implicit add), as Kafka derives it from the request."""
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None:
             added = set(partitions) - txn.partitions
             if added or not txn.ongoing:  # journaled only when it changes (Kafka answers at once too)
-                self._begin(txn)
+                self._begin(txn, transaction_version)
                 txn.partitions.update(added)
                 self._save(txn, sync=False)
         return error
@@ -178,11 +185,13 @@ class TransactionCoordinator:
             return error
         return E.NONE if txn.ongoing and partition in txn.partitions else E.INVALID_TXN_STATE
 
-    def add_group(self, transactional_id: str, pid: int, epoch: int, group: str) -> E:
-        """AddOffsetsToTxn: the group's offsets may now be committed in the transaction."""
+    def add_group(self, transactional_id: str, pid: int, epoch: int, group: str,
+                  transaction_version: int = 1) -> E:
+        """AddOffsetsToTxn (transaction version 1 in Kafka, whatever the client): the group's offsets may
+        now be committed in the transaction."""
         error, txn = self.check_producer(transactional_id, pid, epoch)
         if txn is not None and (group not in txn.groups or not txn.ongoing):
-            self._begin(txn)
+            self._begin(txn, transaction_version)
             txn.groups.add(group)
             self._save(txn, sync=False)
         return error
@@ -194,7 +203,7 @@ class TransactionCoordinator:
         if txn is None:
             return error
         if implicit_add:
-            self.add_group(transactional_id, pid, epoch, group)
+            self.add_group(transactional_id, pid, epoch, group, transaction_version=2)
         elif not txn.ongoing or group not in txn.groups:
             return E.INVALID_TXN_STATE
         txn.offsets.setdefault(group, {}).update(offsets)
@@ -248,8 +257,9 @@ class TransactionCoordinator:
             error = E.INVALID_TXN_STATE
         return (error, txn.producer_id, txn.producer_epoch) if error == E.NONE else (error, -1, -1)
 
-    def _begin(self, txn: Transaction) -> None:
+    def _begin(self, txn: Transaction, transaction_version: int) -> None:
         txn.begin(now_ms())
+        txn.transaction_version = transaction_version
 
     def _due(self, txn: Transaction) -> int:
         """When expire() next has work for ``txn`` (ms): an open transaction at its timeout; an id with
@@ -282,15 +292,26 @@ class TransactionCoordinator:
     def _fence_and_abort(self, txn: Transaction) -> None:
         """Kafka's prepareFenceProducerEpoch then abort: the markers carry the bumped epoch, so the old
         producer's writes and requests are refused from now on. One bump under either transaction version,
-        as Kafka 4.1+ (KAFKA-19367: 4.0 bumped again for TV2's markers, overflowing at epoch 32766)."""
-        if txn.producer_epoch < MAX_EPOCH:
+        as Kafka 4.1+ (KAFKA-19367: 4.0 bumped again for TV2's markers, overflowing at epoch 32766).
+
+        Under transaction version 2 (the version of the transaction's last add, Kafka's
+        clientTransactionVersion) an exhausted epoch also moves the id to a new producer id at epoch 0
+        once the markers (old id, 32767) are written, as Kafka since KAFKA-20090: the fenced producer's
+        late EndTxn v5 abort or InitProducerId, naming its old id and epoch 32766, is then a retry
+        answered with the new id, and nobody goes on at 32767."""
+        fenced = txn.producer_epoch
+        if fenced < MAX_EPOCH:
             txn.producer_epoch += 1
             self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now_ms())
-        self._complete(txn, commit=False)
+        rotate = txn.transaction_version >= 2 and fenced >= MAX_EPOCH - 1
+        if rotate:
+            txn.last_epoch = fenced  # what the fenced producer names in a retry
+        self._complete(txn, commit=False, rotate=rotate)
 
-    def _complete(self, txn: Transaction, commit: bool, bump: bool = False) -> None:
+    def _complete(self, txn: Transaction, commit: bool, bump: bool = False, rotate: bool = False) -> None:
         """Write the markers, apply or drop the offsets. ``bump`` (transaction version 2): the markers
-        carry the next epoch, which the producer continues with (a new producer id when exhausted)."""
+        carry the next epoch, which the producer continues with (a new producer id when exhausted).
+        ``rotate``: a new producer id once the markers are written."""
         kind = ControlType.COMMIT if commit else ControlType.ABORT
         marker_epoch = min(txn.producer_epoch + 1, MAX_EPOCH) if bump else txn.producer_epoch
         for topic_name, index in sorted(txn.partitions):
@@ -299,6 +320,8 @@ class TransactionCoordinator:
                 self._write_marker(topic.topic_id, index, kind, txn.producer_id, marker_epoch)
         if bump:
             self._bump_epoch(txn)
+        elif rotate:
+            self._rotate(txn)
         if commit and txn.offsets:
             for group, offsets in txn.offsets.items():
                 for (topic_name, index), committed in offsets.items():

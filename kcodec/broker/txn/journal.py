@@ -21,7 +21,7 @@ log = logging.getLogger("kcodec.broker")
 def encode(txn: Transaction) -> bytes:
     return json.dumps({
         "pid": txn.producer_id, "epoch": txn.producer_epoch, "previous_pid": txn.previous_producer_id,
-        "last_epoch": txn.last_epoch, "updated_ms": txn.updated_ms,
+        "last_epoch": txn.last_epoch, "updated_ms": txn.updated_ms, "tv": txn.transaction_version,
         "timeout_ms": txn.timeout_ms, "state": txn.state.value, "start_ms": txn.start_ms,
         "partitions": sorted(txn.partitions), "groups": sorted(txn.groups),
         "offsets": [[g, t, p, c.offset, c.leader_epoch, c.metadata, c.timestamp_ms]
@@ -36,7 +36,7 @@ def decode(transactional_id: str, data: bytes) -> Optional[Transaction]:
                           TxnState(d["state"]), int(d["start_ms"]),
                           {(str(t), int(p)) for t, p in d["partitions"]}, {str(g) for g in d["groups"]},
                           previous_producer_id=int(d["previous_pid"]), last_epoch=int(d.get("last_epoch", -1)),
-                          updated_ms=int(d.get("updated_ms", -1)))
+                          updated_ms=int(d.get("updated_ms", -1)), transaction_version=int(d.get("tv", 1)))
         for g, t, p, offset, leader_epoch, metadata, ts in d["offsets"]:
             txn.offsets.setdefault(str(g), {})[(str(t), int(p))] = Committed(int(offset), int(leader_epoch),
                                                                              str(metadata), int(ts))

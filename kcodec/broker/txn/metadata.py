@@ -36,6 +36,9 @@ class Transaction:
     last_epoch: int = -1
     # when the id's state last changed (Kafka's txnLastUpdateTimestamp): its expiry counts from it
     updated_ms: int = -1
+    # the transaction version of the last add that began or grew the transaction (Kafka's
+    # clientTransactionVersion): 2 makes its timeout or fence move an exhausted epoch to a new producer id
+    transaction_version: int = 1
 
     @property
     def ongoing(self) -> bool:
