@@ -75,7 +75,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     before: dict[str, Optional[Callable[[], Any]]] = {
         "nothing": None, "reading 32 MiB": read(32), "writing 8 MiB": write(8), "writing 32 MiB": write(32),
         "writing 128 MiB": write(128), "the fallback engine": fns["python"]}
-    print(f"  the compiled engine alone, after (21 rounds each):")
+    print("  the compiled engine alone, after (21 rounds each):")
     for label, other in before.items():
         times = []
         for _ in range(21):
