@@ -58,6 +58,7 @@ cdef struct Buf:
     Py_ssize_t len   # items
     Py_ssize_t cap   # items
     Py_ssize_t itemsize
+    Py_ssize_t first # items its first allocation takes (from the last run of the layout), 0: grow as it goes
 
 
 cdef class Layout:
@@ -73,6 +74,7 @@ cdef class Layout:
     cdef int* has_nulls            # per column: keeps a null mask
     cdef int* is_object            # per column: a Python list (strings, bytes)
     cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
+    cdef double* learned           # per column's data, values, nulls: items per input byte, last whole run
     cdef list attrs
 
     def __cinit__(self, list ops, list structs, list columns):
@@ -90,8 +92,10 @@ cdef class Layout:
         self.has_nulls = <int*>malloc(max(self.ncols, 1) * sizeof(int))
         self.is_object = <int*>malloc(max(self.ncols, 1) * sizeof(int))
         self.is_offsets = <int*>malloc(max(self.ncols, 1) * sizeof(int))
-        if (self.is_offsets == NULL or self.ops == NULL or self.structs == NULL or self.itemsize == NULL or self.value_size == NULL
-                or self.has_nulls == NULL or self.is_object == NULL):
+        self.learned = <double*>calloc(3 * max(self.ncols, 1), sizeof(double))
+        if (self.learned == NULL or self.is_offsets == NULL or self.ops == NULL or self.structs == NULL
+                or self.itemsize == NULL or self.value_size == NULL or self.has_nulls == NULL
+                or self.is_object == NULL):
             raise MemoryError()
         self.attrs = []
         for i, o in enumerate(ops):
@@ -134,3 +138,4 @@ cdef class Layout:
         free(self.has_nulls)
         free(self.is_object)
         free(self.is_offsets)
+        free(self.learned)

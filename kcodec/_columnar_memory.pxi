@@ -11,18 +11,34 @@ cdef char* kept[KEEP_BLOCKS]
 cdef Py_ssize_t kept_size[KEEP_BLOCKS]
 cdef int nkept = 0
 cdef Py_ssize_t kept_bytes = 0
+cdef Py_ssize_t n_resizes = 0  # every growth of a column (counts for tests, memory_counts())
+cdef Py_ssize_t n_fresh = 0    # growths to a large block that no kept block served
+
+
+cdef inline void drop_kept(int i) noexcept:
+    """Removes entry i, keeping the rest in the order they were given back (oldest first)."""
+    global nkept
+    nkept -= 1
+    memmove(&kept[i], &kept[i + 1], (nkept - i) * sizeof(char*))
+    memmove(&kept_size[i], &kept_size[i + 1], (nkept - i) * sizeof(Py_ssize_t))
 
 
 cdef void give_back(char* p, Py_ssize_t size) noexcept:
-    """A column's block (untracked already): kept for reuse when large and there is room, else freed."""
+    """A column's block (untracked already): kept for reuse when large, else freed. The oldest kept blocks
+    make room for it: after a switch to another message or size, blocks of the old shapes (which reuse
+    would not take) would otherwise fill the room for good and every decode would fault in fresh pages."""
     global nkept, kept_bytes
-    if size >= KEEP_MIN and nkept < KEEP_BLOCKS and kept_bytes + size <= KEEP_BYTES:
-        kept[nkept] = p
-        kept_size[nkept] = size
-        nkept += 1
-        kept_bytes += size
-    else:
+    if size < KEEP_MIN or size > KEEP_BYTES:
         free(p)
+        return
+    while nkept and (nkept == KEEP_BLOCKS or kept_bytes + size > KEEP_BYTES):
+        free(kept[0])
+        kept_bytes -= kept_size[0]
+        drop_kept(0)
+    kept[nkept] = p
+    kept_size[nkept] = size
+    nkept += 1
+    kept_bytes += size
 
 
 cdef char* reuse(Py_ssize_t size, Py_ssize_t* got) noexcept:
@@ -38,11 +54,14 @@ cdef char* reuse(Py_ssize_t size, Py_ssize_t* got) noexcept:
         return NULL
     p = kept[best]
     got[0] = kept_size[best]
-    nkept -= 1
     kept_bytes -= got[0]
-    kept[best] = kept[nkept]
-    kept_size[best] = kept_size[nkept]
+    drop_kept(best)
     return p
+
+
+def memory_counts():
+    """(column growths, large blocks no kept block served) since the module was loaded."""
+    return n_resizes, n_fresh
 
 
 def kept_memory():
@@ -65,6 +84,8 @@ cdef int resize(Buf* b, Py_ssize_t cap) except -1:
     """Gives b room for cap items, keeping its items: a kept block when one fits, else realloc."""
     cdef Py_ssize_t got = 0, size = cap * b.itemsize
     cdef char* p = NULL
+    global n_resizes, n_fresh
+    n_resizes += 1
     if b.data != NULL:
         PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>b.data)
     if size >= KEEP_MIN:
@@ -75,6 +96,8 @@ cdef int resize(Buf* b, Py_ssize_t cap) except -1:
             give_back(b.data, b.cap * b.itemsize)
         cap = got // b.itemsize
     else:
+        if size >= KEEP_MIN:
+            n_fresh += 1
         p = <char*>realloc(b.data, size)
         if p == NULL:
             if b.data != NULL:
@@ -126,7 +149,9 @@ cdef class Column:
 
 
 cdef Column adopt(Buf* b):
-    """Hand a buffer's memory to a Column; trimmed to its length when an eighth or more is unused."""
+    """Hand a buffer's memory to a Column; trimmed to its length when a quarter or more is unused (reuse
+    serves blocks up to a quarter larger than asked: trimming less would shrink a block each run, and the
+    next run would find none of its size)."""
     cdef Column c = Column.__new__(Column)
     cdef Py_ssize_t nbytes = b.len * b.itemsize, size = b.cap * b.itemsize
     cdef char* p = b.data
@@ -136,7 +161,7 @@ cdef Column adopt(Buf* b):
             raise MemoryError()
         size = 1
         PyTraceMalloc_Track(TRACE_DOMAIN, <uintptr_t>p, 1)
-    elif nbytes < size - size // 8 and nbytes > 0:
+    elif nbytes < size - size // 4 and nbytes > 0:
         PyTraceMalloc_Untrack(TRACE_DOMAIN, <uintptr_t>p)
         p = <char*>realloc(p, nbytes)
         if p == NULL:
