@@ -14,6 +14,10 @@ from kcodec import definitions
 from kcodec.definitions import FieldDef
 
 
+# The error codes Kafka's getErrorResponse sets (AddPartitionsToTxn v0-3 names its partitions' one so).
+ERROR_FIELDS = ("error_code", "partition_error_code")
+
+
 def _struct_arrays(fields: list[FieldDef], version: int) -> list[FieldDef]:
     return [f for f in fields if version in f.versions and f.is_array and f.struct is not None]
 
@@ -21,31 +25,61 @@ def _struct_arrays(fields: list[FieldDef], version: int) -> list[FieldDef]:
 def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[str, Any], version: int,
             code: int) -> tuple[dict[str, Any], bool]:
     req_here = {f.attr: f for f in req_fields if version in f.versions}
-    req_arrays, resp_arrays = _struct_arrays(req_fields, version), _struct_arrays(resp_fields, version)
+    resp_arrays = _struct_arrays(resp_fields, version)
     out: dict[str, Any] = {}
     hit = False
     for f in resp_fields:
         if version not in f.versions:
             continue
-        if f.attr == "error_code":
+        if f.attr in ERROR_FIELDS:
             out[f.attr] = code
             hit = True
         elif f.is_array and f.struct is not None:
-            rf = req_here.get(f.attr)
-            if rf is None or rf.struct is None or not rf.is_array:
-                # the one array of each side pair up (Produce's topic_data -> responses)
-                rf = req_arrays[0] if len(req_arrays) == 1 and len(resp_arrays) == 1 else None
-            if rf is None or rf.struct is None:
+            rf = _paired(f, req_here, len(resp_arrays))
+            if rf is None:
                 continue
+            key = None if rf.struct is not None else _key_field(f.struct.fields, rf.elem, version)
             items = []
             for item in req.get(rf.attr) or []:
-                sub, h = _mirror(f.struct.fields, rf.struct.fields, item, version, code)
+                if rf.struct is not None:
+                    sub, h = _mirror(f.struct.fields, rf.struct.fields, item, version, code)
+                else:  # a name or an id: a struct of the response per item, keyed by it
+                    sub, h = _mirror(f.struct.fields, [], {}, version, code)
+                    if key is not None:
+                        sub[key.attr] = item
                 hit = hit or h
                 items.append(sub)
             out[f.attr] = items
         elif f.struct is None and f.attr in req_here and req_here[f.attr].type == f.type:
             out[f.attr] = req.get(f.attr)
     return out, hit
+
+
+def _paired(f: FieldDef, req_here: dict[str, FieldDef], resp_arrays: int) -> Optional[FieldDef]:
+    """The request array a response's array of structs answers item by item: the one of the same name
+    (DescribeGroups' groups, a list of names), else the one array of structs on each side (Produce's
+    topic_data -> responses), else the request's one array of names or ids (OffsetFetch v0-1's
+    partition_indexes -> partitions)."""
+    rf = req_here.get(f.attr)
+    if rf is not None and rf.is_array:
+        return rf
+    if resp_arrays != 1:
+        return None
+    structs = [r for r in req_here.values() if r.is_array and r.struct is not None]
+    scalars = [r for r in req_here.values() if r.is_array and r.struct is None]
+    if len(structs) == 1:
+        return structs[0]
+    return scalars[0] if not structs and len(scalars) == 1 else None
+
+
+def _key_field(fields: list[FieldDef], elem: str, version: int) -> Optional[FieldDef]:
+    """The field of a response struct that names the request's item: the first of its type that is not
+    an error's (ConsumerGroupDescribe's groups: error_code, error_message, group_id)."""
+    for f in fields:
+        if (version in f.versions and not f.is_array and f.struct is None and f.type == elem
+                and "error" not in f.attr):
+            return f
+    return None
 
 
 def error_response(api_key: int, version: int, request: Any, code: int) -> Optional[Any]:

@@ -10,6 +10,8 @@ import pytest
 from needs import need_module
 from interop_support import record
 
+from kcodec.errors import ErrorCode
+
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
@@ -103,4 +105,23 @@ def test_a_second_instance_and_a_timeout_fence_the_producer(cluster):
         assert _read(cluster.bootstrap, "read_committed", {b"ok"}) == {b"ok"}
         assert _read(cluster.bootstrap, "read_uncommitted", {b"late", b"ok"}) == {b"late", b"ok"}
     finally:
+        record(CLIENT, cluster)
+
+
+def test_concurrent_transactions_injected_is_retried(cluster):
+    """CONCURRENT_TRANSACTIONS never arises here (markers are written within EndTxn, docs/broker.md), so a
+    client's retries of it are exercised with fail_next: twice on each of InitProducerId,
+    AddPartitionsToTxn (v3 and below answer per partition) and EndTxn, and the transaction still commits."""
+    cluster.create_topic(TOPIC, 2)
+    apis = ("InitProducerId", "AddPartitionsToTxn", "EndTxn")
+    injected = [cluster.fail_next(api, ErrorCode.CONCURRENT_TRANSACTIONS, times=2) for api in apis]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "ck-concurrent",
+                         "log_level": 2})
+    try:
+        producer.init_transactions(TIMEOUT)
+        _transaction(producer, [b"after-retries"], True)
+        assert [i.taken for i in injected] == [2, 2, 2]
+        assert _read(cluster.bootstrap, "read_committed", {b"after-retries"}) == {b"after-retries"}
+    finally:
+        producer.flush(TIMEOUT)
         record(CLIENT, cluster)

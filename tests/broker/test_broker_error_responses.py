@@ -1,0 +1,103 @@
+"""Error answers in the request's own form (kcodec/broker/unsupported.py), as Kafka's getErrorResponse
+builds them: used by fail_next, for requests the broker does not implement and when a handler fails. A
+request that lists names or ids (DescribeGroups' groups, AddPartitionsToTxn v0-3's partitions) gets one
+struct per item, keyed by it, carrying the error."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pytest
+from broker_wire import Wire
+
+import kcodec
+from kcodec.broker import Cluster, handlers
+from kcodec.broker.unsupported import error_response
+from kcodec.errors import ErrorCode
+
+CODE = ErrorCode.CONCURRENT_TRANSACTIONS
+
+
+def req(api_key: int, **fields):
+    return kcodec.message_class(api_key, "request")(**fields)
+
+
+def txn_topic(name: str, partitions: list[int]):
+    return kcodec.message_class(24, "request").AddPartitionsToTxnTopic(name=name, partitions=partitions)
+
+
+def fetch_topic(name: str, partitions: list[int]):
+    return kcodec.message_class(9, "request").Topic(name=name, partition_indexes=partitions)
+
+
+def election(topic: str, partitions: list[int]):
+    return kcodec.message_class(43, "request").TopicPartitions(topic=topic, partitions=partitions)
+
+
+def producers(name: str, partitions: list[int]):
+    return kcodec.message_class(61, "request").TopicRequest(name=name, partition_indexes=partitions)
+
+
+# (request, version, a path to the list of answered items, the key each item carries, the error's field)
+CASES = [
+    (req(15, groups=["a", "b"]), 5, ["groups"], "group_id", ["a", "b"], "error_code"),
+    (req(42, groups_names=["a"]), 2, ["results"], "group_id", ["a"], "error_code"),
+    (req(20, topic_names=["t1", "t2"]), 4, ["responses"], "name", ["t1", "t2"], "error_code"),
+    (req(10, key_type=1, coordinator_keys=["tx"]), 4, ["coordinators"], "key", ["tx"], "error_code"),
+    (req(24, v3_and_below_transactional_id="x", v3_and_below_topics=[txn_topic("t", [0, 1])]), 3,
+     ["results_by_topic_v3_and_below", 0, "results_by_partition"], "partition_index", [0, 1],
+     "partition_error_code"),
+    (req(9, group_id="g", topics=[fetch_topic("t", [2, 5])]), 1, ["topics", 0, "partitions"], "partition_index",
+     [2, 5], "error_code"),
+    (req(43, topic_partitions=[election("t", [3])]), 0, ["replica_election_results", 0, "partition_result"],
+     "partition_id", [3], "error_code"),
+    (req(61, topics=[producers("t", [0, 4])]), 0, ["topics", 0, "partitions"], "partition_index", [0, 4],
+     "error_code"),
+    (req(65, transactional_ids=["tx1"]), 0, ["transaction_states"], "transactional_id", ["tx1"], "error_code"),
+    # the first string of the answer's struct is its error message: the key is the first that is not
+    (req(69, group_ids=["g1", "g2"]), 0, ["groups"], "group_id", ["g1", "g2"], "error_code"),
+]
+
+
+@pytest.mark.parametrize("request_, version, path, key, names, error", CASES,
+                         ids=[f"{type(c[0]).__name__}-v{c[1]}" for c in CASES])
+def test_listed_names_and_ids_each_get_the_error(request_, version, path, key, names, error):
+    resp = error_response(type(request_).API_KEY, version, request_, CODE)
+    assert resp is not None
+    items = resp
+    for step in path:
+        items = items[step] if isinstance(step, int) else getattr(items, step)
+    assert [getattr(i, key) for i in items] == names
+    assert [getattr(i, error) for i in items] == [CODE] * len(names)
+    again = kcodec.decode(type(resp), kcodec.encode(resp, version), version)  # a valid answer at that version
+    assert again == resp
+
+
+def test_a_request_naming_nothing_has_nothing_to_carry_the_error():
+    assert error_response(15, 5, req(15, groups=[]), CODE) is None
+
+
+def test_a_failing_describe_groups_handler_answers_each_group(monkeypatch, caplog):
+    """Before, the answer had no error code anywhere (the groups were not mirrored): the connection closed."""
+    def broken(ctx, request):
+        raise RuntimeError("injected")
+
+    with Cluster(system_topic_partitions=1) as cluster:
+        monkeypatch.setitem(handlers.HANDLERS, 15, dataclasses.replace(handlers.HANDLERS[15], fn=broken))
+        with caplog.at_level(logging.ERROR, logger="kcodec.broker"), Wire(cluster.addresses[0]) as w:
+            r = w.call(req(15, groups=["g1", "g2"]), 5)
+            assert [(g.group_id, g.error_code) for g in r.groups] == [
+                ("g1", ErrorCode.UNKNOWN_SERVER_ERROR), ("g2", ErrorCode.UNKNOWN_SERVER_ERROR)]
+        assert "injected" in caplog.text
+
+
+def test_fail_next_reaches_add_partitions_to_txn_v3():
+    with Cluster(system_topic_partitions=1) as cluster:
+        failing = cluster.fail_next("AddPartitionsToTxn", CODE)
+        with Wire(cluster.addresses[0]) as w:
+            r = w.call(req(24, v3_and_below_transactional_id="x", v3_and_below_producer_id=1,
+                           v3_and_below_topics=[txn_topic("t", [0])]), 3)
+        [topic] = r.results_by_topic_v3_and_below
+        assert [(p.partition_index, p.partition_error_code) for p in topic.results_by_partition] == [(0, CODE)]
+        assert failing.taken == 1
