@@ -14,6 +14,8 @@ from kcodec import definitions
 from kcodec.definitions import FieldDef
 
 
+ALTER_USER_SCRAM_CREDENTIALS = 51  # its answer's users come from two lists of the request
+
 # The error codes Kafka's getErrorResponse sets (AddPartitionsToTxn v0-3 names its partitions' one so).
 ERROR_FIELDS = ("error_code", "partition_error_code")
 
@@ -25,7 +27,7 @@ def _struct_arrays(fields: list[FieldDef], version: int) -> list[FieldDef]:
 def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[str, Any], version: int,
             code: int) -> tuple[dict[str, Any], bool]:
     req_here = {f.attr: f for f in req_fields if version in f.versions}
-    resp_arrays = _struct_arrays(resp_fields, version)
+    resp_arrays = [f for f in _struct_arrays(resp_fields, version) if version not in f.tagged]
     out: dict[str, Any] = {}
     hit = False
     for f in resp_fields:
@@ -35,7 +37,7 @@ def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[s
             out[f.attr] = code
             hit = True
         elif f.is_array and f.struct is not None:
-            rf = _paired(f, req_here, len(resp_arrays))
+            rf = _paired(f, req_here, len(resp_arrays) if f in resp_arrays else 0)
             if rf is None:
                 continue
             key = None if rf.struct is not None else _key_field(f.struct.fields, rf.elem, version)
@@ -57,8 +59,8 @@ def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[s
 
 def _paired(f: FieldDef, req_here: dict[str, FieldDef], resp_arrays: int) -> Optional[FieldDef]:
     """The request array a response's array of structs answers item by item: the one of the same name
-    (DescribeGroups' groups, a list of names), else the one array of structs on each side (Produce's
-    topic_data -> responses), else the request's one array of names or ids (OffsetFetch v0-1's
+    (DescribeGroups' groups, a list of names), else the one array of structs on each side, tagged ones
+    aside (Produce's topic_data -> responses; v10+ also has node_endpoints), else the request's one array of names or ids (OffsetFetch v0-1's
     partition_indexes -> partitions)."""
     rf = req_here.get(f.attr)
     if rf is not None and rf.is_array:
@@ -86,7 +88,12 @@ def error_response(api_key: int, version: int, request: Any, code: int) -> Optio
     """The response to ``request`` carrying ``code``, or None when its form has no error code."""
     resp_def = definitions.get(definitions.by_api_key(api_key, "response"))
     req_def = definitions.get(definitions.by_api_key(api_key, "request"))
-    body, hit = _mirror(resp_def.root.fields, req_def.root.fields, kcodec.to_dict(request), version, code)
+    req = kcodec.to_dict(request)
+    body, hit = _mirror(resp_def.root.fields, req_def.root.fields, req, version, code)
+    if api_key == ALTER_USER_SCRAM_CREDENTIALS:  # a result per user either list names, each once (sorted)
+        users = sorted({c["name"] for c in (req.get("deletions") or []) + (req.get("upsertions") or [])})
+        body["results"] = [{"user": u, "error_code": code} for u in users]
+        hit = bool(users)
     if not hit:
         return None
     return kcodec.from_dict(kcodec.message_class(api_key, "response"), body)

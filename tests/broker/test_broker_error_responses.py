@@ -1,19 +1,22 @@
 """Error answers in the request's own form (kcodec/broker/unsupported.py), as Kafka's getErrorResponse
 builds them: used by fail_next, for requests the broker does not implement and when a handler fails. A
 request that lists names or ids (DescribeGroups' groups, AddPartitionsToTxn v0-3's partitions) gets one
-struct per item, keyed by it, carrying the error."""
+struct per item, keyed by it, carrying the error. AlterUserScramCredentials answers each user named by its
+deletions or upsertions once (sorted)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 
 import pytest
 from broker_wire import Wire
 
 import kcodec
+from kcodec import definitions
 from kcodec.broker import Cluster, handlers
-from kcodec.broker.unsupported import error_response
+from kcodec.broker.unsupported import ERROR_FIELDS, error_response
 from kcodec.errors import ErrorCode
 
 CODE = ErrorCode.CONCURRENT_TRANSACTIONS
@@ -39,8 +42,15 @@ def producers(name: str, partitions: list[int]):
     return kcodec.message_class(61, "request").TopicRequest(name=name, partition_indexes=partitions)
 
 
+def produce():
+    return kcodec.from_dict(kcodec.message_class(0, "request"), {"acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": "t", "partition_data": [{"index": 0, "records": None}, {"index": 1, "records": None}]}]})
+
+
 # (request, version, a path to the list of answered items, the key each item carries, the error's field)
 CASES = [
+    # Produce v10+ answers also have node_endpoints (tagged): topic_data still pairs with responses
+    *[(produce(), v, ["responses", 0, "partition_responses"], "index", [0, 1], "error_code") for v in (9, 10, 12)],
     (req(15, groups=["a", "b"]), 5, ["groups"], "group_id", ["a", "b"], "error_code"),
     (req(42, groups_names=["a"]), 2, ["results"], "group_id", ["a"], "error_code"),
     (req(20, topic_names=["t1", "t2"]), 4, ["responses"], "name", ["t1", "t2"], "error_code"),
@@ -72,6 +82,54 @@ def test_listed_names_and_ids_each_get_the_error(request_, version, path, key, n
     assert [getattr(i, error) for i in items] == [CODE] * len(names)
     again = kcodec.decode(type(resp), kcodec.encode(resp, version), version)  # a valid answer at that version
     assert again == resp
+
+
+def _one_of_each(fields, version: int) -> dict:
+    """A request's fields as a dict with one item in every list (and in every list of its structs)."""
+    scalar = {"string": "x", "uuid": str(uuid.UUID(int=1)), "bool": False, "bytes": "", "float64": 0.0}
+    out = {}
+    for f in fields:
+        if version not in f.versions or f.elem == "records":
+            continue
+        if f.struct is not None:
+            sub = _one_of_each(f.struct.fields, version)
+            out[f.attr] = [sub] if f.is_array else sub
+        else:
+            value = scalar.get(f.elem, 1)
+            out[f.attr] = [value] if f.is_array else value
+    return out
+
+
+def _carries_errors(fields, version: int) -> bool:
+    return any(version in f.versions and (f.attr in ERROR_FIELDS or
+                                          (f.struct is not None and _carries_errors(f.struct.fields, version)))
+               for f in fields)
+
+
+def test_every_request_naming_something_gets_an_error_answer():
+    """Every API and version: a request with an item in each list is answered with the error wherever its
+    answer has an error code, in a form that encodes at that version."""
+    missing = []
+    for key, name in sorted(definitions.api_keys().items()):
+        cls = kcodec.message_class(key, "request")
+        req_def = definitions.get(definitions.by_api_key(key, "request"))
+        resp_def = definitions.get(definitions.by_api_key(key, "response"))
+        for v in range(cls.VALID_VERSIONS[0], cls.VALID_VERSIONS[1] + 1):
+            resp = error_response(key, v, kcodec.from_dict(cls, _one_of_each(req_def.root.fields, v)), CODE)
+            if resp is not None:
+                kcodec.encode(resp, v)
+            elif _carries_errors(resp_def.root.fields, v):
+                missing.append(f"{name} v{v}")
+    assert missing == []
+
+
+def test_scram_credentials_answer_each_user_once():
+    cls = kcodec.message_class(51, "request")
+    request_ = kcodec.from_dict(cls, {"deletions": [{"name": "bob", "mechanism": 1}], "upsertions": [
+        {"name": "alice", "mechanism": 1, "iterations": 4096, "salt": "", "salted_password": ""},
+        {"name": "bob", "mechanism": 2, "iterations": 4096, "salt": "", "salted_password": ""}]})
+    resp = error_response(51, 0, request_, CODE)
+    assert [(r.user, r.error_code) for r in resp.results] == [("alice", CODE), ("bob", CODE)]
 
 
 def test_a_request_naming_nothing_has_nothing_to_carry_the_error():
