@@ -8,6 +8,8 @@ import pytest
 from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
+from kcodec.errors import ErrorCode
+
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
@@ -135,6 +137,21 @@ def test_mutual_tls_producer(mtls_cluster, test_certs):
     with mtls_cluster.state.lock:
         assert mtls_cluster.state.logs.bounds(topics["alice-seen"].topic_id, 0) == (0, 2)
         assert mtls_cluster.state.logs.bounds(topics["hidden"].topic_id, 0) == (0, 0)
+
+
+def test_injected_produce_errors_are_retried(cluster):
+    """fail_next on Produce reaches librdkafka's Produce v10+ (whose answers also carry node_endpoints):
+    NOT_LEADER_OR_FOLLOWER twice, then the record is written once."""
+    cluster.create_topic("retried", 1)
+    injected = cluster.fail_next("Produce", ErrorCode.NOT_LEADER_OR_FOLLOWER, times=2)
+    delivered: list = []
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap, "log_level": 2, "acks": "all"})
+    producer.produce("retried", b"v", partition=0, on_delivery=lambda e, m: delivered.append((e, m.offset())))
+    assert producer.flush(TIMEOUT) == 0
+    assert delivered == [(None, 0)] and injected.taken == 2
+    assert max(v for per_client in cluster.api_versions_used().values() for v in per_client.get("Produce", [])) >= 10
+    with cluster.state.lock:
+        assert cluster.state.logs.bounds(cluster.topics()["retried"].topic_id, 0) == (0, 1)
 
 
 @pytest.mark.parametrize("who", ["no certificate", "another CA"])
