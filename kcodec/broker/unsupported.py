@@ -1,8 +1,10 @@
-"""Answers to requests the broker does not implement, in the request's own response form.
+"""Error answers in the request's own response form: for requests the broker does not implement, for a
+handler that failed, and for ``Cluster.fail_next``.
 
 Like Kafka's ``AbstractRequest.getErrorResponse``: the response mirrors the request (each topic, each
-partition, each group it names) with the error code set everywhere the response has one. A response
-with no error code anywhere cannot say "unsupported"; the caller then closes the connection.
+partition, each group it names, as structs or as lists of names and ids) with the error code set
+everywhere the response has one; lists whose answers would carry no error stay empty. A response with no
+error code anywhere cannot say "unsupported"; the caller then closes the connection.
 """
 
 from __future__ import annotations
@@ -41,17 +43,21 @@ def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[s
             if rf is None:
                 continue
             key = None if rf.struct is not None else _key_field(f.struct.fields, rf.elem, version)
-            items = []
+            if rf.struct is None and (key is None or not _carries_error(f.struct.fields, version)):
+                continue  # names that are not answered one by one (ListGroups' states_filter: no groups)
+            items, carried = [], False
             for item in req.get(rf.attr) or []:
                 if rf.struct is not None:
                     sub, h = _mirror(f.struct.fields, rf.struct.fields, item, version, code)
                 else:  # a name or an id: a struct of the response per item, keyed by it
+                    assert key is not None
                     sub, h = _mirror(f.struct.fields, [], {}, version, code)
-                    if key is not None:
-                        sub[key.attr] = item
-                hit = hit or h
+                    sub[key.attr] = item
+                carried = carried or h
                 items.append(sub)
-            out[f.attr] = items
+            if carried:  # items that carry no error are not answered (JoinGroup's protocols: no members)
+                out[f.attr] = items
+                hit = True
         elif f.struct is None and f.attr in req_here and req_here[f.attr].type == f.type:
             out[f.attr] = req.get(f.attr)
     return out, hit
@@ -60,8 +66,8 @@ def _mirror(resp_fields: list[FieldDef], req_fields: list[FieldDef], req: dict[s
 def _paired(f: FieldDef, req_here: dict[str, FieldDef], resp_arrays: int) -> Optional[FieldDef]:
     """The request array a response's array of structs answers item by item: the one of the same name
     (DescribeGroups' groups, a list of names), else the one array of structs on each side, tagged ones
-    aside (Produce's topic_data -> responses; v10+ also has node_endpoints), else the request's one array of names or ids (OffsetFetch v0-1's
-    partition_indexes -> partitions)."""
+    aside (Produce's topic_data -> responses; v10+ also has node_endpoints), else the request's one array
+    of names or ids (OffsetFetch v0-1's partition_indexes -> partitions)."""
     rf = req_here.get(f.attr)
     if rf is not None and rf.is_array:
         return rf
@@ -72,6 +78,10 @@ def _paired(f: FieldDef, req_here: dict[str, FieldDef], resp_arrays: int) -> Opt
     if len(structs) == 1:
         return structs[0]
     return scalars[0] if not structs and len(scalars) == 1 else None
+
+
+def _carries_error(fields: list[FieldDef], version: int) -> bool:
+    return any(version in f.versions and f.attr in ERROR_FIELDS for f in fields)
 
 
 def _key_field(fields: list[FieldDef], elem: str, version: int) -> Optional[FieldDef]:

@@ -132,6 +132,24 @@ def test_scram_credentials_answer_each_user_once():
     assert [(r.user, r.error_code) for r in resp.results] == [("alice", CODE), ("bob", CODE)]
 
 
+def test_lists_whose_answers_carry_no_error_are_not_mirrored():
+    """Only items that carry the error are answered: ListGroups' state filter names no groups, DescribeConfigs'
+    keys no config entries, JoinGroup's protocols no members, DescribeClientQuotas' components no entries."""
+    lg = error_response(16, 4, req(16, states_filter=["Stable", "Empty"]), CODE)
+    assert lg.error_code == CODE and lg.groups == []
+    dc_req = kcodec.from_dict(kcodec.message_class(32, "request"), {"resources": [
+        {"resource_type": 2, "resource_name": "t", "configuration_keys": ["retention.ms"]}]})
+    [result] = error_response(32, 1, dc_req, CODE).results
+    assert (result.resource_name, result.error_code, result.configs) == ("t", CODE, [])
+    jg_req = kcodec.from_dict(kcodec.message_class(11, "request"), {"group_id": "g", "protocol_type": "consumer",
+                                                                      "protocols": [{"name": "range"}]})
+    jg = error_response(11, 5, jg_req, CODE)
+    assert jg.error_code == CODE and jg.members == []
+    dq_req = kcodec.from_dict(kcodec.message_class(48, "request"), {"components": [{"entity_type": "user"}]})
+    dq = error_response(48, 1, dq_req, CODE)
+    assert dq.error_code == CODE and not dq.entries
+
+
 def test_a_request_naming_nothing_has_nothing_to_carry_the_error():
     assert error_response(15, 5, req(15, groups=[]), CODE) is None
 
