@@ -49,6 +49,32 @@ def test_administer(cluster):
         record(CLIENT, cluster)
 
 
+def test_describe_log_dirs(cluster):
+    """kafka-log-dirs.sh's question through kafka-python: every broker's partitions, with their sizes."""
+    cluster.create_topic("kp-dirs", 2, 2)
+    producer = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap)
+    producer.send("kp-dirs", b"x" * 500, partition=1).get(timeout=10)
+    producer.close()
+    admin = _admin(cluster.bootstrap)
+    try:
+        found: dict[int, dict[int, int]] = {}
+        for per_broker in admin.describe_log_dirs():
+            [log_dir] = per_broker["log_dirs"]
+            assert log_dir["error_code"] == 0
+            for topic in log_dir["topics"]:
+                if topic["name"] == "kp-dirs":
+                    found[per_broker["broker"]] = {p["partition_index"]: p["partition_size"]
+                                                   for p in topic["partitions"]}
+        replicas = cluster.topics()["kp-dirs"].replicas  # each broker names the partitions it holds
+        assert {node: set(sizes) for node, sizes in found.items()} == {
+            node: {i for i, r in enumerate(replicas) if node in r} for node in {n for r in replicas for n in r}}
+        for sizes in found.values():  # the 500-byte record's batch in partition 1, nothing in partition 0
+            assert sizes.get(0, 0) == 0 and (1 not in sizes or sizes[1] > 500)
+    finally:
+        admin.close()
+        record(CLIENT, cluster)
+
+
 def test_unauthorized_under_sasl_plain(secured):
     admin = _admin(secured.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
                    sasl_plain_username="alice", sasl_plain_password="alice-pw")
