@@ -65,8 +65,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rack", action="append", default=[], metavar="NODE=RACK",
                    help="advertise broker NODE in RACK (repeat)")
     p.add_argument("--controller-only-admin", action="store_true",
-                   help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics "
-                        "and CreatePartitions, as ZooKeeper-era Kafka did (default: any broker takes them)")
+                   help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics, "
+                        "CreatePartitions and ElectLeaders, as ZooKeeper-era Kafka did (default: any broker takes them)")
+    p.add_argument("--no-auto-leader-rebalance", action="store_true",
+                   help="auto.leader.rebalance.enable=false: a restarted broker leads nothing until a preferred "
+                        "leader election (ElectLeaders, kafka-leader-election.sh) moves leadership back")
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
     p.add_argument("--max-partition-bytes", type=int, metavar="N",
                    help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
@@ -176,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
                           tls_principal_rules=args.tls_principal_rules,
                           racks=racks, forward_admin=not args.controller_only_admin,
+                          auto_leader_rebalance=not args.no_auto_leader_rebalance,
                           max_partition_bytes=_given(args.max_partition_bytes, DEFAULT_MAX_PARTITION_BYTES),
                           producer_id_expiration_ms=_given(args.producer_id_expiration_ms,
                                                            DEFAULT_PRODUCER_ID_EXPIRATION_MS),

@@ -69,11 +69,17 @@ class Cluster:
     fetch_max_bytes: the most record bytes one Fetch response carries, whatever the request allows
         (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
-    forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics and
-        CreatePartitions, as KRaft brokers forward them to the controller; False makes the other
+    forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics,
+        CreatePartitions and ElectLeaders, as KRaft brokers forward them to the controller; False makes the other
         brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
     groups: the consumer groups' settings (``GroupSettings``: session timeout bounds, the initial
         rebalance delay, a group size limit).
+    auto_leader_rebalance: True (the default): a partition's first live replica leads, so leadership
+        returns to a broker the moment it starts again (Kafka's auto.leader.rebalance.enable, without its
+        wait). False: leaders and ISRs are kept as Kafka's controller keeps them: a returning broker
+        rejoins the ISR as a follower until a preferred leader election (ElectLeaders) moves leadership
+        back, and a partition whose last in-sync replica stopped stays offline until it returns or an
+        unclean election. Not saved in the state file: a restarted cluster starts from the first replicas.
     transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
         transaction timeout a producer may ask for, 900000 ms by default; the finalized transaction
         version, 2 by default; two-phase commit, off by default).
@@ -99,7 +105,7 @@ class Cluster:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  transactions: Optional[TransactionSettings] = None,
-                 fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES) -> None:
+                 fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if fetch_max_bytes < 1024:
@@ -118,7 +124,8 @@ class Cluster:
                              system_topic_partitions=system_topic_partitions,
                              max_partitions_per_topic=max_partitions_per_topic,
                              max_partition_bytes=max_partition_bytes,
-                             producer_id_expiration_ms=producer_id_expiration_ms)
+                             producer_id_expiration_ms=producer_id_expiration_ms,
+                             auto_leader_rebalance=auto_leader_rebalance)
         if users:
             with state.lock:
                 state.credentials.add_passwords(users)

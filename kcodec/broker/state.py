@@ -24,6 +24,7 @@ from kcodec.errors import ErrorCode
 from . import configs as cfg
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
+from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 
 log = logging.getLogger("kcodec.broker")
@@ -103,7 +104,8 @@ class ClusterState:
                  max_partitions_per_topic: int = MAX_PARTITIONS_PER_TOPIC,
                  state_file: Optional[os.PathLike[str] | str] = None, cluster_id: Optional[str] = None,
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
-                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+                 producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+                 auto_leader_rebalance: bool = True) -> None:
         if num_partitions < 1:
             raise ValueError("num.partitions must be at least 1")
         if default_replication_factor < 1:  # above the broker count is allowed: creations then get 38
@@ -114,6 +116,7 @@ class ClusterState:
         self.broker_ids = list(broker_ids)
         self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
         self._controller: Optional[int] = None
+        self.leadership = Leadership(auto_leader_rebalance)  # leaders and ISRs; not saved (a restart resets them)
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
         self.default_replication_factor = default_replication_factor
@@ -173,15 +176,19 @@ class ClusterState:
         return later[0] if later else running[0] if running else None
 
     def register(self, info: BrokerInfo) -> None:
-        """A broker is up: it is advertised and leads its partitions again."""
+        """A broker is up: it is advertised and leads its partitions again (or, with leaders kept, follows
+        until an election: leaders.py)."""
         with self.lock:
             self.brokers[info.node_id] = info
+            self.leadership.broker_started(info.node_id, self.topics.values(), set(self.brokers))
 
     def unregister(self, node_id: int) -> None:
         """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline."""
         with self.lock:
             was_controller = self.controller_id == node_id
-            self.brokers.pop(node_id, None)
+            up_before = self._up()
+            if self.brokers.pop(node_id, None) is not None:
+                self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
             if was_controller:  # the next running broker takes over, and keeps it when this one returns
                 self._controller = self._next_running(node_id)
 
@@ -198,12 +205,18 @@ class ClusterState:
                 return t
         raise AdminError(ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {topic_id}")
 
-    def leader_and_offline(self, replicas: list[int]) -> tuple[int, list[int]]:
-        """The first live replica leads; replicas on brokers this cluster lacks are offline."""
-        up = self._up()
-        offline = [b for b in replicas if b not in up]
-        live = [b for b in replicas if b in up]
-        return (live[0] if live else -1), offline
+    def partition_leadership(self, topic: Topic, index: int) -> PartitionLeadership:
+        """The leader (-1: offline), ISR and offline replicas of partition ``index`` (leaders.py)."""
+        return self.leadership.current(topic, index, self._up())
+
+    def leader(self, topic: Topic, index: int) -> int:
+        return self.leadership.current(topic, index, self._up()).leader
+
+    def elect_leader(self, topic: Topic, index: int, unclean: bool) -> ErrorCode:
+        """A PREFERRED or UNCLEAN election (KIP-460) for one partition: NONE, or why none was held."""
+        if unclean:
+            return self.leadership.elect_unclean(topic, index, self._up())
+        return self.leadership.elect_preferred(topic, index, self._up())
 
     def _up(self) -> set[int]:
         """Brokers that count as live: the running ones, or all of them before any has started (a
@@ -319,6 +332,7 @@ class ClusterState:
         del self.topics[topic.name]
         self.names_version += 1
         self.offsets.delete_topic(topic.name)
+        self.leadership.forget(topic.topic_id)
         self.logs.drop_topic(topic.topic_id)
         log.info("deleted topic %s", topic.name)
         self.save()

@@ -21,7 +21,7 @@ from kcodec.messages import (AlterConfigsRequest, ApiVersionsRequest, ApiVersion
 ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeConfigs",
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "ListTopics", "DescribeUserScramCredentials",
-              "AlterUserScramCredentials", "DescribeLogDirs"}
+              "AlterUserScramCredentials", "DescribeLogDirs", "ElectLeaders"}
 GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
               "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
               "ConsumerGroupDescribe"}

@@ -51,7 +51,7 @@ def values(records) -> list[bytes]:
 
 
 def leader_wire(c: Cluster, topic: str, partition: int = 0) -> Wire:
-    leader, _ = c.state.leader_and_offline(c.topics()[topic].replicas[partition])
+    leader = c.state.leader(c.topics()[topic], partition)
     return Wire(c.addresses[c.state.broker_ids.index(leader)])
 
 

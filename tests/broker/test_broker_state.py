@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
 from kcodec.broker import ClusterState
+from kcodec.broker.state import Topic
 from kcodec.broker.acl import ANY, LITERAL, MATCH, PREFIXED, Acl, acl_filter
 
 
@@ -34,8 +36,12 @@ def test_leaders_spread_and_missing_brokers_are_offline(tmp_path):
     t = state.create_topic("spread", 6, 2)
     assert sorted({r[0] for r in t.replicas}) == [1, 2, 3] and all(r[0] != r[1] for r in t.replicas)
     fewer = ClusterState([1, 2], state_file=path)  # restarted with one broker less
-    leader, offline = fewer.leader_and_offline([3, 1])
-    assert (leader, offline) == (1, [3]) and fewer.leader_and_offline([3]) == (-1, [3])
+    spread = fewer.topics["spread"]
+    for index, replicas in enumerate(spread.replicas):
+        leader, isr, offline = fewer.partition_leadership(spread, index)
+        assert leader == isr[0] == next(b for b in replicas if b != 3) and offline == [b for b in replicas if b == 3]
+    gone = Topic("gone", uuid.uuid4(), [[3]])
+    assert fewer.partition_leadership(gone, 0) == (-1, [], [3])
 
 
 @pytest.mark.parametrize("acl, filt, match", [

@@ -34,5 +34,4 @@ def partition_for(key: str, partitions: int) -> int:
 def coordinator_for(state: "ClusterState", key: str, key_type: int = GROUP_KEY) -> int:
     """The node id coordinating ``key``, or -1 when the partition's replicas are all stopped."""
     topic = state.topics[INTERNAL_TOPICS[key_type]]
-    replicas = topic.replicas[partition_for(key, len(topic.replicas))]
-    return state.leader_and_offline(replicas)[0]
+    return state.leader(topic, partition_for(key, len(topic.replicas)))

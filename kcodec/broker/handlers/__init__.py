@@ -68,4 +68,4 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 # Registration happens on import; the order does not matter.
 from . import (acls, api_versions, configs, consumer_groups, group_admin, group_offsets, groups, listing,  # noqa: E402,F401
                log_dirs, metadata, sasl, scram, topics)
-from . import fetch, offsets, produce, producer_id, transactions, txn_admin, txn_offsets  # noqa: E402,F401
+from . import elections, fetch, offsets, produce, producer_id, transactions, txn_admin, txn_offsets  # noqa: E402,F401

@@ -68,7 +68,7 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if topic is None or not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out, 0, False
-    leader, _ = state.leader_and_offline(topic.replicas[index])
+    leader = state.leader(topic, index)
     if leader != ctx.node_id:
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if ctx.version >= 12:

@@ -21,11 +21,10 @@ def partitions_of(ctx: Context, topic: Topic, cls: Any, start: int = 0, stop: Op
     """Partition entries (Metadata or DescribeTopicPartitions) for partitions start..stop."""
     out = []
     for index in range(start, len(topic.replicas) if stop is None else stop):
-        replicas = topic.replicas[index]
-        leader, offline = ctx.state.leader_and_offline(replicas)
+        leader, isr, offline = ctx.state.partition_leadership(topic, index)
         out.append(cls(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                       partition_index=index, leader_id=leader, leader_epoch=0, replica_nodes=list(replicas),
-                       isr_nodes=[b for b in replicas if b not in offline], offline_replicas=offline))
+                       partition_index=index, leader_id=leader, leader_epoch=0,
+                       replica_nodes=list(topic.replicas[index]), isr_nodes=isr, offline_replicas=offline))
     return out
 
 

@@ -28,7 +28,7 @@ def _partition(ctx: Context, name: str, index: int, operation: str) -> tuple[Err
     topic = state.topics.get(name)
     if topic is None or not 0 <= index < len(topic.replicas):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    if state.leader_and_offline(topic.replicas[index])[0] != ctx.node_id:
+    if state.leader(topic, index) != ctx.node_id:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
     return ErrorCode.NONE, state.logs.log(topic.topic_id, index)
 

@@ -85,7 +85,7 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
     if not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
-    leader, _ = state.leader_and_offline(topic.replicas[index])
+    leader = state.leader(topic, index)
     if leader != ctx.node_id:
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if ctx.version >= 10:

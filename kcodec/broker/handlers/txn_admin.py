@@ -96,7 +96,7 @@ def _producers(ctx: Context, name: str, index: int) -> Any:
         out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     elif topic is None or not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    elif ctx.state.leader_and_offline(topic.replicas[index])[0] != ctx.node_id:
+    elif ctx.state.leader(topic, index) != ctx.node_id:
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
     else:
         plog = ctx.state.logs.log(topic.topic_id, index)

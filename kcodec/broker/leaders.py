@@ -1,0 +1,123 @@
+"""Partition leadership: who leads each partition, which replicas are in sync, and leader elections.
+
+With ``auto_rebalance`` (the default) a partition's first live replica leads: a stopped leader's
+partitions move to their next live replica and come back the moment it returns, as Kafka's
+auto.leader.rebalance.enable does (without its five-minute wait). Without it the cluster keeps what
+Kafka's controller keeps: leadership moves only when its leader stops, a returning broker rejoins the
+ISR as a follower (the brokers share one log, so it is caught up at once), and a partition whose last
+in-sync replica stopped stays offline until that replica returns or an unclean election elects another.
+ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
+
+Leader epochs are not modelled: every partition's epoch stays 0 (see handlers/offsets.py).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Iterable, NamedTuple
+
+from kcodec.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from .state import Topic
+
+NO_LEADER = -1
+
+
+class PartitionLeadership(NamedTuple):
+    leader: int            # NO_LEADER: offline
+    isr: list[int]         # in assignment order
+    offline: list[int]     # replicas on stopped brokers
+
+
+class Leadership:
+    """Leaders and ISRs kept per partition; a partition with none kept follows the first-live-replica rule."""
+
+    def __init__(self, auto_rebalance: bool = True) -> None:
+        self.auto_rebalance = auto_rebalance
+        self._kept: dict[tuple[uuid.UUID, int], tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
+        self._started: set[int] = set()  # brokers that have run: a second start is a restart
+
+    def current(self, topic: "Topic", index: int, up: set[int]) -> PartitionLeadership:
+        replicas = topic.replicas[index]
+        offline = [b for b in replicas if b not in up]
+        kept = self._kept.get((topic.topic_id, index))
+        if kept is not None:
+            return PartitionLeadership(kept[0], list(kept[1]), offline)
+        live = [b for b in replicas if b in up]
+        return PartitionLeadership(live[0] if live else NO_LEADER, live, offline)
+
+    def forget(self, topic_id: uuid.UUID) -> None:
+        for key in [k for k in self._kept if k[0] == topic_id]:
+            del self._kept[key]
+
+    # -- brokers stopping and starting (kept leadership only) ---------------------------------------------
+    def broker_stopped(self, node: int, topics: Iterable["Topic"], up_before: set[int], up_after: set[int]) -> None:
+        """Its partitions lose it from the ISR (Kafka keeps the last member) and, where it led, elect the
+        first remaining in-sync live replica, or go offline."""
+        if self.auto_rebalance:
+            return
+        for topic in topics:
+            for index, replicas in enumerate(topic.replicas):
+                if node not in replicas:
+                    continue
+                now = self.current(topic, index, up_before)
+                isr = [b for b in now.isr if b != node] or now.isr
+                leader = now.leader
+                if leader == node or leader == NO_LEADER:
+                    leader = next((b for b in replicas if b in isr and b in up_after), NO_LEADER)
+                self._kept[(topic.topic_id, index)] = (leader, isr)
+
+    def broker_started(self, node: int, topics: Iterable["Topic"], up_after: set[int]) -> None:
+        """A restarted broker: a led partition takes it back into the ISR; an offline one it was the last
+        in-sync replica of elects it (a clean election); an offline one that lost it earlier stays offline.
+        (A first start is the cluster's own: the first-live-replica rule places leaders.)"""
+        restarted = node in self._started
+        self._started.add(node)
+        if self.auto_rebalance or not restarted:
+            return
+        for topic in topics:
+            for index, replicas in enumerate(topic.replicas):
+                if node not in replicas:
+                    continue
+                kept = self._kept.get((topic.topic_id, index))
+                if kept is None:  # created while it was away: keep the leader it got then
+                    then = self.current(topic, index, up_after - {node})
+                    if then.leader == NO_LEADER:
+                        continue
+                    kept = (then.leader, then.isr)
+                leader, isr = kept
+                if leader == NO_LEADER and node not in isr:
+                    continue
+                if leader == NO_LEADER:
+                    leader = node
+                self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
+
+    @staticmethod
+    def _in_sync(replicas: list[int], up: set[int]) -> list[int]:
+        """A led partition's ISR: every live replica (one shared log: none lags)."""
+        return [b for b in replicas if b in up]
+
+    # -- elections (ElectLeaders) -------------------------------------------------------------------------
+    def elect_preferred(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:
+        """Kafka's PREFERRED election: the first replica leads if it is live and in sync."""
+        now = self.current(topic, index, up)
+        preferred = topic.replicas[index][0]
+        if now.leader == preferred:
+            return ErrorCode.ELECTION_NOT_NEEDED
+        if preferred not in up or preferred not in now.isr:
+            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        self._kept[(topic.topic_id, index)] = (preferred, now.isr)
+        return ErrorCode.NONE
+
+    def elect_unclean(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:
+        """Kafka's UNCLEAN election (KIP-460): an offline partition elects its first live replica, in
+        sync or not."""
+        now = self.current(topic, index, up)
+        if now.leader != NO_LEADER:
+            return ErrorCode.ELECTION_NOT_NEEDED
+        live = self._in_sync(topic.replicas[index], up)
+        if not live:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        self._kept[(topic.topic_id, index)] = (live[0], live)
+        return ErrorCode.NONE
