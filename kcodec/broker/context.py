@@ -136,12 +136,19 @@ class Context:
     def state(self) -> ClusterState:
         return self.runtime.state
 
+    @property
+    def client_address(self) -> str:
+        """The peer's IP address, as an ACL's host names it (Kafka: ``127.0.0.1``, no slash)."""
+        return self.session.host.lstrip("/")
+
     def allowed(self, operation: str, resource_type: str = "topic", name: str = "") -> bool:
-        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name)
+        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name,
+                                               self.client_address)
 
     def may_create(self, topic: str) -> bool:
         """Kafka: Create on the cluster, or on the topic."""
         return self.allowed("Create", "cluster") or self.allowed("Create", "topic", topic)
 
     def operations(self, resource_type: str, name: str = "") -> int:
-        return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name)
+        return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name,
+                                                       self.client_address)
