@@ -181,6 +181,13 @@ WIRE_PERMISSIONS = {"Deny": 2, "Allow": 3}
 ALLOW = WIRE_PERMISSIONS["Allow"]
 
 
+def unknown_in_filter(resource_type: int, pattern: int, operation: int, permission: int) -> bool:
+    """Whether a DescribeAcls / DeleteAcls filter has a code Kafka's fromCode makes UNKNOWN (0 or one it
+    lacks): Kafka refuses such a request while parsing it."""
+    return (resource_type not in (ANY, *WIRE_RESOURCE_TYPES.values()) or pattern not in (ANY, MATCH, LITERAL, PREFIXED)
+            or operation not in (ANY, *OPERATIONS.values()) or permission not in (ANY, *WIRE_PERMISSIONS.values()))
+
+
 def wire_pattern(acl: Acl) -> tuple[str, int]:
     """(resource name, pattern type) as Kafka stores the ACL: ``logs-*`` is PREFIXED ``logs-``."""
     return acl.name, WIRE_PATTERNS[acl.pattern]

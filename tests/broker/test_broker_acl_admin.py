@@ -165,8 +165,9 @@ def test_any_or_match_in_a_creation_fails_the_whole_request(secured, field, valu
     DeleteAclsRequest(filters=[every(operation=0)]),
     DeleteAclsRequest(filters=[every(pattern=9)]),
     DeleteAclsRequest(filters=[every(resource_type=42)]),
+    DescribeAclsRequest(resource_type_filter=ANY, pattern_type_filter=ANY, operation=0, permission_type=ANY),
 ], ids=["create resource type 0", "create operation 0", "delete operation 0", "delete pattern 9",
-        "delete resource type 42"])
+        "delete resource type 42", "describe operation 0"])
 def test_unknown_elements_close_the_connection(secured, request_):
     # Kafka refuses them while it parses the request (IllegalArgumentException): no answer, the connection closes
     with authenticated(secured, "admin", USERS["admin"]) as w:

@@ -18,9 +18,10 @@ from kcodec.broker.handlers import supported_versions
 from kcodec.testing import instances
 
 CASES = [(key, v) for key, (lo, hi) in supported_versions().items() for v in range(lo, hi + 1)]
-# CreateAcls and DeleteAcls codes kept to ones Kafka knows (1 up to the number of them): resource type,
+# DescribeAcls, CreateAcls and DeleteAcls codes kept to ones Kafka knows (1 up to the number of them): resource type,
 # pattern type, operation, permission
 ACL_CODES = {
+    29: (None, {"resource_type_filter": 7, "pattern_type_filter": 4, "operation": 15, "permission_type": 3}),
     30: ("creations", {"resource_type": 7, "resource_pattern_type": 4, "operation": 15, "permission_type": 3}),
     31: ("filters", {"resource_type_filter": 7, "pattern_type_filter": 4, "operation": 15, "permission_type": 3})}
 
@@ -60,7 +61,7 @@ def _exchange(fuzzed, key: int, version: int, data, address: int):
         req.max_wait_ms = min(req.max_wait_ms, 50)
     if key in ACL_CODES:  # an UNKNOWN code closes, as Kafka fails it while parsing (test_broker_acl_admin)
         array, codes = ACL_CODES[key]
-        for item in getattr(req, array):
+        for item in [req] if array is None else getattr(req, array):
             for attr, known in codes.items():
                 if version > 0 or "pattern" not in attr:  # v0 has no pattern type: it stays LITERAL
                     setattr(item, attr, getattr(item, attr) % known + 1)

@@ -16,7 +16,7 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse
 
 from ..acl import (ANY, CLUSTER_NAME, LITERAL, MATCH, OPERATIONS, PREFIXED, UNKNOWN, WIRE_PERMISSIONS,
-                   WIRE_RESOURCE_TYPES, Acl, acl_filter, wire_pattern)
+                   WIRE_RESOURCE_TYPES, Acl, acl_filter, unknown_in_filter, wire_pattern)
 from ..context import Context
 from . import CloseConnection, handles
 from .acls import AUTHORIZATION_FAILED, NO_AUTHORIZER
@@ -25,12 +25,6 @@ _RESOURCE_TYPES = {code: name for name, code in WIRE_RESOURCE_TYPES.items()}
 _OPERATIONS = {code: name for name, code in OPERATIONS.items()}
 _PERMISSIONS = {code: name for name, code in WIRE_PERMISSIONS.items()}
 _PATTERNS = {LITERAL: "literal", PREFIXED: "prefixed"}
-_FILTER_PATTERNS = (ANY, MATCH, LITERAL, PREFIXED)
-
-
-def _unknown(code: int, known: Any) -> bool:
-    """Kafka's fromCode: a code it lacks is UNKNOWN, as 0 is."""
-    return code != ANY and code not in known
 
 
 def _refusal(c: Any) -> Optional[str]:
@@ -101,8 +95,8 @@ def _matching(acl: Acl) -> Any:
 def delete_acls(ctx: Context, req: Any) -> Union[DeleteAclsResponse, CloseConnection]:
     R = DeleteAclsResponse
     filters = req.filters
-    if any(_unknown(f.resource_type_filter, _RESOURCE_TYPES) or f.pattern_type_filter not in _FILTER_PATTERNS
-           or _unknown(f.operation, _OPERATIONS) or _unknown(f.permission_type, _PERMISSIONS) for f in filters):
+    if any(unknown_in_filter(f.resource_type_filter, f.pattern_type_filter, f.operation, f.permission_type)
+           for f in filters):
         return CloseConnection("has an UNKNOWN filter element: Kafka fails it while parsing it")
     refused = None
     if not ctx.allowed("Alter", "cluster"):

@@ -1,15 +1,17 @@
-"""DescribeAcls: the ACLs in force, filtered as Kafka filters them."""
+"""DescribeAcls: the ACLs in force, filtered as Kafka filters them (a filter with an UNKNOWN code closes
+the connection, as Kafka refuses it while parsing the request)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import DescribeAclsRequest, DescribeAclsResponse
 
-from ..acl import LITERAL, OPERATIONS, WIRE_PERMISSIONS, WIRE_RESOURCE_TYPES, acl_filter, wire_pattern
+from ..acl import (LITERAL, OPERATIONS, WIRE_PERMISSIONS, WIRE_RESOURCE_TYPES, acl_filter, unknown_in_filter,
+                   wire_pattern)
 from ..context import Context
-from . import handles
+from . import CloseConnection, handles
 
 # Kafka's SecurityDisabledException messages without an authorizer
 NO_AUTHORIZER_DESCRIBE = "No Authorizer is configured on the broker"
@@ -18,7 +20,9 @@ AUTHORIZATION_FAILED = "Authorization failed."
 
 
 @handles(DescribeAclsRequest, DescribeAclsResponse)
-def describe_acls(ctx: Context, req: Any) -> DescribeAclsResponse:
+def describe_acls(ctx: Context, req: Any) -> Union[DescribeAclsResponse, CloseConnection]:
+    if unknown_in_filter(req.resource_type_filter, req.pattern_type_filter, req.operation, req.permission_type):
+        return CloseConnection("has an UNKNOWN filter element: Kafka fails it while parsing it")
     if not ctx.allowed("Describe", "cluster"):
         return DescribeAclsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                                     error_message=AUTHORIZATION_FAILED)
