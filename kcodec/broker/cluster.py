@@ -63,8 +63,9 @@ class Cluster:
         denies (super_users everything), and CreateAcls / DeleteAcls change them at run time (with
         ``state_file``, the created ones survive restarts; the ones given here apply at every start).
         None: no authorizer, everything is allowed.
-    state_file: topics and configs survive restarts there (written atomically after every change), and
-        the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before the answer).
+    state_file: topics, configs and the ACLs CreateAcls added survive restarts there (written atomically
+        after every change), and the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before
+        the answer).
     max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
         retention.bytes, which applies below it).
     producer_id_expiration_ms: a partition forgets an idempotent or transactional producer with no
