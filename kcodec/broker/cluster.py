@@ -192,9 +192,10 @@ class Cluster:
 
     def acls(self) -> list[Acl]:
         """The ACLs in force: the ones given at start and the ones CreateAcls added, less the ones
-        DeleteAcls removed."""
+        DeleteAcls removed; none without an authorizer (saved ones then wait in the state file)."""
         with self.state.lock:
-            return list(self.runtime.authorizer.acls)
+            authorizer = self.runtime.authorizer
+            return list(authorizer.acls) if authorizer.enabled else []
 
     def topics(self) -> dict[str, Topic]:
         with self.state.lock:

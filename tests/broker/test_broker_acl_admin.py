@@ -250,6 +250,10 @@ def test_created_acls_survive_a_restart_and_start_up_acls_still_apply(tmp_path):
         assert sees(c, "bob", "orders") and sees(c, "alice", "orders")
         with authenticated(c, "admin", USERS["admin"]) as w:
             assert {a[3] for a in described(w)} == {"User:alice", "User:bob"}
+    with Cluster(users=USERS, state_file=state, system_topic_partitions=1) as c:  # no authorizer: kept, unused
+        c.create_topic("more", 1, 1)  # a save
+        assert c.acls() == [] and sees(c, "alice", "more")  # none in force: everything allowed
+    assert json.loads(state.read_text())["acls"] == saved
 
 
 def test_acl_patterns_principals_and_decisions():
