@@ -11,6 +11,7 @@ from broker_wire import Wire, authenticated, start_cli
 
 from kcodec.broker import Acl, Cluster
 from kcodec.broker.acl import Authorizer
+from kcodec.broker.context import java_host_address
 from kcodec.errors import ErrorCode
 from kcodec.messages import (ApiVersionsRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
                              MetadataRequest)
@@ -205,6 +206,11 @@ def test_host_acls_apply_to_clients_from_that_address(secured):
                                                 creation("secret", host="10.1.2.3")]), 3)
         assert [c.error_code for c in r.results] == [0, 0]
     assert sees(secured, "bob", "orders") and not sees(secured, "bob", "secret")
+
+
+def test_ipv6_hosts_as_java_writes_them():
+    assert java_host_address("::1") == "0:0:0:0:0:0:0:1" and java_host_address("127.0.0.1") == "127.0.0.1"
+    assert java_host_address("fe80::1:abcd%eth0") == "fe80:0:0:0:0:0:1:abcd%eth0"
 
 
 def test_delete_filters_as_kafka_matches_them(secured):
