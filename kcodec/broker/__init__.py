@@ -4,7 +4,7 @@
     with Cluster(brokers=3) as c:            # or: async with Cluster(brokers=3) as c:
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
-Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal),
+Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal and the authorizer),
 handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), txn/ (the
 transaction coordinator), log/ (partitions' batches, producer state, the data file), listeners (each
 listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec broker``).

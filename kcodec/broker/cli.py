@@ -34,7 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
-    p.add_argument("--state", type=Path, metavar="FILE", help="keep topics, configs and data (FILE.data) here across restarts")
+    p.add_argument("--state", type=Path, metavar="FILE",
+                   help="keep topics, configs, ACLs created at run time and data (FILE.data) here across restarts")
     p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
                    help="a SASL user (repeat); any user turns SASL on with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 "
                         "(the broker keeps SCRAM credentials, not the password)")
@@ -57,8 +58,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ssl.principal.mapping.rules for client certificates' DNs, e.g. "
                         "'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT' (default DEFAULT: the whole DN)")
     p.add_argument("--acl", action="append", metavar="USER:OP:topic|group|transactional_id:NAME|USER:OP:cluster",
-                   help="allow an operation (repeat); any ACL turns authorization on; a TLS client's USER is "
+                   help="allow an operation (repeat); any ACL turns authorization on (CreateAcls and DeleteAcls "
+                        "change the ACLs at run time); a TLS client's USER is "
                         "User:<subject DN>, e.g. User:CN=alice,O=example:Describe:topic:orders")
+    p.add_argument("--authorizer", action="store_true",
+                   help="turn authorization on even without --acl: ACLs then come from CreateAcls (with --state "
+                        "they survive restarts) and only --super-user may do anything at first")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
@@ -172,7 +177,8 @@ def run(args: argparse.Namespace) -> int:
         cluster = Cluster(args.brokers, host=first.host or "127.0.0.1", port=first.port, listeners=listeners,
                           advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
-                          auto_create_topics=not args.no_auto_create, users=users, acls=args.acl,
+                          auto_create_topics=not args.no_auto_create, users=users,
+                          acls=[] if args.authorizer and args.acl is None else args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from kcodec.security.tls import ClientAuth, PathLike, ServerTls
 
-from .acl import AclLike, Authorizer
+from .acl import Acl, AclLike, Authorizer
 from .context import DEFAULT_FETCH_MAX_BYTES, ClusterRuntime
 from .listeners import ClusterSecurity, Listener
 from .mechanisms import DEFAULT_MECHANISMS
@@ -58,10 +58,14 @@ class Cluster:
         own security protocol and may set its own TLS settings and SASL mechanisms (the ones above are the
         default); clients learn the brokers' endpoints on the listener they connected to. None (the
         default): one listener at ``port``, SSL with ``tls``, SASL with ``users`` or ``sasl_mechanisms``.
-    acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given,
-        a principal may do only what they allow (super_users everything). None: everything is allowed.
-    state_file: topics and configs survive restarts there (written atomically after every change), and
-        the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before the answer).
+    acls: Acl objects or "USER:OPERATION:topic:NAME" / "USER:OPERATION:cluster" strings; once given
+        (even ``[]``), the authorizer is on: a principal may do only what they allow and no DENY ACL
+        denies (super_users everything), and CreateAcls / DeleteAcls change them at run time (with
+        ``state_file``, the created ones survive restarts; the ones given here apply at every start).
+        None: no authorizer, everything is allowed.
+    state_file: topics, configs and the ACLs CreateAcls added survive restarts there (written atomically
+        after every change), and the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before
+        the answer).
     max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
         retention.bytes, which applies below it).
     producer_id_expiration_ms: a partition forgets an idempotent or transactional producer with no
@@ -136,7 +140,8 @@ class Cluster:
                                    tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
         self.listeners = list(listeners) if listeners is not None else [security.default_listener(port)]
         resolved = security.resolve(self.listeners)
-        self.runtime = ClusterRuntime(state, Authorizer(acls, super_users), max_frame_size=max_frame_size,
+        authorizer = Authorizer(acls, super_users, state.created_acls)  # CreateAcls' ACLs live in the state
+        self.runtime = ClusterRuntime(state, authorizer, max_frame_size=max_frame_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
@@ -191,6 +196,13 @@ class Cluster:
     def requests_served(self) -> dict[str, Counter[tuple[str, int]]]:
         """{client id of the request headers: Counter((API name, version))} of every request answered."""
         return self.runtime.usage.counts()
+
+    def acls(self) -> list[Acl]:
+        """The ACLs in force: the ones given at start and the ones CreateAcls added, less the ones
+        DeleteAcls removed; none without an authorizer (saved ones then wait in the state file)."""
+        with self.state.lock:
+            authorizer = self.runtime.authorizer
+            return list(authorizer.acls) if authorizer.enabled else []
 
     def topics(self) -> dict[str, Topic]:
         with self.state.lock:

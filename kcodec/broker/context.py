@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import ssl
 import threading
 from collections import Counter
@@ -38,6 +39,19 @@ class ListenerRuntime:
     def client_auth(self) -> str:
         """Kafka's ssl.client.auth of this listener: none, requested or required."""
         return client_auth_of(self.tls) if self.tls is not None else "none"
+
+def java_host_address(address: str) -> str:
+    """``::1`` -> ``0:0:0:0:0:0:0:1``, as Java writes an IPv6 address (a scope stays after ``%``); IPv4
+    and names unchanged."""
+    bare, percent, scope = address.partition("%")
+    try:
+        ip = ipaddress.ip_address(bare)
+    except ValueError:
+        return address
+    if ip.version == 4:
+        return address
+    return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":")) + percent + scope
+
 
 # The most record bytes one Fetch response carries, whatever the request allows: Kafka's broker config
 # fetch.max.bytes (KIP-541) and its default, 55 MiB.
@@ -136,12 +150,20 @@ class Context:
     def state(self) -> ClusterState:
         return self.runtime.state
 
+    @property
+    def client_address(self) -> str:
+        """The peer's IP address as an ACL's host names it: Java's getHostAddress (``127.0.0.1``;
+        IPv6 in full, without leading zeros: ``0:0:0:0:0:0:0:1``)."""
+        return java_host_address(self.session.host.lstrip("/"))
+
     def allowed(self, operation: str, resource_type: str = "topic", name: str = "") -> bool:
-        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name)
+        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name,
+                                               self.client_address)
 
     def may_create(self, topic: str) -> bool:
         """Kafka: Create on the cluster, or on the topic."""
         return self.allowed("Create", "cluster") or self.allowed("Create", "topic", topic)
 
     def operations(self, resource_type: str, name: str = "") -> int:
-        return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name)
+        return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name,
+                                                       self.client_address)

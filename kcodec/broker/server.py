@@ -298,8 +298,8 @@ class BrokerServer:
                       session.principal)
         if resp is handlers.NO_RESPONSE:
             return None
-        if resp is handlers.CLOSE_CONNECTION:
-            raise Close(f"{_api_name(key)} v{version} with acks=0 failed")
+        if isinstance(resp, handlers.CloseConnection):
+            raise Close(f"{_api_name(key)} v{version} {resp.reason}")
         if isinstance(resp, handlers.Later):
             return Pending(self, resp, key, version, corr)
         return self._encode(resp, key, version, corr)

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Optional
 from kcodec.errors import ErrorCode
 
 from . import configs as cfg
+from .acl import Acl
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
 from .leaders import Leadership, PartitionLeadership
@@ -126,6 +127,7 @@ class ClusterState:
         self.names_version = 0  # bumped when a topic is created or deleted: what name caches are keyed by
         self.credentials = Credentials()  # SCRAM credentials (SASL); kept in the state file too
         self.offsets = CommittedOffsets()  # consumer groups' committed offsets; kept in the state file too
+        self.created_acls: list[Acl] = []  # the ACLs CreateAcls added (the Authorizer's); kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
         if self.state_file is not None and self.state_file.exists():
@@ -372,7 +374,8 @@ class ClusterState:
                 "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs}
                            for t in self.topics.values()],
                 **({"scram_credentials": self.credentials.to_json()} if self.credentials else {}),
-                **({"committed_offsets": self.offsets.to_json()} if self.offsets else {})}
+                **({"committed_offsets": self.offsets.to_json()} if self.offsets else {}),
+                **({"acls": [a.to_json() for a in self.created_acls]} if self.created_acls else {})}
 
     def _load(self, path: Path) -> None:
         try:
@@ -386,6 +389,7 @@ class ClusterState:
                                                {str(k): str(v) for k, v in t["configs"].items()})
             self.credentials.load_json(data.get("scram_credentials", {}))
             self.offsets.load_json(data.get("committed_offsets", []))
+            self.created_acls[:] = [Acl(**{str(k): str(v) for k, v in a.items()}) for a in data.get("acls", [])]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)

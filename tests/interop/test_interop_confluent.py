@@ -13,8 +13,9 @@ from kcodec.errors import ErrorCode
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,  # noqa: E402
-                                   NewPartitions, NewTopic)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType,  # noqa: E402
+                                   AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic, ResourcePatternType, ResourceType)
 
 CLIENT = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
 TIMEOUT = 15
@@ -72,6 +73,35 @@ def test_unauthorized_under_sasl_plain(secured):
         assert _error(admin.create_topics([NewTopic("forbidden", 1, 1)])) == KafkaError.TOPIC_AUTHORIZATION_FAILED
         assert _error(admin.delete_topics(["secret"], operation_timeout=5)) == KafkaError.TOPIC_AUTHORIZATION_FAILED
         assert "forbidden" not in secured.topics() and "secret" in secured.topics()
+    finally:
+        record(CLIENT + " (SASL PLAIN)", secured)
+
+
+def test_create_describe_delete_acls_enforced_for_another_principal(secured):
+    sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+    admin = _admin(secured.bootstrap, **sasl, **{"sasl.username": "admin", "sasl.password": "admin-pw"})
+    alice = _admin(secured.bootstrap, **sasl, **{"sasl.username": "alice", "sasl.password": "alice-pw"})
+    deny = AclBinding(ResourceType.TOPIC, "secret", ResourcePatternType.LITERAL, "User:alice", "*",
+                      AclOperation.DESCRIBE, AclPermissionType.DENY)
+    create = AclBinding(ResourceType.TOPIC, "ck-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                        AclOperation.CREATE, AclPermissionType.ALLOW)
+    alice_acls = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    try:
+        assert "secret" in alice.list_topics(timeout=TIMEOUT).topics
+        assert _error(alice.create_acls([deny], request_timeout=TIMEOUT)) == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+        for f in admin.create_acls([deny, create], request_timeout=TIMEOUT).values():
+            assert f.result(timeout=TIMEOUT) is None
+        assert {deny, create} <= set(admin.describe_acls(alice_acls, request_timeout=TIMEOUT).result(timeout=TIMEOUT))
+        assert "secret" not in alice.list_topics(timeout=TIMEOUT).topics  # the DENY wins over Describe on *
+        assert _one(alice.create_topics([NewTopic("ck-alice", 1, 1)], request_timeout=TIMEOUT)) is None
+        deleted = _one(admin.delete_acls([AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.MATCH,
+                                                           "User:alice", None, AclOperation.ANY,
+                                                           AclPermissionType.DENY)], request_timeout=TIMEOUT))
+        assert deleted == [deny]
+        assert "secret" in alice.list_topics(timeout=TIMEOUT).topics
+        assert _one(admin.delete_acls([alice_acls], request_timeout=TIMEOUT)) != []  # the rest of hers
+        assert "secret" not in alice.list_topics(timeout=TIMEOUT).topics
     finally:
         record(CLIENT + " (SASL PLAIN)", secured)
 

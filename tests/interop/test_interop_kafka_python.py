@@ -10,9 +10,12 @@ from kcodec.security.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 kafka = need_module("kafka")
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic  # noqa: E402
-from kafka.errors import (InvalidReplicationFactorError, InvalidTopicError, KafkaTimeoutError,  # noqa: E402
-                          TopicAlreadyExistsError, TopicAuthorizationFailedError)
+from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,  # noqa: E402
+                         ConfigResource, ConfigResourceType, KafkaAdminClient, NewPartitions, NewTopic,
+                         ResourcePattern, ResourcePatternFilter, ResourceType)
+from kafka.errors import (ClusterAuthorizationFailedError, InvalidReplicationFactorError,  # noqa: E402
+                          InvalidTopicError, KafkaTimeoutError, NoError, TopicAlreadyExistsError,
+                          TopicAuthorizationFailedError)
 from kafka.net.sasl.oauth import AbstractTokenProvider  # noqa: E402
 
 CLIENT = "kafka-python " + kafka.__version__
@@ -87,6 +90,30 @@ def test_unauthorized_under_sasl_plain(secured):
         assert "forbidden" not in secured.topics() and "secret" in secured.topics()
     finally:
         admin.close()
+        record(CLIENT + " (SASL PLAIN)", secured)
+
+
+def test_create_and_delete_acls_enforced_for_another_principal(secured):
+    def admin_as(user: str) -> KafkaAdminClient:
+        return _admin(secured.bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                      sasl_plain_username=user, sasl_plain_password=f"{user}-pw")
+    admin, alice = admin_as("admin"), admin_as("alice")
+    deny = ACL("User:alice", "*", ACLOperation.DESCRIBE, ACLPermissionType.DENY,
+               ResourcePattern(ResourceType.TOPIC, "secret", ACLResourcePatternType.LITERAL))
+    denials = ACLFilter("User:alice", None, ACLOperation.ANY, ACLPermissionType.DENY,
+                        ResourcePatternFilter(ResourceType.TOPIC, "secret", ACLResourcePatternType.MATCH))
+    try:
+        assert "secret" in alice.list_topics()
+        assert alice.create_acls([deny])["failed"] == [ClusterAuthorizationFailedError]
+        assert admin.create_acls([deny]) == {"succeeded": [deny], "failed": []}
+        assert admin.describe_acls(denials) == ([deny], NoError)
+        assert "secret" not in alice.list_topics()  # the DENY wins over Describe on *
+        [(_, deleted, error)] = admin.delete_acls([denials])
+        assert (deleted, error) == ([deny], NoError)
+        assert "secret" in alice.list_topics()
+    finally:
+        admin.close()
+        alice.close()
         record(CLIENT + " (SASL PLAIN)", secured)
 
 

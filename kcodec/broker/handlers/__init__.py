@@ -33,8 +33,17 @@ HANDLERS: dict[int, Handler] = {}
 
 # A handler's answer when the request gets no response at all (Produce with acks=0).
 NO_RESPONSE: Any = object()
-# ... and when the connection must close instead (an acks=0 Produce that failed: Kafka's only signal).
-CLOSE_CONNECTION: Any = object()
+
+
+class CloseConnection:
+    """A handler's answer when the connection must close instead: an acks=0 Produce that failed (Kafka's
+    only signal), a request Kafka refuses while it parses it (CreateAcls with an UNKNOWN code)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+CLOSE_CONNECTION: Any = CloseConnection("with acks=0 failed")
 
 
 class Encoded:
@@ -66,6 +75,6 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 
 
 # Registration happens on import; the order does not matter.
-from . import (acls, api_versions, configs, consumer_groups, group_admin, group_offsets, groups, listing,  # noqa: E402,F401
-               log_dirs, metadata, sasl, scram, topics)
+from . import (acl_admin, acls, api_versions, configs, consumer_groups, group_admin, group_offsets,  # noqa: E402,F401
+               groups, listing, log_dirs, metadata, sasl, scram, topics)
 from . import elections, fetch, offsets, produce, producer_id, transactions, txn_admin, txn_offsets  # noqa: E402,F401

@@ -33,10 +33,10 @@ def consumer_group_heartbeat(ctx: Context, req: Any) -> ConsumerGroupHeartbeatRe
     topics = req.subscribed_topic_names
     if topics is not None and any(not ctx.allowed("Describe", "topic", t) for t in topics):
         return Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, member_epoch=req.member_epoch)
-    authorizer, principal = ctx.runtime.authorizer, ctx.session.principal
+    authorizer, principal, address = ctx.runtime.authorizer, ctx.session.principal, ctx.client_address
 
     def may_describe(topic: str) -> bool:  # kept by the member: its regex is resolved again as topics change
-        return authorizer.allowed(principal, "Describe", "topic", topic)
+        return authorizer.allowed(principal, "Describe", "topic", topic, address)
     r = ctx.runtime.groups.consumer.heartbeat(Heartbeat(
         req.group_id, req.member_id, req.member_epoch, req.instance_id, req.rack_id, req.rebalance_timeout_ms,
         None if topics is None else list(topics), req.subscribed_topic_regex if ctx.version >= 1 else None,
