@@ -32,14 +32,14 @@ def test_describe_cluster_names_id_controller_brokers_racks_and_release():
             assert [(b.node_id, b.port, b.rack) for b in d.brokers] == [
                 (s.node_id, s.port, {1: "eu-1a", 3: "eu-1c"}.get(s.node_id)) for s in cluster.servers]
             assert {a.name: a.max_version for a in d.apis}["CreateTopics"] == 7
-            # kcodec broker speaks Kafka 4.3's definitions; with Produce v13 and Fetch v18 it reads as 4.2+, but
+            # kcodec broker speaks Kafka 4.3's definitions; with DescribeLogDirs v5 it reads as 4.3+, but
             # kcodec's definitions stop ConsumerGroupDescribe at v0 where 4.0+ advertise v1: no exact match
             assert d.release.startswith(KCODEC_BROKER_RELEASE) and not d.release_exact
     run(main())
 
 
 # What each peer advertises, and the guess that is plausible for it:
-KCODEC_BROKER_RELEASE = "no release matches: closest 4.2 (1 API ranges differ)"
+KCODEC_BROKER_RELEASE = "no release matches: closest 4.3 (1 API ranges differ)"
 PLAUSIBLE = {
     # kcodec broker serves Kafka 4.3's definitions; its data APIs (Produce v13, Fetch v18) came in 4.2; its
     # ConsumerGroupDescribe stops at v0 (kcodec's definitions), where 4.0+ advertise v1 (its EndTxn goes to v5:
