@@ -74,6 +74,7 @@ class Session:
     expires_at: Optional[float] = None  # time.time() after which only re-authentication is served
     client: str = ""                  # client software name (ApiVersions v3+) or client id
     host: str = ""                    # the peer's address, as Kafka names it ("/127.0.0.1")
+    address: str = ""                 # and as an ACL's host names it (java_host_address), worked out once
     close_after_response: bool = False
 
 
@@ -150,17 +151,9 @@ class Context:
     def state(self) -> ClusterState:
         return self.runtime.state
 
-    @property
-    def client_address(self) -> str:
-        """The peer's IP address as an ACL's host names it: Java's getHostAddress (``127.0.0.1``;
-        IPv6 in full, without leading zeros: ``0:0:0:0:0:0:0:1``)."""
-        return java_host_address(self.session.host.lstrip("/"))
-
     def allowed(self, operation: str, resource_type: str = "topic", name: str = "") -> bool:
-        authorizer = self.runtime.authorizer
-        if not authorizer.enabled:  # every request of a cluster without ACLs asks: no address to work out
-            return True
-        return authorizer.allowed(self.session.principal, operation, resource_type, name, self.client_address)
+        return self.runtime.authorizer.allowed(self.session.principal, operation, resource_type, name,
+                                               self.session.address)
 
     def may_create(self, topic: str) -> bool:
         """Kafka: Create on the cluster, or on the topic."""
@@ -168,4 +161,4 @@ class Context:
 
     def operations(self, resource_type: str, name: str = "") -> int:
         return self.runtime.authorizer.operations_mask(self.session.principal, resource_type, name,
-                                                       self.client_address)
+                                                       self.session.address)

@@ -26,7 +26,7 @@ from kcodec.security.principal_rules import NoMatchingRule
 from kcodec.security.tls import looks_like_tls, peer_principal, refused_handshake
 
 from . import handlers
-from .context import ClusterRuntime, Context, ListenerRuntime, Session
+from .context import ClusterRuntime, Context, ListenerRuntime, Session, java_host_address
 from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
 from .handlers.sasl import raw_token, session_expired
@@ -153,7 +153,8 @@ class BrokerServer:
         assert task is not None
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
-        session = Session(listener, host=f"/{peer[0]}" if isinstance(peer, tuple) else "")
+        ip = peer[0] if isinstance(peer, tuple) else ""
+        session = Session(listener, host=f"/{ip}" if ip else "", address=java_host_address(ip))
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:

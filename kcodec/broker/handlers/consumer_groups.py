@@ -33,7 +33,7 @@ def consumer_group_heartbeat(ctx: Context, req: Any) -> ConsumerGroupHeartbeatRe
     topics = req.subscribed_topic_names
     if topics is not None and any(not ctx.allowed("Describe", "topic", t) for t in topics):
         return Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, member_epoch=req.member_epoch)
-    authorizer, principal, address = ctx.runtime.authorizer, ctx.session.principal, ctx.client_address
+    authorizer, principal, address = ctx.runtime.authorizer, ctx.session.principal, ctx.session.address
 
     def may_describe(topic: str) -> bool:  # kept by the member: its regex is resolved again as topics change
         return authorizer.allowed(principal, "Describe", "topic", topic, address)
