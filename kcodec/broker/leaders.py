@@ -14,7 +14,7 @@ Leader epochs are not modelled: every partition's epoch stays 0 (see handlers/of
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -92,6 +92,28 @@ class Leadership:
                 if leader == NO_LEADER:
                     leader = node
                 self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
+
+    # -- reassignments -------------------------------------------------------------------------------------
+    def reassigned(self, topic: "Topic", index: int, before: PartitionLeadership, up: set[int],
+                   isr: Optional[list[int]] = None) -> None:
+        """The partition's replicas changed (a reassignment started, completed or was cancelled). With
+        leaders kept: the ISR becomes ``isr`` or, when none is given, gains the live new replicas of a led
+        partition (one shared log: caught up at once), always less the replicas no longer listed; a leader
+        that is no longer an in-sync replica hands over to the first in-sync live one (none in sync: an
+        unclean election, the first live replica). With auto rebalance the first live replica leads."""
+        if self.auto_rebalance:
+            return
+        replicas = topic.replicas[index]
+        leader = before.leader
+        if isr is None:
+            isr = [b for b in replicas if b in before.isr or (leader != NO_LEADER and b in up)]
+        isr = [b for b in replicas if b in isr]
+        if not isr:
+            live = self._in_sync(replicas, up)
+            isr = live[:1]
+        if leader not in isr:
+            leader = next((b for b in isr if b in up), NO_LEADER)
+        self._kept[(topic.topic_id, index)] = (leader, isr)
 
     @staticmethod
     def _in_sync(replicas: list[int], up: set[int]) -> list[int]:

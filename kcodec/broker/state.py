@@ -27,6 +27,8 @@ from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
 from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
+from .quorum import Quorum
+from .reassignments import Reassignment, completed, plan_cancel, plan_change
 
 log = logging.getLogger("kcodec.broker")
 
@@ -54,6 +56,7 @@ class Topic:
     topic_id: uuid.UUID
     replicas: list[list[int]]          # per partition, the leader first
     configs: dict[str, str] = field(default_factory=dict)  # overrides only
+    reassigning: dict[int, Reassignment] = field(default_factory=dict)  # partition index: one in progress
 
     @property
     def system(self) -> bool:
@@ -118,6 +121,7 @@ class ClusterState:
         self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
         self._controller: Optional[int] = None
         self.leadership = Leadership(auto_leader_rebalance)  # leaders and ISRs; not saved (a restart resets them)
+        self.quorum = Quorum()  # the KRaft quorum DescribeQuorum shows; not saved
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
         self.default_replication_factor = default_replication_factor
@@ -168,6 +172,8 @@ class ClusterState:
                 raise ValueError(f"no broker {node_id} in this cluster (brokers {self.broker_ids})")
             if self.brokers and node_id not in self.brokers:
                 raise ValueError(f"broker {node_id} is stopped: it cannot become the controller")
+            if node_id != self.controller_id:
+                self.quorum.new_leader()
             self._controller = node_id
             return node_id
 
@@ -181,8 +187,13 @@ class ClusterState:
         """A broker is up: it is advertised and leads its partitions again (or, with leaders kept, follows
         until an election: leaders.py)."""
         with self.lock:
+            before = self.controller_id if self.brokers else None
             self.brokers[info.node_id] = info
+            self.quorum.started(info.node_id, info.endpoints)
+            if before is not None and before != self.controller_id:
+                self.quorum.new_leader()
             self.leadership.broker_started(info.node_id, self.topics.values(), set(self.brokers))
+            self.progress_reassignments()
 
     def unregister(self, node_id: int) -> None:
         """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline."""
@@ -190,9 +201,13 @@ class ClusterState:
             was_controller = self.controller_id == node_id
             up_before = self._up()
             if self.brokers.pop(node_id, None) is not None:
+                self.quorum.stopped(node_id)
                 self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
+                self.progress_reassignments()
             if was_controller:  # the next running broker takes over, and keeps it when this one returns
                 self._controller = self._next_running(node_id)
+                if self._controller is not None:
+                    self.quorum.new_leader()
 
     def topic(self, name: str) -> Topic:
         try:
@@ -217,13 +232,65 @@ class ClusterState:
     def elect_leader(self, topic: Topic, index: int, unclean: bool) -> ErrorCode:
         """A PREFERRED or UNCLEAN election (KIP-460) for one partition: NONE, or why none was held."""
         if unclean:
-            return self.leadership.elect_unclean(topic, index, self._up())
-        return self.leadership.elect_preferred(topic, index, self._up())
+            code = self.leadership.elect_unclean(topic, index, self._up())
+        else:
+            code = self.leadership.elect_preferred(topic, index, self._up())
+        if code == ErrorCode.NONE:
+            self.quorum.record()  # a PartitionChangeRecord
+        return code
 
     def _up(self) -> set[int]:
         """Brokers that count as live: the running ones, or all of them before any has started (a
         state used without servers, as in unit tests)."""
         return set(self.brokers) if self.brokers else set(self.broker_ids)
+
+    # -- reassignments (KIP-455; reassignments.py) ---------------------------------------------------------
+    def reassign(self, topic: Topic, index: int, target: Optional[list[int]], allow_rf_change: bool = True) -> None:
+        """Start, change or (``target`` None) cancel the reassignment of one partition; AdminError if
+        Kafka's controller refuses it. It completes at once when every replica that stays is in sync."""
+        before = self.partition_leadership(topic, index)
+        if target is None:
+            replicas, isr = plan_cancel(topic, index, before.isr)
+            topic.reassigning.pop(index, None)
+            self._replace_replicas(topic, index, replicas, before, isr)
+            log.info("cancelled the reassignment of %s-%d: replicas %s", topic.name, index, replicas)
+        else:
+            replicas, ongoing = plan_change(topic, index, target, self.broker_ids, allow_rf_change)
+            if ongoing.adding or ongoing.removing:
+                topic.reassigning[index] = ongoing
+            self._replace_replicas(topic, index, replicas, before)
+            self._complete_reassignment(topic, index)
+        self.save()
+
+    def progress_reassignments(self) -> None:
+        """Complete the reassignments whose replicas are now in sync (a broker started or stopped). Not
+        once the last broker stopped: every broker then counts as live (``_up``)."""
+        if not self.brokers:
+            return
+        done = [self._complete_reassignment(t, i) for t in self.topics.values() for i in list(t.reassigning)]
+        if any(done):
+            self.save()
+
+    def _complete_reassignment(self, topic: Topic, index: int) -> bool:
+        ongoing = topic.reassigning.get(index)
+        if ongoing is None:
+            return False
+        now = self.partition_leadership(topic, index)
+        done = completed(topic.replicas[index], ongoing, now.isr)
+        if done is None:
+            log.info("reassignment of %s-%d pending: adding %s, removing %s", topic.name, index, ongoing.adding,
+                     ongoing.removing)
+            return False
+        del topic.reassigning[index]
+        self._replace_replicas(topic, index, done[0], now, done[1])
+        log.info("reassignment of %s-%d complete: replicas %s", topic.name, index, done[0])
+        return True
+
+    def _replace_replicas(self, topic: Topic, index: int, replicas: list[int], before: PartitionLeadership,
+                          isr: Optional[list[int]] = None) -> None:
+        topic.replicas[index] = replicas
+        self.leadership.reassigned(topic, index, before, self._up(), isr)
+        self.quorum.record()  # a PartitionChangeRecord
 
     # -- placement -------------------------------------------------------------------------------------
     def assign(self, partitions: int, replication_factor: int, first_partition: int = 0) -> list[list[int]]:
@@ -313,6 +380,7 @@ class ClusterState:
     def add_topic(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
         self.names_version += 1
+        self.quorum.record()
         log.info("created topic %s (%d partitions, replication factor %d)", topic.name, len(topic.replicas),
                  topic.replication_factor)
         self.save()
@@ -333,6 +401,7 @@ class ClusterState:
         self.check_deletable(topic)
         del self.topics[topic.name]
         self.names_version += 1
+        self.quorum.record()
         self.offsets.delete_topic(topic.name)
         self.leadership.forget(topic.topic_id)
         self.logs.drop_topic(topic.topic_id)
@@ -361,17 +430,21 @@ class ClusterState:
 
     def add_partitions(self, topic: Topic, replicas: list[list[int]]) -> None:
         topic.replicas.extend(replicas)
+        self.quorum.record()
         log.info("topic %s now has %d partitions", topic.name, len(topic.replicas))
         self.save()
 
     def set_configs(self, topic: Topic, configs: dict[str, str]) -> None:
         topic.configs = configs
+        self.quorum.record()
         self.save()
 
     # -- persistence -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
-                "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs}
+                "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs,
+                            **({"reassigning": {str(i): r.to_json() for i, r in sorted(t.reassigning.items())}}
+                               if t.reassigning else {})}
                            for t in self.topics.values()],
                 **({"scram_credentials": self.credentials.to_json()} if self.credentials else {}),
                 **({"committed_offsets": self.offsets.to_json()} if self.offsets else {}),
@@ -386,7 +459,9 @@ class ClusterState:
             for t in data["topics"]:
                 self.topics[t["name"]] = Topic(str(t["name"]), uuid.UUID(t["id"]),
                                                [[int(b) for b in p] for p in t["replicas"]],
-                                               {str(k): str(v) for k, v in t["configs"].items()})
+                                               {str(k): str(v) for k, v in t["configs"].items()},
+                                               {int(i): Reassignment.from_json(r)
+                                                for i, r in t.get("reassigning", {}).items()})
             self.credentials.load_json(data.get("scram_credentials", {}))
             self.offsets.load_json(data.get("committed_offsets", []))
             self.created_acls[:] = [Acl(**{str(k): str(v) for k, v in a.items()}) for a in data.get("acls", [])]

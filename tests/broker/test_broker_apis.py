@@ -21,7 +21,8 @@ from kcodec.messages import (AlterConfigsRequest, ApiVersionsRequest, ApiVersion
 ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "CreatePartitions", "DescribeConfigs",
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "CreateAcls", "DeleteAcls", "ListTopics",
-              "DescribeUserScramCredentials", "AlterUserScramCredentials", "DescribeLogDirs", "ElectLeaders"}
+              "DescribeUserScramCredentials", "AlterUserScramCredentials", "DescribeLogDirs", "ElectLeaders",
+              "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeQuorum", "ListConfigResources"}
 GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
               "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
               "ConsumerGroupDescribe"}

@@ -1,0 +1,191 @@
+"""AlterPartitionReassignments v0-1 and ListPartitionReassignments v0 over the wire: reassignments that
+complete at once, ones a stopped broker keeps pending, cancelling, Kafka's errors, and the state file."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+import pytest
+from broker_wire import Wire, authenticated
+
+from kcodec.broker import Cluster
+from kcodec.broker.state import ClusterState
+from kcodec.errors import ErrorCode as E
+from kcodec.messages import (AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest,
+                             MetadataRequest)
+
+Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
+Part = AlterPartitionReassignmentsRequest.ReassignablePartition
+Listed = ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics
+Target = dict[tuple[str, int], Optional[list[int]]]
+
+
+def add_topic(c: Cluster, name: str, replicas: list[list[int]]) -> None:
+    with c.state.lock:
+        c.state.add_topic(c.state.plan_topic(name, assignments=dict(enumerate(replicas))))
+
+
+@pytest.fixture
+def c() -> Iterator[Cluster]:
+    with Cluster(brokers=4, system_topic_partitions=1) as c:
+        add_topic(c, "t", [[1, 2], [2, 3]])
+        yield c
+
+
+@pytest.fixture
+def kept() -> Iterator[Cluster]:
+    with Cluster(brokers=3, system_topic_partitions=1, auto_leader_rebalance=False) as c:
+        add_topic(c, "t", [[1, 2]])
+        yield c
+
+
+def alter_request(targets: Target, allow_rf_change: bool = True, timeout_ms: int = 30000) -> Any:
+    topics: dict[str, list] = {}
+    for (name, index), replicas in targets.items():
+        topics.setdefault(name, []).append(Part(partition_index=index, replicas=replicas))
+    return AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms, allow_replication_factor_change=allow_rf_change,
+                                              topics=[Topic(name=n, partitions=p) for n, p in topics.items()])
+
+
+def alter(w: Wire, targets: Target, version: int = 1, **kw) -> tuple[Any, dict]:
+    r = w.call(alter_request(targets, **kw), version)
+    return r, {(t.name, p.partition_index): (p.error_code, p.error_message) for t in r.responses for p in t.partitions}
+
+
+def listed(w: Wire, topics: Optional[dict[str, list[int]]] = None) -> dict[tuple[str, int], tuple[list, list, list]]:
+    req = ListPartitionReassignmentsRequest(timeout_ms=1000, topics=None if topics is None else [
+        Listed(name=n, partition_indexes=p) for n, p in topics.items()])
+    r = w.call(req, 0)
+    assert r.error_code == 0, r
+    return {(t.name, p.partition_index): (list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+            for t in r.topics for p in t.partitions}
+
+
+def metadata(w: Wire, name: str = "t", index: int = 0) -> tuple[int, list[int], list[int]]:
+    p = w.call(MetadataRequest(topics=[MetadataRequest.Topic(name=name)]), 12).topics[0].partitions[index]
+    return p.leader_id, list(p.replica_nodes), list(p.isr_nodes)
+
+
+def test_a_reassignment_to_running_brokers_completes_at_once(c):
+    with Wire(c.addresses[0]) as w:
+        r, results = alter(w, {("t", 0): [3, 4]})
+        assert r.error_code == 0 and r.error_message is None and r.allow_replication_factor_change
+        assert results == {("t", 0): (E.NONE, None)}
+        assert listed(w) == {}
+        assert metadata(w) == (3, [3, 4], [3, 4])  # the leader left the list: the first new replica leads
+        assert c.topics()["t"].replicas == [[3, 4], [2, 3]]
+
+
+def test_a_stopped_target_keeps_it_pending_until_it_returns(c):
+    c.stop_broker(4)
+    with Wire(c.addresses[0]) as w:
+        assert alter(w, {("t", 0): [4, 1]})[1] == {("t", 0): (E.NONE, None)}
+        pending = {("t", 0): ([4, 1, 2], [4], [2])}  # the target, then the replicas it drops (sorted)
+        assert listed(w) == pending and listed(w, {"t": [0, 1, 7], "nope": [0]}) == pending
+        assert listed(w, {"t": [1]}) == {}
+        leader, replicas, isr = metadata(w)
+        assert replicas == [4, 1, 2] and isr == [1, 2] and leader == 1  # Metadata shows the whole set
+        # the count it is headed for is the target's: the same count is no change of replication factor
+        assert alter(w, {("t", 0): [4, 2]}, allow_rf_change=False)[1] == {("t", 0): (E.NONE, None)}
+        assert listed(w) == {("t", 0): ([4, 2, 1], [4], [1])}
+    c.start_broker(4)
+    with Wire(c.addresses[0]) as w:
+        assert listed(w) == {}
+        assert metadata(w) == (4, [4, 2], [4, 2])
+
+
+def test_cancelling_puts_the_replicas_back(c):
+    c.stop_broker(4)
+    with Wire(c.addresses[0]) as w:
+        alter(w, {("t", 1): [3, 4]})
+        assert listed(w) == {("t", 1): ([3, 4, 2], [4], [2])}
+        assert alter(w, {("t", 1): None})[1] == {("t", 1): (E.NONE, None)}
+        assert listed(w) == {} and metadata(w, index=1)[1] == [3, 2]  # the adding replica left, the order stays
+        assert alter(w, {("t", 1): None})[1] == {
+            ("t", 1): (E.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")}
+    c.start_broker(4)  # nothing completes: the reassignment is gone
+    assert c.topics()["t"].replicas[1] == [3, 2]
+
+
+def test_kafkas_errors_per_partition(c):
+    with Wire(c.addresses[1]) as w:
+        _, results = alter(w, {("t", 0): [], ("t", 1): [3, 3], ("t", 5): [1], ("nope", 0): [1],
+                               ("t", 2): [1, 9, 7]})
+        assert results == {
+            ("t", 0): (E.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."),
+            ("t", 1): (E.INVALID_REPLICA_ASSIGNMENT,
+                       "The manual partition assignment includes the broker 3 more than once."),
+            ("t", 5): (E.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:5."),
+            ("nope", 0): (E.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find a topic named nope."),
+            ("t", 2): (E.UNKNOWN_TOPIC_OR_PARTITION, "Unable to find partition t:2."),
+        }
+        # the brokers are checked in id order: 7 before 9
+        assert alter(w, {("t", 1): [1, 9, 7]})[1] == {("t", 1): (
+            E.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes broker 7, but no such broker "
+            "is registered.")}
+        assert c.topics()["t"].replicas == [[1, 2], [2, 3]]  # nothing changed
+
+
+def test_v1_refuses_a_replication_factor_change_when_asked(c):
+    with Wire(c.addresses[0]) as w:
+        r, results = alter(w, {("t", 0): [1, 2, 3], ("t", 1): [4]}, allow_rf_change=False)
+        assert not r.allow_replication_factor_change
+        assert results == {("t", 0): (E.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 3"),
+                           ("t", 1): (E.INVALID_REPLICATION_FACTOR, "The replication factor is changed from 2 to 1")}
+        assert alter(w, {("t", 0): [1, 2, 3]}, version=0)[1] == {("t", 0): (E.NONE, None)}
+        assert metadata(w)[1] == [1, 2, 3]  # v0 has no such option (the codec refuses to send false): allowed
+
+
+def test_request_level_errors():
+    with Cluster(brokers=2, users={"admin": "a", "alice": "b"}, acls=["alice:Describe:topic:*"],
+                 super_users=["admin"], system_topic_partitions=1) as c:
+        add_topic(c, "t", [[1]])
+        with authenticated(c, "alice", "b") as w:
+            r, results = alter(w, {("t", 0): [2]})
+            assert (r.error_code, r.error_message) == (E.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+            assert results == {("t", 0): (E.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")}
+            lr = w.call(ListPartitionReassignmentsRequest(timeout_ms=1000, topics=None), 0)
+            assert lr.error_code == E.CLUSTER_AUTHORIZATION_FAILED and lr.topics == []
+        with authenticated(c, "admin", "a") as w:
+            r, results = alter(w, {("t", 0): [2]}, timeout_ms=0)  # the deadline passed before it ran
+            assert r.error_code == E.REQUEST_TIMED_OUT and results == {("t", 0): (E.REQUEST_TIMED_OUT, None)}
+            assert alter(w, {("t", 0): [2]})[1] == {("t", 0): (E.NONE, None)}
+        assert c.topics()["t"].replicas == [[2]]
+
+
+def test_without_forwarding_only_the_controller_answers():
+    with Cluster(brokers=2, forward_admin=False, system_topic_partitions=1) as c:
+        add_topic(c, "t", [[1]])
+        other = next(s for s in c.servers if s.node_id != c.controller_id)
+        with Wire((other.host, other.port)) as w:
+            r, results = alter(w, {("t", 0): [2]})
+            assert r.error_code == E.NOT_CONTROLLER and results == {}
+            assert w.call(ListPartitionReassignmentsRequest(timeout_ms=1000), 0).error_code == E.NOT_CONTROLLER
+
+
+def test_kept_leadership_stays_until_completion_then_moves(kept):
+    kept.stop_broker(3)
+    with Wire(kept.addresses[0]) as w:
+        alter(w, {("t", 0): [3, 2]})
+        assert metadata(w) == (1, [3, 2, 1], [2, 1])  # pending: the leader stays, the ISR in replica order
+    kept.start_broker(3)
+    with Wire(kept.addresses[0]) as w:
+        # complete: 1 left the list, so the first in-sync replica of the new list leads
+        assert metadata(w) == (3, [3, 2], [3, 2]) and listed(w) == {}
+        alter(w, {("t", 0): [2, 3]})  # a reordering completes at once and keeps an in-sync leader
+        assert metadata(w) == (3, [2, 3], [2, 3])
+
+
+def test_a_pending_reassignment_survives_a_restart(tmp_path):
+    path = tmp_path / "state.json"
+    with Cluster(brokers=3, state_file=path, system_topic_partitions=1) as c:
+        add_topic(c, "t", [[1, 2]])
+        c.stop_broker(3)
+        with Wire(c.addresses[0]) as w:
+            alter(w, {("t", 0): [1, 3]})
+    saved = ClusterState([1, 2, 3], state_file=path, system_topic_partitions=1).topics["t"]
+    assert saved.replicas == [[1, 3, 2]] and saved.reassigning[0].adding == [3]
+    assert saved.reassigning[0].removing == [2]
+    with Cluster(brokers=3, state_file=path, system_topic_partitions=1) as c:  # every broker runs: it completes
+        assert c.topics()["t"].replicas == [[1, 3]] and not c.topics()["t"].reassigning
+    assert ClusterState([1, 2, 3], state_file=path).topics["t"].replicas == [[1, 3]]
