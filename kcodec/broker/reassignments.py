@@ -85,16 +85,19 @@ def plan_change(topic: "Topic", index: int, target: list[int], brokers: list[int
 
 def plan_cancel(topic: "Topic", index: int, isr: list[int]) -> tuple[list[int], list[int]]:
     """The replicas and ISR that cancelling gives back (PartitionReassignmentRevert): the replicas less
-    the ones being added. An ISR of added replicas only would need an unclean election, which the
-    topic's unclean.leader.election.enable must allow."""
+    the ones being added, in their current order (a target that reordered them keeps its order). An ISR
+    of added replicas only would need an unclean election, which the topic's
+    unclean.leader.election.enable must allow."""
     ongoing = topic.reassigning.get(index)
     if ongoing is None:
         raise _error(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
     replicas = [b for b in topic.replicas[index] if b not in ongoing.adding]
     kept_isr = [b for b in isr if b not in ongoing.adding]
-    if not kept_isr and topic.configs.get("unclean.leader.election.enable", "false").lower() != "true":
-        raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
-                     f"{topic.name}:{index} because it would require an unclean leader election.")
+    if not kept_isr:  # the first remaining replica joins the ISR: an unclean election
+        if topic.configs.get("unclean.leader.election.enable", "false").lower() != "true":
+            raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
+                         f"{topic.name}:{index} because it would require an unclean leader election.")
+        kept_isr = replicas[:1]
     return replicas, kept_isr
 
 

@@ -189,3 +189,17 @@ def test_a_pending_reassignment_survives_a_restart(tmp_path):
     with Cluster(brokers=3, state_file=path, system_topic_partitions=1) as c:  # every broker runs: it completes
         assert c.topics()["t"].replicas == [[1, 3]] and not c.topics()["t"].reassigning
     assert ClusterState([1, 2, 3], state_file=path).topics["t"].replicas == [[1, 3]]
+
+
+def test_cancelling_when_only_added_replicas_are_in_sync_needs_unclean_elections(c):
+    c.stop_broker(3)
+    with Wire(c.addresses[0]) as w:
+        alter(w, {("t", 1): [3, 4]})  # 3 is stopped: pending, replicas [3, 4, 2] adding 4, ISR [4, 2]
+        c.stop_broker(2)  # now only 4, an added replica, is in sync
+        assert alter(w, {("t", 1): None})[1] == {("t", 1): (
+            E.INVALID_REPLICA_ASSIGNMENT, "Unable to revert partition assignment for t:1 because it would require "
+            "an unclean leader election.")}
+        with c.state.lock:
+            c.state.set_configs(c.state.topics["t"], {"unclean.leader.election.enable": "true"})
+        assert alter(w, {("t", 1): None})[1] == {("t", 1): (E.NONE, None)}
+        assert listed(w) == {} and c.topics()["t"].replicas[1] == [3, 2]  # 3, the first, joins the ISR

@@ -156,3 +156,55 @@ def test_mutual_tls_client_certificate_is_the_principal(mtls_cluster, test_certs
     finally:
         admin.close()
         record(CLIENT + " (mutual TLS)", mtls_cluster)
+
+
+def test_partition_reassignments():
+    """alter_partition_reassignments (v1 with kafka-python's default: the replication factor may change) and
+    list_partition_reassignments: pending while the target broker is stopped, then cancelled, then done."""
+    from kafka import TopicPartition
+    from kcodec.broker import Cluster
+
+    with Cluster(brokers=3, system_topic_partitions=1) as c:
+        with c.state.lock:
+            c.state.add_topic(c.state.plan_topic("kp-moving", assignments={0: [1, 2], 1: [2, 1]}))
+        c.stop_broker(3)
+        admin = _admin(c.bootstrap)
+        tp0, tp1 = TopicPartition("kp-moving", 0), TopicPartition("kp-moving", 1)
+        try:
+            done = admin.alter_partition_reassignments({tp0: [3, 2], tp1: [1, 2, 3]})
+            assert done == {tp0: None, tp1: None}
+            assert admin.list_partition_reassignments() == {
+                tp0: {"replicas": [3, 2, 1], "adding_replicas": [3], "removing_replicas": [1]},
+                tp1: {"replicas": [1, 2, 3], "adding_replicas": [3], "removing_replicas": []}}
+            assert admin.list_partition_reassignments([tp1]) == {
+                tp1: {"replicas": [1, 2, 3], "adding_replicas": [3], "removing_replicas": []}}
+            errors = admin.alter_partition_reassignments({tp1: None, TopicPartition("kp-moving", 7): [1]})
+            assert errors == {tp1: None, TopicPartition("kp-moving", 7): kafka.errors.UnknownTopicOrPartitionError}
+            again = admin.alter_partition_reassignments({tp1: None})
+            assert again == {tp1: kafka.errors.NoReassignmentInProgressError}
+            c.start_broker(3)
+            assert admin.list_partition_reassignments() == {}
+            # the cancelled one keeps its replicas less the added one, in the target's order (as Kafka's revert)
+            assert c.topics()["kp-moving"].replicas == [[3, 2], [1, 2]]
+        finally:
+            admin.close()
+            record(CLIENT, c)
+
+
+def test_describe_metadata_quorum():
+    from kcodec.broker import Cluster
+
+    with Cluster(brokers=2, system_topic_partitions=1) as c:
+        admin = _admin(c.bootstrap)
+        try:
+            q = admin.describe_metadata_quorum()
+        finally:
+            admin.close()
+            record(CLIENT, c)
+        p = q["topics"][0]["partitions"][0]
+        assert q["topics"][0]["topic_name"] == "__cluster_metadata" and p["error"] is None
+        assert (p["leader_id"], p["leader_epoch"]) == (c.controller_id, 1) and p["observers"] == []
+        assert [(v["replica_id"], v["log_end_offset"]) for v in p["current_voters"]] == [
+            (1, p["high_watermark"]), (2, p["high_watermark"])]
+        assert [n["node_id"] for n in q["nodes"]] == [1, 2]  # v2 (KIP-853): each voter's endpoints
+        assert [lst["port"] for n in q["nodes"] for lst in n["listeners"]] == [s.port for s in c.servers]

@@ -95,3 +95,32 @@ def test_mutual_tls(mtls_cluster, test_certs, stranger_client_cert, caplog):
     assert set(mtls_cluster.requests_served()) == {"kafkajs-auth"}  # alice's requests only
     if sys.version_info >= (3, 11):  # where the broker sees (and logs) the refused handshake
         assert wait_for_log(caplog, "TLS handshake refused", count=2) >= 2, caplog.text
+
+
+def test_reassigns_partitions():
+    """alterPartitionReassignments / listPartitionReassignments (v0 each): a reassignment to a stopped broker
+    stays pending until it starts; a reordering completes at once; kafkajs raises the per-partition errors."""
+    from kcodec.broker import Cluster
+
+    with Cluster(brokers=3, system_topic_partitions=1) as c:
+        with c.state.lock:
+            c.state.add_topic(c.state.plan_topic("js-moving", assignments={0: [1, 2], 1: [2, 1]}))
+        c.stop_broker(3)
+        bootstrap = c.bootstrap
+        try:
+            r = _run(bootstrap, "alter", script="reassign.js")
+            assert r["connect"] == {} and r["alter"] == {}  # kafkajs resolves to nothing
+            pending = {"name": "js-moving", "partitions": [
+                {"partition": 0, "replicas": [3, 1, 2], "addingReplicas": [3], "removingReplicas": [2]}]}
+            assert r["listAll"]["ok"] == {"topics": [pending]} and r["listNamed"]["ok"] == {"topics": [pending]}
+            assert r["badBroker"]["errors"] == [["js-moving", 1, "INVALID_REPLICA_ASSIGNMENT"]]
+            assert r["unknownTopic"]["errors"] == [["js-none", 0, "UNKNOWN_TOPIC_OR_PARTITION"]]
+            assert c.topics()["js-moving"].replicas == [[3, 1, 2], [1, 2]]
+            c.start_broker(3)
+            assert _run(c.bootstrap, "list", script="reassign.js")["list"] == {"ok": {"topics": []}}
+            assert c.topics()["js-moving"].replicas == [[3, 1], [1, 2]]
+        finally:
+            record(CLIENT, c)
+        versions = c.api_versions_used()
+        used = next(v for v in versions.values() if "AlterPartitionReassignments" in v)
+        assert used["AlterPartitionReassignments"] == [0] and used["ListPartitionReassignments"] == [0]
