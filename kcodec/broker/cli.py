@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
     p.add_argument("--state", type=Path, metavar="FILE",
-                   help="keep topics, configs, ACLs created at run time and data (FILE.data) here across restarts")
+                   help="keep topics (and reassignments in progress), configs, ACLs created at run time and data "
+                        "(FILE.data) here across restarts")
     p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
                    help="a SASL user (repeat); any user turns SASL on with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 "
                         "(the broker keeps SCRAM credentials, not the password)")
@@ -71,7 +72,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="advertise broker NODE in RACK (repeat)")
     p.add_argument("--controller-only-admin", action="store_true",
                    help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics, "
-                        "CreatePartitions and ElectLeaders, as ZooKeeper-era Kafka did (default: any broker takes them)")
+                        "CreatePartitions, ElectLeaders and partition reassignments, as ZooKeeper-era Kafka did (default: any "
+                        "broker takes them)")
     p.add_argument("--no-auto-leader-rebalance", action="store_true",
                    help="auto.leader.rebalance.enable=false: a restarted broker leads nothing until a preferred "
                         "leader election (ElectLeaders, kafka-leader-election.sh) moves leadership back")

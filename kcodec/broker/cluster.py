@@ -63,9 +63,9 @@ class Cluster:
         denies (super_users everything), and CreateAcls / DeleteAcls change them at run time (with
         ``state_file``, the created ones survive restarts; the ones given here apply at every start).
         None: no authorizer, everything is allowed.
-    state_file: topics, configs and the ACLs CreateAcls added survive restarts there (written atomically
-        after every change), and the data in a journal beside it (``FILE.data``: acks=-1 is fsynced before
-        the answer).
+    state_file: topics (with their partition reassignments in progress), configs and the ACLs CreateAcls
+        added survive restarts there (written atomically after every change), and the data in a journal
+        beside it (``FILE.data``: acks=-1 is fsynced before the answer).
     max_partition_bytes: a partition's bytes in memory at most (the oldest batches go first, like
         retention.bytes, which applies below it).
     producer_id_expiration_ms: a partition forgets an idempotent or transactional producer with no
@@ -74,8 +74,8 @@ class Cluster:
         (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics,
-        CreatePartitions and ElectLeaders, as KRaft brokers forward them to the controller; False makes the other
-        brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
+        CreatePartitions, ElectLeaders and the partition reassignment requests, as KRaft brokers forward them
+        to the controller; False makes the other brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
     groups: the consumer groups' settings (``GroupSettings``: session timeout bounds, the initial
         rebalance delay, a group size limit).
     auto_leader_rebalance: True (the default): a partition's first live replica leads, so leadership

@@ -189,6 +189,8 @@ def test_partition_reassignments():
         finally:
             admin.close()
             record(CLIENT, c)
+        used = next(v for v in c.api_versions_used().values() if "AlterPartitionReassignments" in v)
+        assert used["AlterPartitionReassignments"] == [1] and used["ListPartitionReassignments"] == [0]
 
 
 def test_describe_metadata_quorum():
@@ -201,6 +203,8 @@ def test_describe_metadata_quorum():
         finally:
             admin.close()
             record(CLIENT, c)
+        used = next(v for v in c.api_versions_used().values() if "DescribeQuorum" in v)
+        assert used["DescribeQuorum"] == [2]
         p = q["topics"][0]["partitions"][0]
         assert q["topics"][0]["topic_name"] == "__cluster_metadata" and p["error"] is None
         assert (p["leader_id"], p["leader_epoch"]) == (c.controller_id, 1) and p["observers"] == []
