@@ -44,6 +44,7 @@ def test_every_node_is_a_voter_and_the_controller_leads(version):
             assert all(v.last_fetch_timestamp >= before and v.last_caught_up_timestamp >= before
                        for v in p.current_voters)
         if version >= 2:
+            assert r.error_message == p.error_message == ""  # Kafka leaves them at the generated default
             assert {v.replica_directory_id for v in p.current_voters} == {uuid.UUID(int=0)}
             assert [(n.node_id, [(lst.host, lst.port) for lst in n.listeners]) for n in r.nodes] == [
                 (s.node_id, [(s.host, s.port)]) for s in c.servers]
