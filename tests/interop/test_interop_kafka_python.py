@@ -212,3 +212,24 @@ def test_describe_metadata_quorum():
             (1, p["high_watermark"]), (2, p["high_watermark"])]
         assert [n["node_id"] for n in q["nodes"]] == [1, 2]  # v2 (KIP-853): each voter's endpoints
         assert [lst["port"] for n in q["nodes"] for lst in n["listeners"]] == [s.port for s in c.servers]
+
+
+def test_list_config_resources():
+    from kcodec.broker import Cluster
+
+    with Cluster(brokers=2, system_topic_partitions=1) as c:
+        c.create_topic("kp-configured")
+        admin = _admin(c.bootstrap)
+        try:
+            every = admin.list_config_resources()
+            topics = admin.list_config_resources(["TOPIC"])
+            with pytest.raises(kafka.errors.UnsupportedVersionError):
+                admin.list_config_resources([ConfigResourceType.UNKNOWN])  # 0: not a config resource type
+        finally:
+            admin.close()
+            record(CLIENT, c)
+        used = next(v for v in c.api_versions_used().values() if "ListConfigResources" in v)
+        assert used["ListConfigResources"] == [1]
+    assert every == {"topic": ["__consumer_offsets", "__transaction_state", "kp-configured"],
+                     "broker": ["1", "2"], "broker_logger": ["1", "2"]}
+    assert topics == {"topic": ["__consumer_offsets", "__transaction_state", "kp-configured"]}
