@@ -299,6 +299,7 @@ class Cluster:
         return self
 
     async def stop_async(self) -> None:
+        self.state.closing = True  # the brokers' stops are the cluster's, not leader changes to keep
         for server in self.servers:
             await server.stop()
         with self.state.lock:

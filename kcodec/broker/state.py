@@ -117,6 +117,7 @@ class ClusterState:
         self.broker_ids = list(broker_ids)
         self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
         self._controller: Optional[int] = None
+        self.closing = False  # the whole cluster is stopping (Cluster.stop_async)
         self.leadership = Leadership(auto_leader_rebalance)  # leaders, ISRs and leader epochs; saved with the topics
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
@@ -186,11 +187,12 @@ class ClusterState:
             self._settle_all()
 
     def unregister(self, node_id: int) -> None:
-        """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline."""
+        """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline (but for
+        the whole cluster stopping: the leaders and epochs it ran with stay, for its next start)."""
         with self.lock:
             was_controller = self.controller_id == node_id
             up_before = self._up()
-            if self.brokers.pop(node_id, None) is not None:
+            if self.brokers.pop(node_id, None) is not None and not self.closing:
                 self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
                 self._settle_all()
             if was_controller:  # the next running broker takes over, and keeps it when this one returns

@@ -73,10 +73,11 @@ def _list_one(ctx: Context, name: str, p: Any, isolation_level: int) -> Any:
         offset, found, written_in = plog.offset_for_timestamp(ts)
     if (ts >= 0 or ts == MAX_TIMESTAMP) and offset >= fetchable:
         offset, found, written_in = -1, -1, -1
+    if ctx.version == 0:  # v0 has a list of offsets instead of the offset and timestamp fields
+        out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+        return out
     out.offset, out.timestamp = offset, found
     out.leader_epoch = written_in if ctx.version >= 4 else -1  # the field is v4+
-    if ctx.version == 0:
-        out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
     return out
 
 
