@@ -310,3 +310,19 @@ def test_a_state_file_from_before_epochs_loads_at_epoch_zero(tmp_path):
     with Cluster(brokers=2, state_file=path, system_topic_partitions=1) as c:
         assert described(c) == [(1, 0)]
 
+
+
+def test_transaction_markers_carry_the_leaders_epoch():
+    from txn_wire import Producer
+    with Cluster(brokers=2, system_topic_partitions=1) as c:
+        coordinator = c.state.leader(c.topics()["__transaction_state"], 0)
+        add_topic(c, "t", [[coordinator, 3 - coordinator]])
+        c.stop_broker(coordinator)
+        c.start_broker(coordinator)
+        assert described(c)[0] == (coordinator, 2)
+        with wire(c, coordinator) as w:
+            p = Producer(w, "tx")
+            assert p.add_code("t", 0) == 0 and p.send("t", 0, b"v").error_code == 0 and p.end(commit=True) == 0
+        records = fetch(c, coordinator, 2).responses[0].partitions[0].records
+    assert [(b.is_control, b.partition_leader_epoch) for b in iter_batches(records, verify_crc=True)] == [
+        (False, 2), (True, 2)]
