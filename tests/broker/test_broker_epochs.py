@@ -326,3 +326,20 @@ def test_transaction_markers_carry_the_leaders_epoch():
         records = fetch(c, coordinator, 2).responses[0].partitions[0].records
     assert [(b.is_control, b.partition_leader_epoch) for b in iter_batches(records, verify_crc=True)] == [
         (False, 2), (True, 2)]
+
+
+def test_a_rewritten_journal_restores_the_history_from_its_log_start():
+    from kcodec.broker.log import PartitionLog
+    from kcodec.records import BatchBuilder
+
+    def stamped(epoch: int, count: int) -> bytearray:
+        b = BatchBuilder(partition_leader_epoch=epoch)
+        for i in range(count):
+            b.append(None, b"v", timestamp=1)
+        return bytearray(b.build())
+
+    plog = PartitionLog()
+    plog.delete_records(3)  # the rewrite's log start entry comes before the batches it keeps
+    plog.restore(stamped(2, 5), 0, 5, 1, 0)
+    plog.restore(stamped(4, 1), 5, 1, 1, 0)
+    assert plog.epochs == [[2, 3], [4, 5]] and plog.log_start == 3
