@@ -49,8 +49,9 @@ def fetch(c: Cluster, node: int, epoch: int, version: int = 12, offset: int = 0,
     topic = c.topics()["t"]
     req = FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=1 << 20, session_epoch=kw.pop("session_epoch", -1),
                        topics=[FetchRequest.FetchTopic(topic="t", topic_id=topic.topic_id, partitions=[
-                           FetchRequest.FetchPartition(partition=index, fetch_offset=offset, partition_max_bytes=1 << 20,
-                                                       current_leader_epoch=epoch)])], **kw)
+                           FetchRequest.FetchPartition(partition=index, fetch_offset=offset,
+                                                       partition_max_bytes=1 << 20, current_leader_epoch=epoch)])],
+                       **kw)
     with wire(c, node) as w:
         return w.call(req, version)
 

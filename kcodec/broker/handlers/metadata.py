@@ -90,7 +90,8 @@ def brokers(ctx: Context, cls: Any, id_field: str = "node_id") -> list[Any]:
             for b in ctx.state.brokers.values() if (e := b.endpoint(listener)) is not None]
 
 
-def current_leader(ctx: Context, topic: Topic, index: int, cls: Any, endpoint_cls: Any, endpoints: dict[int, Any]) -> Any:
+def current_leader(ctx: Context, topic: Topic, index: int, cls: Any, endpoint_cls: Any,
+                   endpoints: dict[int, Any]) -> Any:
     """Kafka's getCurrentLeader for a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH answer (KIP-951):
     the leader and its epoch, and the leader's endpoint on the client's listener, if it runs, put in
     ``endpoints`` (the response's node_endpoints)."""

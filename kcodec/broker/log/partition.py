@@ -80,7 +80,8 @@ class PartitionLog:
         if not self.batches:  # the batches before it were dropped before the restart
             self.log_start = max(self.log_start, base)
         self._put(batch, base, record_count, max_timestamp, now_ms)
-        if self.epochs and self.epochs[0][1] < self.log_start:  # a rewritten journal puts the log start before the batches
+        # a rewritten journal puts the log start before the batches it keeps
+        if self.epochs and self.epochs[0][1] < self.log_start:
             history.truncate_from_start(self.epochs, self.log_start)
 
     def _put(self, batch: Any, base: int, record_count: int, max_timestamp: int, now_ms: int) -> None:

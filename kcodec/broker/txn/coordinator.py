@@ -334,7 +334,8 @@ class TransactionCoordinator:
     def _write_marker(self, topic_id: Any, index: int, kind: ControlType, pid: int, epoch: int) -> None:
         """A marker, in the partition leader's epoch (Kafka's leader stamps every batch it appends)."""
         batch = control_batch(kind, pid, epoch, COORDINATOR_EPOCH, timestamp=now_ms())
-        self.state.logs.append(topic_id, index, batch, False, -1, -1, 0, self.state.leadership.epoch_of(topic_id, index))
+        epoch_now = self.state.leadership.epoch_of(topic_id, index)
+        self.state.logs.append(topic_id, index, batch, False, -1, -1, 0, epoch_now)
 
     # -- persistence ---------------------------------------------------------------------------------
     def _save(self, txn: Transaction, sync: bool = True) -> None:
