@@ -35,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
     p.add_argument("--state", type=Path, metavar="FILE",
-                   help="keep topics (and reassignments in progress), configs, ACLs created at run time and data "
+                   help="keep topics (and reassignments in progress), configs, leaders and leader epochs, ACLs "
+                        "created at run time and data "
                         "(FILE.data) here across restarts")
     p.add_argument("--user", action="append", default=[], metavar="NAME:PASSWORD",
                    help="a SASL user (repeat); any user turns SASL on with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 "

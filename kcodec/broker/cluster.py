@@ -83,7 +83,8 @@ class Cluster:
         wait). False: leaders and ISRs are kept as Kafka's controller keeps them: a returning broker
         rejoins the ISR as a follower until a preferred leader election (ElectLeaders) moves leadership
         back, and a partition whose last in-sync replica stopped stays offline until it returns or an
-        unclean election. Not saved in the state file: a restarted cluster starts from the first replicas.
+        unclean election. With ``state_file``, leaders, ISRs and leader epochs are saved with the topics, so
+        a restarted cluster goes on from them (docs/broker.md, "Leader epochs").
     transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
         transaction timeout a producer may ask for, 900000 ms by default; the finalized transaction
         version, 2 by default; two-phase commit, off by default).
@@ -299,6 +300,7 @@ class Cluster:
         return self
 
     async def stop_async(self) -> None:
+        self.state.closing = True  # the brokers' stops are the cluster's, not leader changes to keep
         for server in self.servers:
             await server.stop()
         with self.state.lock:

@@ -8,13 +8,17 @@ ISR as a follower (the brokers share one log, so it is caught up at once), and a
 in-sync replica stopped stays offline until that replica returns or an unclean election elects another.
 ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
 
-Leader epochs are not modelled: every partition's epoch stays 0 (see handlers/offsets.py).
+Leader epochs are KRaft's controller's: 0 when the partition is created, one more at every change of its
+leader (to another broker or to none: offline), none for a change of the ISR alone (Kafka 3.6+ metadata
+versions). ``settle`` compares each partition's leader with the one its epoch was given for, after every
+change of the brokers or an election. The brokers' first starts are the cluster's own start: leaders
+placed then keep epoch 0 (``starting``).
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -30,13 +34,62 @@ class PartitionLeadership(NamedTuple):
     offline: list[int]     # replicas on stopped brokers
 
 
+Key = tuple[uuid.UUID, int]  # (topic id, partition index)
+
+
 class Leadership:
-    """Leaders and ISRs kept per partition; a partition with none kept follows the first-live-replica rule."""
+    """Leaders and ISRs kept per partition; a partition with none kept follows the first-live-replica rule.
+    Each partition's leader epoch is kept with the leader it was given for."""
 
     def __init__(self, auto_rebalance: bool = True) -> None:
         self.auto_rebalance = auto_rebalance
-        self._kept: dict[tuple[uuid.UUID, int], tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
+        self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
+        self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
+
+    # -- leader epochs --------------------------------------------------------------------------------
+    def epoch_of(self, topic_id: uuid.UUID, index: int) -> int:
+        """The partition's leader epoch (0 before it was first settled)."""
+        held = self._epochs.get((topic_id, index))
+        return held[0] if held is not None else 0
+
+    def starting(self, broker_ids: Iterable[int]) -> bool:
+        """True until every broker has started once: the cluster's own start moves no epoch."""
+        return not self._started.issuperset(broker_ids)
+
+    def settle(self, topic: "Topic", index: int, up: set[int]) -> bool:
+        """Give the partition a new epoch if its leader is not the one its epoch was given for (a partition
+        seen for the first time starts at 0); True when the epoch rose."""
+        key = (topic.topic_id, index)
+        leader = self.current(topic, index, up).leader
+        held = self._epochs.get(key)
+        if held is None:
+            self._epochs[key] = (0, leader)
+            return False
+        if held[1] == leader:
+            return False
+        self._epochs[key] = (held[0] + 1, leader)
+        return True
+
+    # -- persistence (the state file) -----------------------------------------------------------------
+    def to_json(self, topic: "Topic") -> dict[str, Any]:
+        """The topic's epochs (with the leader each was given for) and its kept leaders and ISRs."""
+        out: dict[str, Any] = {"epochs": [list(self._epochs.get((topic.topic_id, i), (0, NO_LEADER)))
+                                          for i in range(len(topic.replicas))]}
+        kept = []
+        for i in range(len(topic.replicas)):
+            held = self._kept.get((topic.topic_id, i))
+            if held is not None:
+                kept.append([i, held[0], held[1]])
+        if kept:
+            out["kept"] = kept
+        return out
+
+    def load_json(self, topic: "Topic", data: dict[str, Any]) -> None:
+        for i, (epoch, leader) in enumerate(data.get("epochs", [])):
+            self._epochs[(topic.topic_id, i)] = (int(epoch), int(leader))
+        for i, leader, isr in data.get("kept", []):
+            self._kept[(topic.topic_id, int(i))] = (int(leader), [int(b) for b in isr])
 
     def current(self, topic: "Topic", index: int, up: set[int]) -> PartitionLeadership:
         replicas = topic.replicas[index]
@@ -50,6 +103,8 @@ class Leadership:
     def forget(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self._kept if k[0] == topic_id]:
             del self._kept[key]
+        for key in [k for k in self._epochs if k[0] == topic_id]:
+            del self._epochs[key]
 
     # -- brokers stopping and starting (kept leadership only) ---------------------------------------------
     def broker_stopped(self, node: int, topics: Iterable["Topic"], up_before: set[int], up_after: set[int]) -> None:
@@ -71,16 +126,19 @@ class Leadership:
     def broker_started(self, node: int, topics: Iterable["Topic"], up_after: set[int]) -> None:
         """A restarted broker: a led partition takes it back into the ISR; an offline one it was the last
         in-sync replica of elects it (a clean election); an offline one that lost it earlier stays offline.
-        (A first start is the cluster's own: the first-live-replica rule places leaders.)"""
+        (A first start is the cluster's own: the first-live-replica rule places leaders, but for the
+        leaders a state file kept, which it treats as a restart does.)"""
         restarted = node in self._started
         self._started.add(node)
-        if self.auto_rebalance or not restarted:
+        if self.auto_rebalance:
             return
         for topic in topics:
             for index, replicas in enumerate(topic.replicas):
                 if node not in replicas:
                     continue
                 kept = self._kept.get((topic.topic_id, index))
+                if kept is None and not restarted:
+                    continue
                 if kept is None:  # created while it was away: keep the leader it got then
                     then = self.current(topic, index, up_after - {node})
                     if then.leader == NO_LEADER:

@@ -120,7 +120,8 @@ class ClusterState:
         self.broker_ids = list(broker_ids)
         self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
         self._controller: Optional[int] = None
-        self.leadership = Leadership(auto_leader_rebalance)  # leaders and ISRs; not saved (a restart resets them)
+        self.closing = False  # the whole cluster is stopping (Cluster.stop_async)
+        self.leadership = Leadership(auto_leader_rebalance)  # leaders, ISRs and leader epochs; saved with the topics
         self.quorum = Quorum()  # the KRaft quorum DescribeQuorum shows; not saved
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
@@ -194,16 +195,20 @@ class ClusterState:
                 self.quorum.new_leader()
             self.leadership.broker_started(info.node_id, self.topics.values(), set(self.brokers))
             self.progress_reassignments()
+            self._settle_all()
 
     def unregister(self, node_id: int) -> None:
-        """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline."""
+        """A broker stopped: no longer advertised; its partitions lead elsewhere or go offline (but for
+        the whole cluster stopping: the leaders and epochs it ran with stay, for its next start)."""
         with self.lock:
             was_controller = self.controller_id == node_id
             up_before = self._up()
             if self.brokers.pop(node_id, None) is not None:
                 self.quorum.stopped(node_id)
-                self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
-                self.progress_reassignments()
+                if not self.closing:
+                    self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
+                    self.progress_reassignments()
+                    self._settle_all()
             if was_controller:  # the next running broker takes over, and keeps it when this one returns
                 self._controller = self._next_running(node_id)
                 if self._controller is not None:
@@ -229,6 +234,27 @@ class ClusterState:
     def leader(self, topic: Topic, index: int) -> int:
         return self.leadership.current(topic, index, self._up()).leader
 
+    def leader_epoch(self, topic: Topic, index: int) -> int:
+        """The partition's leader epoch: 0 at creation, one more at every change of its leader."""
+        return self.leadership.epoch_of(topic.topic_id, index)
+
+    def leader_error(self, topic: Topic, index: int, node_id: int, current_epoch: Optional[int]) -> ErrorCode:
+        """Whether ``node_id`` may serve the partition as its leader to a client that saw ``current_epoch``
+        (None: unchecked), in the order of Kafka's Partition.getLocalLog: a broker without a replica is
+        NOT_LEADER_OR_FOLLOWER; a replica checks the epoch first (older: FENCED_LEADER_EPOCH, newer:
+        UNKNOWN_LEADER_EPOCH), then that it leads."""
+        if node_id not in topic.replicas[index]:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if current_epoch is not None:
+            epoch = self.leader_epoch(topic, index)
+            if current_epoch < epoch:
+                return ErrorCode.FENCED_LEADER_EPOCH
+            if current_epoch > epoch:
+                return ErrorCode.UNKNOWN_LEADER_EPOCH
+        if self.leader(topic, index) != node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.NONE
+
     def elect_leader(self, topic: Topic, index: int, unclean: bool) -> ErrorCode:
         """A PREFERRED or UNCLEAN election (KIP-460) for one partition: NONE, or why none was held."""
         if unclean:
@@ -237,7 +263,19 @@ class ClusterState:
             code = self.leadership.elect_preferred(topic, index, self._up())
         if code == ErrorCode.NONE:
             self.quorum.record()  # a PartitionChangeRecord
+            if self.leadership.settle(topic, index, self._up()):
+                self.save()
         return code
+
+    def _settle_all(self) -> None:
+        """After brokers stopped or started: a new epoch for every partition whose leader changed (none
+        while the cluster is still starting), saved with the state."""
+        if self.leadership.starting(self.broker_ids):
+            return
+        up = self._up()
+        rose = [self.leadership.settle(t, i, up) for t in self.topics.values() for i in range(len(t.replicas))]
+        if any(rose):
+            self.save()
 
     def _up(self) -> set[int]:
         """Brokers that count as live: the running ones, or all of them before any has started (a
@@ -290,6 +328,7 @@ class ClusterState:
                           isr: Optional[list[int]] = None) -> None:
         topic.replicas[index] = replicas
         self.leadership.reassigned(topic, index, before, self._up(), isr)
+        self.leadership.settle(topic, index, self._up())  # a new leader: a new epoch (saved by the callers)
         self.quorum.record()  # a PartitionChangeRecord
 
     # -- placement -------------------------------------------------------------------------------------
@@ -381,6 +420,7 @@ class ClusterState:
         self.topics[topic.name] = topic
         self.names_version += 1
         self.quorum.record()
+        self._created(topic, 0)
         log.info("created topic %s (%d partitions, replication factor %d)", topic.name, len(topic.replicas),
                  topic.replication_factor)
         self.save()
@@ -428,9 +468,17 @@ class ClusterState:
         self.check_assignment(new, topic.replication_factor)
         return new
 
+    def _created(self, topic: Topic, first: int) -> None:
+        """New partitions start at epoch 0 with the leader they get now."""
+        up = self._up()
+        for index in range(first, len(topic.replicas)):
+            self.leadership.settle(topic, index, up)
+
     def add_partitions(self, topic: Topic, replicas: list[list[int]]) -> None:
+        have = len(topic.replicas)
         topic.replicas.extend(replicas)
         self.quorum.record()
+        self._created(topic, have)
         log.info("topic %s now has %d partitions", topic.name, len(topic.replicas))
         self.save()
 
@@ -444,8 +492,8 @@ class ClusterState:
         return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
                 "topics": [{"name": t.name, "id": str(t.topic_id), "replicas": t.replicas, "configs": t.configs,
                             **({"reassigning": {str(i): r.to_json() for i, r in sorted(t.reassigning.items())}}
-                               if t.reassigning else {})}
-                           for t in self.topics.values()],
+                               if t.reassigning else {}),
+                            "leadership": self.leadership.to_json(t)} for t in self.topics.values()],
                 **({"scram_credentials": self.credentials.to_json()} if self.credentials else {}),
                 **({"committed_offsets": self.offsets.to_json()} if self.offsets else {}),
                 **({"acls": [a.to_json() for a in self.created_acls]} if self.created_acls else {})}
@@ -457,11 +505,12 @@ class ClusterState:
                 raise ValueError(f"unknown state format {data.get('format')!r}")
             self.cluster_id = str(data["cluster_id"])
             for t in data["topics"]:
-                self.topics[t["name"]] = Topic(str(t["name"]), uuid.UUID(t["id"]),
-                                               [[int(b) for b in p] for p in t["replicas"]],
-                                               {str(k): str(v) for k, v in t["configs"].items()},
-                                               {int(i): Reassignment.from_json(r)
-                                                for i, r in t.get("reassigning", {}).items()})
+                topic = self.topics[t["name"]] = Topic(str(t["name"]), uuid.UUID(t["id"]),
+                                                       [[int(b) for b in p] for p in t["replicas"]],
+                                                       {str(k): str(v) for k, v in t["configs"].items()},
+                                                       {int(i): Reassignment.from_json(r)
+                                                        for i, r in t.get("reassigning", {}).items()})
+                self.leadership.load_json(topic, t.get("leadership", {}))  # absent: from before epochs
             self.credentials.load_json(data.get("scram_credentials", {}))
             self.offsets.load_json(data.get("committed_offsets", []))
             self.created_acls[:] = [Acl(**{str(k): str(v) for k, v in a.items()}) for a in data.get("acls", [])]

@@ -76,6 +76,26 @@ def test_a_reassignment_to_running_brokers_completes_at_once(c):
         assert c.topics()["t"].replicas == [[3, 4], [2, 3]]
 
 
+def epoch(w: Wire, index: int = 0) -> int:
+    return w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="t")]), 12).topics[0].partitions[index].leader_epoch
+
+
+def test_a_reassignment_that_moves_the_leader_is_a_new_leader_epoch(c):
+    with Wire(c.addresses[0]) as w:
+        assert epoch(w) == 0
+        alter(w, {("t", 0): [1, 3]})  # the leader stays: the same epoch
+        assert metadata(w)[0] == 1 and epoch(w) == 0
+        alter(w, {("t", 0): [3, 4]})  # it leaves the list: the first new replica leads, one epoch on
+        assert metadata(w)[0] == 3 and epoch(w) == 1
+    c.stop_broker(4)
+    with Wire(c.addresses[0]) as w:
+        alter(w, {("t", 1): [4, 3]})  # pending (4 is stopped): replicas 4, 3, 2, the first live one leads
+        assert metadata(w, index=1)[0] == 3 and epoch(w, 1) == 1
+    c.start_broker(4)  # completes: 4 leads, one epoch more
+    with Wire(c.addresses[0]) as w:
+        assert metadata(w, index=1)[0] == 4 and epoch(w, 1) == 2
+
+
 def test_a_stopped_target_keeps_it_pending_until_it_returns(c):
     c.stop_broker(4)
     with Wire(c.addresses[0]) as w:

@@ -22,6 +22,7 @@ from ..context import Context
 from ..log.sessions import FetchSession, FetchSessions, Key
 from . import Encoded, Later, handles
 from .fetch_frame import encode_spliced, new_marker
+from .metadata import current_leader
 
 _Part = FetchResponse.PartitionData
 _Aborted = FetchResponse.AbortedTransaction
@@ -38,19 +39,23 @@ def _sessions(ctx: Context) -> FetchSessions:
     return ctx.state.logs.fetch_sessions
 
 
-def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int]], list[Key]]:
+def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int, int]], list[Key]]:
+    """(key, fetch offset, partition max bytes, current leader epoch: -1 below v9) of each partition named,
+    and the forgotten keys."""
     by_id = ctx.version >= 13
-    wanted = [((t.topic_id if by_id else t.topic, p.partition), p.fetch_offset, p.partition_max_bytes)
-              for t in req.topics for p in t.partitions]
+    checked = ctx.version >= 9
+    wanted = [((t.topic_id if by_id else t.topic, p.partition), p.fetch_offset, p.partition_max_bytes,
+               p.current_leader_epoch if checked else -1) for t in req.topics for p in t.partitions]
     forgotten = [(t.topic_id if by_id else t.topic, p) for t in req.forgotten_topics_data or () for p in t.partitions] \
         if ctx.version >= 7 else []
     return wanted, forgotten
 
 
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
-          first: bool, spliced: dict[bytes, list[Any]]) -> tuple[_Part, int, bool]:
+          first: bool, spliced: dict[bytes, list[Any]], endpoints: dict[int, Any]) -> tuple[_Part, int, bool]:
     """One partition's answer, its record bytes (the batches go to ``spliced`` under the marker that
-    stands for them in ``records``), and whether a batch was left out for ``max_bytes``."""
+    stands for them in ``records``), and whether a batch was left out for ``max_bytes``. A client's
+    ``leader_epoch`` (v9+; negative: unchecked) is checked as Kafka's Partition.getLocalLog does."""
     state = ctx.state
     name_or_id, index = key
     out = _Part(partition_index=index, error_code=0, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
@@ -68,14 +73,13 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if topic is None or not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out, 0, False
-    leader = state.leader(topic, index)
-    if leader != ctx.node_id:
-        out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-        if ctx.version >= 12:
-            out.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
-        return out, 0, False
-    if leader_epoch > 0:  # every partition's leader epoch is 0
-        out.error_code = ErrorCode.UNKNOWN_LEADER_EPOCH
+    code = state.leader_error(topic, index, ctx.node_id, leader_epoch if leader_epoch >= 0 else None)
+    if code:
+        out.error_code = code
+        # KIP-951 (v16+): where the leader is, as Kafka tells it for these two errors only
+        if ctx.version >= 16 and code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+            out.current_leader = current_leader(ctx, topic, index, FetchResponse.LeaderIdAndEpoch,
+                                                FetchResponse.NodeEndpoint, endpoints)
         return out, 0, False
     plog = state.logs.log(topic.topic_id, index)
     out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
@@ -97,22 +101,21 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     return out, size, cut
 
 
-def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session: Optional[FetchSession],
+def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], session: Optional[FetchSession],
              incremental: bool, final: bool) -> Optional[Encoded]:
     """The response frame, or None when not final and under min_bytes."""
     committed = req.isolation_level == READ_COMMITTED
-    epochs = {((t.topic_id if ctx.version >= 13 else t.topic), p.partition): p.current_leader_epoch
-              for t in req.topics for p in t.partitions} if ctx.version >= 9 else {}
     if session is not None:
-        wanted = [(k, v[0], v[1]) for k, v in session.partitions.items()]
+        wanted = [(k, v[0], v[1], v[5]) for k, v in session.partitions.items()]
     left = min(req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF, ctx.runtime.fetch_max_bytes)
     total = 0
     full = False  # a batch was left out for the response's limit: waiting cannot make it bigger
     results: list[tuple[Key, _Part]] = []
     spliced: dict[bytes, list[Any]] = {}
-    for key, offset, pmax in wanted:
-        part, size, cut = _read(ctx, key, offset, min(pmax, left), epochs.get(key, -1), committed, total == 0,
-                                spliced)
+    endpoints: dict[int, Any] = {}
+    for key, offset, pmax, leader_epoch in wanted:
+        part, size, cut = _read(ctx, key, offset, min(pmax, left), leader_epoch, committed, total == 0, spliced,
+                                endpoints)
         full = full or cut and left < pmax
         total += size
         left -= size
@@ -139,7 +142,8 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int]], session
         else:
             r.topic = name_or_id
         responses.append(r)
-    resp = FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses)
+    resp = FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses,
+                         node_endpoints=[endpoints[n] for n in sorted(endpoints)])
     order = [(p.records, spliced[p.records]) for r in responses for p in r.partitions if p.records in spliced]
     return Encoded(encode_spliced(resp, ctx.version, ctx.header.correlation_id, order))
 

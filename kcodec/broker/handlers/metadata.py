@@ -23,7 +23,7 @@ def partitions_of(ctx: Context, topic: Topic, cls: Any, start: int = 0, stop: Op
     for index in range(start, len(topic.replicas) if stop is None else stop):
         leader, isr, offline = ctx.state.partition_leadership(topic, index)
         out.append(cls(error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                       partition_index=index, leader_id=leader, leader_epoch=0,
+                       partition_index=index, leader_id=leader, leader_epoch=ctx.state.leader_epoch(topic, index),
                        replica_nodes=list(topic.replicas[index]), isr_nodes=isr, offline_replicas=offline))
     return out
 
@@ -88,6 +88,19 @@ def brokers(ctx: Context, cls: Any, id_field: str = "node_id") -> list[Any]:
     listener = ctx.session.listener.name
     return [cls(**{id_field: b.node_id}, host=e[0], port=e[1], rack=b.rack)
             for b in ctx.state.brokers.values() if (e := b.endpoint(listener)) is not None]
+
+
+def current_leader(ctx: Context, topic: Topic, index: int, cls: Any, endpoint_cls: Any,
+                   endpoints: dict[int, Any]) -> Any:
+    """Kafka's getCurrentLeader for a NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH answer (KIP-951):
+    the leader and its epoch, and the leader's endpoint on the client's listener, if it runs, put in
+    ``endpoints`` (the response's node_endpoints)."""
+    leader = ctx.state.leader(topic, index)
+    info = ctx.state.brokers.get(leader)
+    where = info.endpoint(ctx.session.listener.name) if info is not None else None
+    if info is not None and where is not None:
+        endpoints[leader] = endpoint_cls(node_id=leader, host=where[0], port=where[1], rack=info.rack)
+    return cls(leader_id=leader, leader_epoch=ctx.state.leader_epoch(topic, index))
 
 
 @handles(MetadataRequest, MetadataResponse)

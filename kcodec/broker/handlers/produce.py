@@ -24,6 +24,7 @@ from ..context import Context
 from ..log.transactions import TRANSACTIONAL_BIT
 from ..state import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, handles
+from .metadata import current_leader
 from .transactions import epoch_error
 
 INTERNAL_PRODUCER = "__admin_client"  # Kafka lets only its admin client write system topics
@@ -79,17 +80,17 @@ def _transactional(records: Any) -> bool:
 
 
 def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes],
-                       transactional_id: Optional[str]) -> _Partition:
+                       transactional_id: Optional[str], endpoints: dict[int, Any]) -> _Partition:
     out = _Partition(index=index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
     state = ctx.state
     if not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out
-    leader = state.leader(topic, index)
-    if leader != ctx.node_id:
+    if state.leader(topic, index) != ctx.node_id:  # Produce carries no leader epoch to check
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if ctx.version >= 10:
-            out.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader, leader_epoch=0)
+            out.current_leader = current_leader(ctx, topic, index, ProduceResponse.LeaderIdAndEpoch,
+                                                ProduceResponse.NodeEndpoint, endpoints)
         return out
     code, message, batch = check_batch(records, int(_config(topic, "max.message.bytes")))
     if not code and batch.is_transactional:
@@ -101,7 +102,8 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
         return out
     code, base, append_time = state.logs.append(
         topic.topic_id, index, records, _config(topic, "message.timestamp.type") == "LogAppendTime",
-        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")), int(_config(topic, "segment.ms")))
+        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")), int(_config(topic, "segment.ms")),
+        state.leader_epoch(topic, index))
     out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
     out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
     return out
@@ -136,6 +138,7 @@ def produce(ctx: Context, req: Any) -> Any:
     else:
         code = ErrorCode.NONE
     responses = []
+    endpoints: dict[int, Any] = {}  # the leaders named in NOT_LEADER_OR_FOLLOWER answers (v10+)
     for t in req.topic_data:
         topic, topic_code = _topic(ctx, t) if not code else (None, code)
         parts = []
@@ -144,7 +147,7 @@ def produce(ctx: Context, req: Any) -> Any:
                 parts.append(_Partition(index=p.index, error_code=topic_code, base_offset=-1, log_append_time_ms=-1,
                                         log_start_offset=-1))
             else:
-                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id))
+                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id, endpoints))
         r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
         if ctx.version >= 13:
             r.topic_id = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
@@ -155,4 +158,7 @@ def produce(ctx: Context, req: Any) -> Any:
     if req.acks == 0:
         failed = any(p.error_code for r in responses for p in r.partition_responses)
         return CLOSE_CONNECTION if failed else NO_RESPONSE
-    return ProduceResponse(responses=responses)
+    resp = ProduceResponse(responses=responses)
+    if endpoints:
+        resp.node_endpoints = [endpoints[n] for n in sorted(endpoints)]
+    return resp

@@ -1,8 +1,11 @@
 """One partition's log: raw v2 batches kept as received, an offset index, retention and DeleteRecords.
 
 The broker never decodes records on the produce or fetch path: a batch is stored as the producer's bytes
-with its base offset (and partition leader epoch) written into the header, both outside the CRC; only a
-LogAppendTime topic changes a CRC-covered field (attributes and max timestamp) and recomputes the CRC.
+with its base offset and the leader's epoch (partition leader epoch) written into the header, both outside
+the CRC (which covers the bytes from the attributes on), so that, as in Kafka's
+DefaultRecordBatch.setPartitionLeaderEpoch, no CRC is recomputed for them; only a LogAppendTime topic
+changes a CRC-covered field (attributes and max timestamp) and recomputes the CRC. The epochs the batches
+carry make the partition's leader epoch history (epochs.py).
 Replication is in-process, so the high watermark is the log end offset; the last stable offset is the
 first offset of the earliest open transaction (transactions.py), else the high watermark.
 """
@@ -15,6 +18,7 @@ from typing import Any, Optional
 
 from kcodec.records import crc32c, iter_batches
 
+from . import epochs as history
 from .transactions import PartitionTxns
 
 _BASE = struct.Struct(">q")          # base offset, bytes 0..8
@@ -37,7 +41,7 @@ class PartitionLog:
     """Batches in offset order; ``bases[i]`` is the base offset of ``batches[i]``."""
 
     __slots__ = ("batches", "bases", "max_timestamps", "appended", "size", "log_start", "next_offset", "producers",
-                 "txns")
+                 "txns", "epochs")
 
     def __init__(self) -> None:
         self.batches: list[Any] = []
@@ -49,6 +53,7 @@ class PartitionLog:
         self.next_offset = 0      # log end offset = high watermark
         self.producers: dict[int, Any] = {}  # producer id -> idempotence state (producers.py)
         self.txns = PartitionTxns()  # open and aborted transactions (transactions.py)
+        self.epochs: history.Entries = []  # [epoch, start offset] of the epochs the batches were written in
 
     @property
     def high_watermark(self) -> int:
@@ -58,9 +63,9 @@ class PartitionLog:
     def last_stable_offset(self) -> int:
         return self.txns.last_stable_offset(self.next_offset)
 
-    def append(self, batch: bytearray, record_count: int, max_timestamp: int, now_ms: int,
-               leader_epoch: int = 0) -> int:
-        """Store ``batch`` (owned by the log from now on) at the log end; its base offset."""
+    def append(self, batch: bytearray, record_count: int, max_timestamp: int, now_ms: int, leader_epoch: int) -> int:
+        """Store ``batch`` (owned by the log from now on) at the log end, written in ``leader_epoch``; its
+        base offset."""
         base = self.next_offset
         _BASE.pack_into(batch, 0, base)
         _EPOCH.pack_into(batch, 12, leader_epoch)
@@ -75,8 +80,14 @@ class PartitionLog:
         if not self.batches:  # the batches before it were dropped before the restart
             self.log_start = max(self.log_start, base)
         self._put(batch, base, record_count, max_timestamp, now_ms)
+        # a rewritten journal puts the log start before the batches it keeps
+        if self.epochs and self.epochs[0][1] < self.log_start:
+            history.truncate_from_start(self.epochs, self.log_start)
 
     def _put(self, batch: Any, base: int, record_count: int, max_timestamp: int, now_ms: int) -> None:
+        (epoch,) = _EPOCH.unpack_from(batch, 12)
+        if not self.epochs or self.epochs[-1][0] != epoch:
+            history.assign(self.epochs, epoch, base)
         self.batches.append(batch)
         self.bases.append(base)
         self.max_timestamps.append(max_timestamp)
@@ -111,8 +122,9 @@ class PartitionLog:
             i += 1
         return out, total, False
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int]:
-        """(offset, timestamp) of the first record whose timestamp is at least ``timestamp``, or (-1, -1)."""
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int]:
+        """(offset, timestamp, leader epoch of its batch) of the first record whose timestamp is at least
+        ``timestamp``, or (-1, -1, -1)."""
         for i, max_ts in enumerate(self.max_timestamps):
             if max_ts >= timestamp:
                 for batch in iter_batches(bytes(self.batches[i])):
@@ -120,15 +132,15 @@ class PartitionLog:
                     for record in batch:
                         ts = append_time if append_time is not None else record.timestamp
                         if ts >= timestamp and record.offset >= self.log_start:
-                            return record.offset, ts
-        return -1, -1
+                            return record.offset, ts, max(batch.partition_leader_epoch, -1)
+        return -1, -1, -1
 
-    def max_timestamp_offset(self) -> tuple[int, int]:
-        """(offset, timestamp) of the first record holding the log's largest timestamp (ListOffsets -3)."""
+    def max_timestamp_offset(self) -> tuple[int, int, int]:
+        """(offset, timestamp, epoch) of the first record holding the log's largest timestamp (ListOffsets -3)."""
         if not self.batches:
-            return -1, -1
+            return -1, -1, -1
         best = max(self.max_timestamps)
-        return self.offset_for_timestamp(best) if best >= 0 else (-1, -1)
+        return self.offset_for_timestamp(best) if best >= 0 else (-1, -1, -1)
 
     # -- removal ---------------------------------------------------------------------------------------
     def delete_records(self, offset: int) -> None:
@@ -141,6 +153,7 @@ class PartitionLog:
         if k > 0:
             self._drop(k)
         self.txns.forget_before(self.log_start)
+        history.truncate_from_start(self.epochs, self.log_start)
 
     def enforce(self, retention_bytes: int, retention_ms: int, segment_ms: int, now_ms: int) -> None:
         """Drop whole batches from the start: while the log exceeds ``retention_bytes`` (-1: no limit) or
@@ -159,6 +172,7 @@ class PartitionLog:
             self._drop(k)
             self.log_start = max(self.log_start, self.bases[0] if self.batches else self.next_offset)
             self.txns.forget_before(self.log_start)
+            history.truncate_from_start(self.epochs, self.log_start)
 
     def _drop(self, k: int) -> None:
         """Forget the first ``k`` batches (one slice deletion, not k)."""

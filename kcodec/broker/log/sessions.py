@@ -24,7 +24,8 @@ class FetchSession:
     def __init__(self, session_id: int) -> None:
         self.id = session_id
         self.epoch = 1  # the epoch the next incremental request must carry
-        # key -> [fetch offset, partition max bytes, last high watermark, last LSO, last log start]
+        # key -> [fetch offset, partition max bytes, last high watermark, last LSO, last log start,
+        #         current leader epoch (-1: unchecked; Kafka's session keeps it too)]
         self.partitions: OrderedDict[Key, list[int]] = OrderedDict()
 
 
@@ -35,10 +36,10 @@ class FetchSessions:
         self._sessions: OrderedDict[tuple[int, int], FetchSession] = OrderedDict()
         self._ids = itertools.count(1)
 
-    def resolve(self, node_id: int, session_id: int, epoch: int, wanted: list[tuple[Key, int, int]],
+    def resolve(self, node_id: int, session_id: int, epoch: int, wanted: list[tuple[Key, int, int, int]],
                 forgotten: list[Key]) -> tuple[ErrorCode, Optional[FetchSession], bool]:
         """(error, session or None, incremental) for a request naming ``wanted`` (key, fetch offset,
-        max bytes) and ``forgotten`` keys."""
+        max bytes, current leader epoch) and ``forgotten`` keys."""
         if epoch in (0, FINAL_EPOCH):
             if session_id:
                 self._sessions.pop((node_id, session_id), None)
@@ -48,8 +49,8 @@ class FetchSessions:
             self._sessions[(node_id, session.id)] = session
             while len(self._sessions) > MAX_SESSIONS:
                 self._sessions.popitem(last=False)
-            for key, offset, max_bytes in wanted:
-                session.partitions[key] = [offset, max_bytes, -1, -1, -1]
+            for key, offset, max_bytes, leader_epoch in wanted:
+                session.partitions[key] = [offset, max_bytes, -1, -1, -1, leader_epoch]
             return ErrorCode.NONE, session, False
         found = self._sessions.get((node_id, session_id))
         if found is None:
@@ -60,12 +61,12 @@ class FetchSessions:
         found.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         for key in forgotten:
             found.partitions.pop(key, None)
-        for key, offset, max_bytes in wanted:
+        for key, offset, max_bytes, leader_epoch in wanted:
             cached = found.partitions.get(key)
             if cached is None:
-                found.partitions[key] = [offset, max_bytes, -1, -1, -1]
+                found.partitions[key] = [offset, max_bytes, -1, -1, -1, leader_epoch]
             else:
-                cached[0], cached[1] = offset, max_bytes
+                cached[0], cached[1], cached[5] = offset, max_bytes, leader_epoch
         return ErrorCode.NONE, found, True
 
     def changed(self, session: FetchSession, key: Key, hw: int, lso: int, log_start: int, error: int,

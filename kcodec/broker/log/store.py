@@ -79,9 +79,10 @@ class LogStore:
 
     # -- writes ----------------------------------------------------------------------------------------
     def append(self, topic_id: uuid.UUID, partition: int, batch: Any, log_append_time: bool,
-               retention_bytes: int, retention_ms: int, segment_ms: int) -> tuple[Any, int, int]:
-        """Append one validated v2 batch (any buffer): (error code, base offset, log append time or -1).
-        An idempotent producer's duplicate is answered with its first offset and not appended."""
+               retention_bytes: int, retention_ms: int, segment_ms: int, leader_epoch: int) -> tuple[Any, int, int]:
+        """Append one validated v2 batch (any buffer) in the leader's ``leader_epoch``: (error code, base
+        offset, log append time or -1). An idempotent producer's duplicate is answered with its first
+        offset and not appended."""
         plog = self.log(topic_id, partition)
         h = _HEADER.unpack_from(batch, 0)
         pid, epoch, seq, count = h[9], h[10], h[11], h[12]
@@ -98,7 +99,7 @@ class LogStore:
         if log_append_time:
             append_time = max_ts = now
             set_log_append_time(data, append_time)
-        base = plog.append(data, count, max_ts, now)
+        base = plog.append(data, count, max_ts, now, leader_epoch)
         self._note(plog, data, h, base, now)
         if self.file is not None:
             self._pending.append(entry(BATCH, topic_id, partition, data))

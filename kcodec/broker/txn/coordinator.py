@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode as E
 from kcodec.records import ControlType, control_batch
@@ -331,9 +331,11 @@ class TransactionCoordinator:
         txn.finish(commit)
         self._save(txn)  # in the same write as the markers
 
-    def _write_marker(self, topic_id: object, index: int, kind: ControlType, pid: int, epoch: int) -> None:
+    def _write_marker(self, topic_id: Any, index: int, kind: ControlType, pid: int, epoch: int) -> None:
+        """A marker, in the partition leader's epoch (Kafka's leader stamps every batch it appends)."""
         batch = control_batch(kind, pid, epoch, COORDINATOR_EPOCH, timestamp=now_ms())
-        self.state.logs.append(topic_id, index, batch, False, -1, -1, 0)  # type: ignore[arg-type]
+        epoch_now = self.state.leadership.epoch_of(topic_id, index)
+        self.state.logs.append(topic_id, index, batch, False, -1, -1, 0, epoch_now)
 
     # -- persistence ---------------------------------------------------------------------------------
     def _save(self, txn: Transaction, sync: bool = True) -> None:

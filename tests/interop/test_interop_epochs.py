@@ -1,0 +1,127 @@
+"""Leader epochs with real consumers (KIP-320): while the partition's leader stops and returns, a
+consumer keeps its position, validates it with OffsetForLeaderEpoch against the new leader, and reads
+every record once, each stamped with the epoch it was written in."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterator
+
+import pytest
+from needs import need_module
+
+from kcodec.broker import Cluster
+
+pytestmark = pytest.mark.interop
+TIMEOUT = 15
+TOPIC = "epochs"
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    with Cluster(brokers=3, system_topic_partitions=1) as c:
+        with c.state.lock:
+            c.state.add_topic(c.state.plan_topic(TOPIC, assignments={0: [1, 2, 3]}))
+        yield c
+
+
+def _epoch(cluster: Cluster) -> int:
+    with cluster.state.lock:
+        return cluster.state.leader_epoch(cluster.topics()[TOPIC], 0)
+
+
+def _validations(cluster: Cluster, client_id: str) -> int:
+    """How many OffsetForLeaderEpoch requests the client sent; its Fetch requests carried epochs (v9+)."""
+    served = cluster.requests_served().get(client_id, {})
+    assert min(v for api, v in served if api == "Fetch") >= 9
+    return sum(n for (api, _v), n in served.items() if api == "OffsetForLeaderEpoch")
+
+
+def test_confluent_kafka_consumer_keeps_its_position_across_leader_changes(cluster):
+    need_module("confluent_kafka")
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    fast = {"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 300,
+            "retry.backoff.ms": 50, "log_level": 2}
+    producer = Producer({**fast, "acks": "all", "enable.idempotence": True, "linger.ms": 0,
+                         "message.timeout.ms": TIMEOUT * 1000})
+    # a reset would be an error event ("error"), not a silent jump to the start or end
+    consumer = Consumer({**fast, "group.id": "epochs", "enable.auto.commit": False, "client.id": "epoch-reader",
+                         "auto.offset.reset": "error"})
+    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    sent: list[bytes] = []
+    got: list[tuple[bytes, int]] = []
+    errors: list[str] = []
+
+    def step(name: str) -> None:
+        for i in range(5):
+            value = f"{name}-{i}".encode()
+            producer.produce(TOPIC, value=value, partition=0)
+            sent.append(value)
+        assert producer.flush(TIMEOUT) == 0
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is None:
+                continue
+            if m.error() is not None:
+                errors.append(str(m.error()))
+            else:
+                got.append((m.value(), m.leader_epoch()))
+        assert [v for v, _ in got] == sent and not errors, errors
+
+    try:
+        step("first")
+        cluster.stop_broker(1)   # broker 2 leads at epoch 1
+        step("second")
+        cluster.start_broker(1)  # broker 1 leads again at epoch 2
+        step("third")
+        cluster.stop_broker(1)   # away and back between two polls: two epochs on, the same leader
+        cluster.start_broker(1)
+        step("fourth")
+        assert _epoch(cluster) == 4
+        assert [e for _, e in got] == [0] * 5 + [1] * 5 + [2] * 5 + [4] * 5
+        assert _validations(cluster, "epoch-reader") > 0  # librdkafka checked its position (KIP-320)
+        assert consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 20
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_consumer_validates_its_position_after_a_leader_change(cluster):
+    need_module("kafka")
+    import kafka
+
+    producer = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=0,
+                                   retry_backoff_ms=50, metadata_max_age_ms=300)
+    consumer = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id="epoch-python",
+                                   enable_auto_commit=False, auto_offset_reset="none", metadata_max_age_ms=300,
+                                   retry_backoff_ms=50, request_timeout_ms=TIMEOUT * 1000)
+    tp = kafka.TopicPartition(TOPIC, 0)
+    consumer.assign([tp])
+    consumer.seek(tp, 0)
+    sent: list[bytes] = []
+    got: list[tuple[bytes, int]] = []
+
+    def step(name: str) -> None:
+        for i in range(5):
+            value = f"{name}-{i}".encode()
+            producer.send(TOPIC, value=value, partition=0).get(timeout=TIMEOUT)
+            sent.append(value)
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=200).values():
+                got.extend((r.value, r.leader_epoch) for r in records)
+        assert [v for v, _ in got] == sent
+
+    try:
+        step("first")
+        cluster.stop_broker(1)
+        step("second")
+        cluster.start_broker(1)
+        step("third")
+        assert [e for _, e in got] == [0] * 5 + [1] * 5 + [2] * 5
+        assert _validations(cluster, "epoch-python") > 0
+        assert consumer.position(tp) == 15
+    finally:
+        consumer.close()
+        producer.close()
