@@ -109,7 +109,7 @@ def test_a_second_instance_and_a_timeout_fence_the_producer(cluster):
 
 
 def test_concurrent_transactions_injected_is_retried(cluster):
-    """CONCURRENT_TRANSACTIONS never arises here (markers are written within EndTxn, docs/broker.md), so a
+    """CONCURRENT_TRANSACTIONS never arises here (markers are written within EndTxn, docs/broker-transactions.md), so a
     client's retries of it are exercised with fail_next: twice on each of InitProducerId,
     AddPartitionsToTxn (v3 and below answer per partition) and EndTxn, and the transaction still commits."""
     cluster.create_topic(TOPIC, 2)
