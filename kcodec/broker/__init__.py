@@ -4,7 +4,8 @@
     with Cluster(brokers=3) as c:            # or: async with Cluster(brokers=3) as c:
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
-Modules: state (topics, partitions, the rules), configs (topic configs), acl (ACLs per principal and the authorizer),
+Modules: state (topics, partitions, the rules), configs (topic configs), client_metrics and telemetry (KIP-714 subscriptions, client
+instances and their pushes), acl (ACLs per principal and the authorizer),
 handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), txn/ (the
 transaction coordinator), log/ (partitions' batches, producer state, the data file), listeners (each
 listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec broker``).
@@ -22,12 +23,14 @@ if TYPE_CHECKING:
     from .groups import GroupSettings as GroupSettings
     from .listeners import Listener as Listener
     from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
+    from .telemetry import TelemetryPush as TelemetryPush
     from .txn import TransactionSettings as TransactionSettings
 
-__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "Topic",
+__all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "TelemetryPush", "Topic",
            "TransactionSettings"]
 _WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state",
-          "GroupSettings": "groups", "Listener": "listeners", "TransactionSettings": "txn"}
+          "GroupSettings": "groups", "Listener": "listeners", "TelemetryPush": "telemetry",
+          "TransactionSettings": "txn"}
 
 
 def __getattr__(name: str) -> Any:

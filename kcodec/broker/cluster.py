@@ -13,11 +13,13 @@ import asyncio
 import logging
 import os
 import threading
+import uuid
 from collections import Counter
 from typing import Any, Iterable, Optional, Sequence
 
 from kcodec.security.tls import ClientAuth, PathLike, ServerTls
 
+from . import client_metrics
 from .acl import Acl, AclLike, Authorizer
 from .context import DEFAULT_FETCH_MAX_BYTES, ClusterRuntime
 from .listeners import ClusterSecurity, Listener
@@ -28,6 +30,7 @@ from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .server import BrokerServer
 from .state import ClusterState, Topic
+from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES, TelemetryPush
 
 log = logging.getLogger("kcodec.broker")
 
@@ -72,6 +75,8 @@ class Cluster:
         transaction open on it and no write newer than this (Kafka's producer.id.expiration.ms, one day).
     fetch_max_bytes: the most record bytes one Fetch response carries, whatever the request allows
         (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
+    telemetry_max_bytes: the most metrics bytes one PushTelemetry may carry, compressed or not (Kafka's
+        telemetry.max.bytes, 1 MiB); more is TELEMETRY_TOO_LARGE (docs/broker-telemetry.md).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics,
         CreatePartitions, ElectLeaders and the partition reassignment requests, as KRaft brokers forward them
@@ -110,11 +115,14 @@ class Cluster:
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  transactions: Optional[TransactionSettings] = None,
-                 fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True) -> None:
+                 fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True,
+                 telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if fetch_max_bytes < 1024:
             raise ValueError("fetch_max_bytes must be at least 1024 (as Kafka's fetch.max.bytes)")
+        if telemetry_max_bytes < 1:
+            raise ValueError("telemetry_max_bytes must be positive")
         if max_partition_bytes < 1:
             raise ValueError("max_partition_bytes must be positive")
         if producer_id_expiration_ms < 1:
@@ -146,7 +154,7 @@ class Cluster:
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
-                                      fetch_max_bytes=fetch_max_bytes)
+                                      fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes)
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
@@ -204,6 +212,19 @@ class Cluster:
         with self.state.lock:
             authorizer = self.runtime.authorizer
             return list(authorizer.acls) if authorizer.enabled else []
+
+    def telemetry(self) -> dict[uuid.UUID, list[TelemetryPush]]:
+        """{client instance id: the PushTelemetry requests with metrics the brokers accepted from it, oldest
+        first} (KIP-714): each push's ``raw`` bytes as sent and ``metrics``, the OTLP MetricsData protobuf
+        they decompress to."""
+        with self.state.lock:
+            return self.runtime.telemetry.pushes()
+
+    def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        """Create, change (the configs replace the subscription's) or, with no configs, delete a
+        CLIENT_METRICS subscription, validated as IncrementalAlterConfigs validates it (AdminError)."""
+        with self.state.lock:
+            self.state.set_client_metrics(name, client_metrics.validate(name, configs) if configs else {})
 
     def topics(self) -> dict[str, Topic]:
         with self.state.lock:

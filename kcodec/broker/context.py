@@ -18,6 +18,7 @@ from .mechanisms import MechanismServer, SaslSettings
 from .faults import Interceptors
 from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
+from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES, Telemetry
 from .txn import TransactionCoordinator, TransactionSettings
 
 
@@ -73,7 +74,9 @@ class Session:
     reauth: bool = False              # authenticated with SaslAuthenticate v1+: may re-authenticate (KIP-368)
     expires_at: Optional[float] = None  # time.time() after which only re-authentication is served
     client: str = ""                  # client software name (ApiVersions v3+) or client id
+    software: tuple[str, str] = ("", "")  # client software name and version (ApiVersions v3+)
     host: str = ""                    # the peer's address, as Kafka names it ("/127.0.0.1")
+    port: int = 0                     # the peer's port
     address: str = ""                 # and as an ACL's host names it (java_host_address), worked out once
     close_after_response: bool = False
 
@@ -121,6 +124,8 @@ class ClusterRuntime:
     interceptors: Interceptors = field(default_factory=Interceptors)
     group_settings: GroupSettings = field(default_factory=GroupSettings)
     transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)
+    telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES  # Kafka's telemetry.max.bytes
+    telemetry: Telemetry = field(init=False)  # KIP-714 client instances and their pushes
     groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
     txns: TransactionCoordinator = field(init=False)  # the transaction coordinator, over ``state``
     # {api key: newest version}: where this cluster's settings serve less than the handler does
@@ -129,6 +134,7 @@ class ClusterRuntime:
     def __post_init__(self) -> None:
         self.groups = GroupCoordinator(self.state, self.group_settings)
         self.txns = TransactionCoordinator(self.state, self.transaction_settings)
+        self.telemetry = Telemetry(self.state.client_metrics, self.telemetry_max_bytes)
         # InitProducerId v6 (KIP-939): only with two-phase commit (Kafka 4.3: only with unstable versions)
         self.max_versions = {} if self.transaction_settings.two_phase_commit else {
             InitProducerIdRequest.API_KEY: 5}  # type: ignore[attr-defined]

@@ -154,7 +154,8 @@ class BrokerServer:
         self.connections.add(task)
         peer = writer.get_extra_info("peername")
         ip = peer[0] if isinstance(peer, tuple) else ""
-        session = Session(listener, host=f"/{ip}" if ip else "", address=java_host_address(ip))
+        session = Session(listener, host=f"/{ip}" if ip else "", address=java_host_address(ip),
+                          port=peer[1] if isinstance(peer, tuple) else 0)
         splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
         first = True
         try:

@@ -23,6 +23,8 @@ from kcodec.errors import ErrorCode
 
 from . import configs as cfg
 from .acl import Acl
+from .admin_error import AdminError as AdminError
+from .client_metrics import ClientMetricsResources
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
 from .leaders import Leadership, PartitionLeadership
@@ -39,15 +41,6 @@ _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 STATE_FORMAT = 1
 # A topic's partitions live in memory: a request for two billion of them must be refused, not tried.
 MAX_PARTITIONS_PER_TOPIC = 10_000
-
-
-class AdminError(Exception):
-    """A refusal with Kafka's error code and message."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass
@@ -133,6 +126,7 @@ class ClusterState:
         self.credentials = Credentials()  # SCRAM credentials (SASL); kept in the state file too
         self.offsets = CommittedOffsets()  # consumer groups' committed offsets; kept in the state file too
         self.created_acls: list[Acl] = []  # the ACLs CreateAcls added (the Authorizer's); kept in the state file too
+        self.client_metrics = ClientMetricsResources()  # KIP-714 subscriptions; kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
         if self.state_file is not None and self.state_file.exists():
@@ -487,6 +481,12 @@ class ClusterState:
         self.quorum.record()
         self.save()
 
+    def set_client_metrics(self, name: str, configs: dict[str, str]) -> None:
+        """Create, change or (no configs) delete a CLIENT_METRICS subscription."""
+        self.client_metrics.set(name, configs)
+        self.quorum.record()
+        self.save()
+
     # -- persistence -----------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {"format": STATE_FORMAT, "cluster_id": self.cluster_id,
@@ -496,7 +496,8 @@ class ClusterState:
                             "leadership": self.leadership.to_json(t)} for t in self.topics.values()],
                 **({"scram_credentials": self.credentials.to_json()} if self.credentials else {}),
                 **({"committed_offsets": self.offsets.to_json()} if self.offsets else {}),
-                **({"acls": [a.to_json() for a in self.created_acls]} if self.created_acls else {})}
+                **({"acls": [a.to_json() for a in self.created_acls]} if self.created_acls else {}),
+                **({"client_metrics": self.client_metrics.to_json()} if self.client_metrics else {})}
 
     def _load(self, path: Path) -> None:
         try:
@@ -514,7 +515,8 @@ class ClusterState:
             self.credentials.load_json(data.get("scram_credentials", {}))
             self.offsets.load_json(data.get("committed_offsets", []))
             self.created_acls[:] = [Acl(**{str(k): str(v) for k, v in a.items()}) for a in data.get("acls", [])]
-        except (OSError, ValueError, KeyError, TypeError) as e:
+            self.client_metrics.load_json(data.get("client_metrics", {}))
+        except (OSError, ValueError, KeyError, TypeError, AdminError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ._aborted import filter_aborted
 from ._builder import BatchBuilder
 from ._columns import RecordColumns, record_columns
+from ._compression import CodecError, compress, decompress
 from ._checksum import CRC32C_HARDWARE, crc32, crc32c
 from ._control import ControlRecord, ControlType, control_batch, control_type, marker_record, read_control
 from ._messages import PartitionRecords, fetched, produced, records_field
@@ -28,9 +29,9 @@ from ._types import DEFAULT_MAX_UNCOMPRESSED, Compression, RecordsError, Records
 Record = backend.Record
 
 __all__ = [
-    "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "Compression", "ControlRecord", "ControlType",
+    "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "CodecError", "Compression", "ControlRecord", "ControlType",
     "DEFAULT_MAX_UNCOMPRESSED", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
     "RecordsRead", "record_columns",
-    "TimestampType", "control_batch", "control_type", "crc32", "crc32c", "fetched", "filter_aborted",
+    "TimestampType", "control_batch", "control_type", "compress", "crc32", "crc32c", "decompress", "fetched", "filter_aborted",
     "iter_batches", "marker_record", "produced", "read_batches", "read_control", "read_records", "records_field",
 ]

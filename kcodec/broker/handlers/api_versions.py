@@ -50,4 +50,5 @@ def api_versions(ctx: Context, req: Any) -> ApiVersionsResponse:
         if not (_SOFTWARE.fullmatch(req.client_software_name) and _SOFTWARE.fullmatch(req.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
         ctx.session.client = req.client_software_name
+        ctx.session.software = (req.client_software_name, req.client_software_version)
     return ApiVersionsResponse(api_keys=api_keys(ctx.runtime), **_features(ctx, ctx.version))

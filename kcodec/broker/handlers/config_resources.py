@@ -4,8 +4,8 @@ As Kafka's broker answers: DescribeConfigs on the cluster, else CLUSTER_AUTHORIZ
 client-metrics resources only; v1 the types it asks for (none: every type v1 knows), and a type outside
 TOPIC (2), BROKER (4), BROKER_LOGGER (8), CLIENT_METRICS (16) and GROUP (32) makes the whole answer
 UNSUPPORTED_VERSION. This broker keeps configs for topics (every topic, internal ones too) and brokers
-(the running ones reachable on the client's listener, also listed as broker loggers); it keeps no
-client-metrics subscriptions and no group configs, so those types list nothing.
+(the running ones reachable on the client's listener, also listed as broker loggers) and client-metrics
+subscriptions (KIP-714, ``..client_metrics``); it keeps no group configs, so that type lists nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def _names(ctx: Context, resource_type: int) -> list[str]:
         listener = ctx.session.listener.name
         return [str(b.node_id) for b in sorted(ctx.state.brokers.values(), key=lambda b: b.node_id)
                 if b.endpoint(listener) is not None]
-    return []  # CLIENT_METRICS, GROUP: none kept
+    if resource_type == CLIENT_METRICS:
+        return ctx.state.client_metrics.names()
+    return []  # GROUP: none kept
 
 
 @handles(ListConfigResourcesRequest, ListConfigResourcesResponse)

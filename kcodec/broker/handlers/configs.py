@@ -1,4 +1,5 @@
-"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics and brokers."""
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics, brokers and client-metrics
+subscriptions (KIP-714: DescribeConfigs / AlterConfigs on the cluster guard them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from kcodec.messages import (AlterConfigsRequest, AlterConfigsResponse, Describe
                              DescribeConfigsResponse, IncrementalAlterConfigsRequest,
                              IncrementalAlterConfigsResponse)
 
+from .. import client_metrics as cm
 from .. import configs as cfg
 from ..context import Context
 from ..state import AdminError, Topic
@@ -58,7 +60,8 @@ def _topic_for(ctx: Context, result: Any, operation: str, name: str) -> Optional
 
 def _unsupported_type(result: Any, resource_type: int) -> None:
     result.error_code = ErrorCode.INVALID_REQUEST
-    result.error_message = f"Unsupported resource type {resource_type} (this broker: topic 2, broker 4)"
+    result.error_message = (f"Unsupported resource type {resource_type} "
+                            "(this broker: topic 2, broker 4, client metrics 16)")
 
 
 def _broker_name_ok(ctx: Context, name: str) -> bool:
@@ -86,9 +89,35 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
                 keys = res.configuration_keys
                 r.configs = [_entry(ctx, req, k, val, src, True) for k, val, src in _broker_configs(ctx)
                              if keys is None or k.name in keys]
+        elif res.resource_type == cm.RESOURCE_CLIENT_METRICS:
+            if not ctx.allowed("DescribeConfigs", "cluster"):
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+            elif not res.resource_name:
+                r.error_code = ErrorCode.INVALID_REQUEST
+                r.error_message = "Client metrics subscription name must not be empty"
+            else:
+                r.configs = [_entry(ctx, req, k, val, src, False) for k, val, src
+                             in ctx.state.client_metrics.describe(res.resource_name, res.configuration_keys)]
         else:
             _unsupported_type(r, res.resource_type)
     return DescribeConfigsResponse(results=results)
+
+
+def _alter_client_metrics(ctx: Context, req: Any, res: Any, result: Any,
+                          new_configs: Callable[[dict[str, str], Any], dict[str, str]]) -> None:
+    """One subscription's change: AlterConfigs on the cluster, then Kafka's validation of the result."""
+    if not ctx.allowed("AlterConfigs", "cluster"):
+        result.error_code, result.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+        return
+    name = res.resource_name
+    try:
+        configs = cm.validate(name, new_configs(ctx.state.client_metrics.configs.get(name, {}), res))
+        if not req.validate_only:
+            ctx.state.set_client_metrics(name, configs)
+    except AdminError as e:
+        result.error_code, result.error_message = e.code, e.message
+    except cfg.ConfigError as e:
+        result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, str(e)
 
 
 def _alter(ctx: Context, req: Any, result_cls: Any,
@@ -119,6 +148,8 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
             else:
                 r.error_code = ErrorCode.INVALID_REQUEST
                 r.error_message = "Broker configs of this broker are read-only (set them when it starts)"
+        elif res.resource_type == cm.RESOURCE_CLIENT_METRICS:
+            _alter_client_metrics(ctx, req, res, r, new_configs)
         else:
             _unsupported_type(r, res.resource_type)
     return results
@@ -127,16 +158,21 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
 @handles(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse)
 def incremental_alter_configs(ctx: Context, req: Any) -> IncrementalAlterConfigsResponse:
     def apply(current: dict[str, str], res: Any) -> dict[str, str]:
-        return cfg.apply_incremental(current, [(c.name, c.config_operation, c.value) for c in res.configs])
+        ops = [(c.name, c.config_operation, c.value) for c in res.configs]
+        if res.resource_type == cm.RESOURCE_CLIENT_METRICS:
+            return cm.apply_incremental(current, ops)
+        return cfg.apply_incremental(current, ops)
     return IncrementalAlterConfigsResponse(responses=_alter(
         ctx, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, apply))
 
 
 @handles(AlterConfigsRequest, AlterConfigsResponse)
 def alter_configs(ctx: Context, req: Any) -> AlterConfigsResponse:
-    """The legacy API: the given configs replace all of the topic's overrides."""
+    """The legacy API: the given configs replace all of the topic's overrides (or subscription's configs)."""
     def replace(current: dict[str, str], res: Any) -> dict[str, str]:
         if len({c.name for c in res.configs}) != len(res.configs):
             raise cfg.ConfigError("Duplicate config key in one request")
+        if res.resource_type == cm.RESOURCE_CLIENT_METRICS:
+            return {c.name: c.value for c in res.configs}  # validated by the caller
         return cfg.validate_topic_configs({c.name: c.value for c in res.configs})
     return AlterConfigsResponse(responses=_alter(ctx, req, AlterConfigsResponse.AlterConfigsResourceResponse, replace))
