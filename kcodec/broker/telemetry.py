@@ -91,11 +91,11 @@ class Telemetry:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.resources = resources
         self.max_bytes = max_bytes
-        self._clock = clock
+        self.clock = clock  # seconds; tests may replace it
         self._instances: OrderedDict[uuid.UUID, ClientInstance] = OrderedDict()
 
     def _now_ms(self) -> float:
-        return self._clock() * 1000.0
+        return self.clock() * 1000.0
 
     def _evaluate(self, instance_id: uuid.UUID, attributes: Mapping[str, Optional[str]]) -> ClientInstance:
         metrics: set[str] = set()

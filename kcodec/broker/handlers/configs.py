@@ -4,6 +4,7 @@ subscriptions (KIP-714: DescribeConfigs / AlterConfigs on the cluster guard them
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from typing import Any, Callable, Optional
 
 from kcodec.errors import ErrorCode
@@ -110,10 +111,17 @@ def _alter_client_metrics(ctx: Context, req: Any, res: Any, result: Any,
         result.error_code, result.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
         return
     name = res.resource_name
+    _change(req, result, lambda: cm.validate(name, new_configs(ctx.state.client_metrics.configs.get(name, {}), res)),
+            lambda configs: ctx.state.set_client_metrics(name, configs))
+
+
+def _change(req: Any, result: Any, compute: Callable[[], dict[str, str]],
+            save: Callable[[dict[str, str]], None]) -> None:
+    """The new configs, saved unless the request only validates; a refusal becomes the result's error."""
     try:
-        configs = cm.validate(name, new_configs(ctx.state.client_metrics.configs.get(name, {}), res))
+        configs = compute()
         if not req.validate_only:
-            ctx.state.set_client_metrics(name, configs)
+            save(configs)
     except AdminError as e:
         result.error_code, result.error_message = e.code, e.message
     except cfg.ConfigError as e:
@@ -132,16 +140,8 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
             r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, "Duplicate resource in request."
         elif res.resource_type == cfg.RESOURCE_TOPIC:
             topic = _topic_for(ctx, r, "AlterConfigs", res.resource_name)
-            if topic is None:
-                continue
-            try:
-                configs = new_configs(topic.configs, res)
-                if not req.validate_only:
-                    ctx.state.set_configs(topic, configs)
-            except AdminError as e:
-                r.error_code, r.error_message = e.code, e.message
-            except cfg.ConfigError as e:
-                r.error_code, r.error_message = ErrorCode.INVALID_CONFIG, str(e)
+            if topic is not None:
+                _change(req, r, partial(new_configs, topic.configs, res), partial(ctx.state.set_configs, topic))
         elif res.resource_type == cfg.RESOURCE_BROKER:
             if not ctx.allowed("AlterConfigs", "cluster"):
                 r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."

@@ -1,0 +1,102 @@
+"""Client telemetry (KIP-714) with real clients: librdkafka (confluent-kafka 2.16.1) asks for its
+subscription and pushes its metrics; kafka-python administers CLIENT_METRICS subscriptions."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from needs import need_module
+from interop_support import record
+
+from kcodec.broker import Cluster
+
+pytestmark = pytest.mark.interop
+TIMEOUT = 10  # librdkafka pushes within 1.5 push intervals (jitter) of its subscription
+
+
+def _subscribe_all(c: Cluster) -> None:
+    c.set_client_metrics("ck-all", {"metrics": "org.apache.kafka.", "interval.ms": "500"})
+
+
+def test_librdkafka_producer_and_consumer_push_metrics():
+    ck = need_module("confluent_kafka")
+    client = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        _subscribe_all(c)
+        c.create_topic("ck-telemetry", 1, 1)
+        producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-tel-producer", "log_level": 3})
+        consumer = ck.Consumer({"bootstrap.servers": c.bootstrap, "client.id": "ck-tel-consumer",
+                                "group.id": "ck-tel", "auto.offset.reset": "earliest", "log_level": 3})
+        try:
+            consumer.subscribe(["ck-telemetry"])
+            deadline = time.monotonic() + TIMEOUT
+            while {p.client_id for pushes in c.telemetry().values() for p in pushes} != {
+                    "ck-tel-producer", "ck-tel-consumer"}:
+                assert time.monotonic() < deadline, f"no pushes from both clients: {c.telemetry()}"
+                producer.produce("ck-telemetry", b"v")
+                producer.poll(0.1)
+                consumer.poll(0.1)
+        finally:
+            producer.flush(5)
+            consumer.close()
+            del producer
+        pushes = [p for ps in c.telemetry().values() for p in ps]
+        used = record(client, c)
+    assert used["GetTelemetrySubscriptions"] == [0] and used["PushTelemetry"] == [0]
+    by_client = {p.client_id: p for p in pushes}
+    assert b"org.apache.kafka.producer." in by_client["ck-tel-producer"].metrics
+    assert b"org.apache.kafka.consumer." in by_client["ck-tel-consumer"].metrics
+    # librdkafka takes the first of the broker's accepted types it was built with: zstd (4) here
+    assert {p.compression_type for p in pushes} == {4} and all(p.raw != p.metrics for p in pushes)
+    assert any(p.terminating for p in pushes if p.client_id == "ck-tel-consumer")  # its last push, at close
+
+
+def test_librdkafka_pushes_nothing_without_a_subscription():
+    ck = need_module("confluent_kafka")
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        c.set_client_metrics("others", {"metrics": "*", "interval.ms": "100", "match": "client_id=someone-else"})
+        producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-unsubscribed", "log_level": 3})
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            while not any("GetTelemetrySubscriptions" in apis for apis in c.api_versions_used().values()):
+                assert time.monotonic() < deadline, "librdkafka never asked for its subscription"
+                producer.poll(0.1)
+            time.sleep(1.0)  # ten of the other subscription's intervals
+            producer.poll(0)
+        finally:
+            producer.flush(5)
+            del producer
+        assert c.telemetry() == {}
+        assert not any("PushTelemetry" in apis for apis in c.api_versions_used().values())
+
+
+def test_kafka_python_administers_client_metrics_subscriptions():
+    need_module("kafka")
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    sub = "kp-subscription"
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=10000)
+        try:
+            altered = admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, sub, {
+                "metrics": "org.apache.kafka.producer.", "interval.ms": "1000", "match": "client_id=kp-.*"})])
+            described = admin.describe_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, sub)])
+            listed = admin.list_config_resources(["CLIENT_METRICS"])
+            refused = admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, sub, {"interval.ms": "5"})])
+            deleted = admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, sub, {
+                k: ("DELETE", None) for k in ("metrics", "interval.ms", "match")})])
+            after = admin.list_config_resources(["CLIENT_METRICS"])
+        finally:
+            admin.close()
+            used = record("kafka-python", c)
+    assert altered == deleted == {"client_metrics": {sub: "OK"}}
+    values = described["client_metrics"][sub]
+    assert {k: (v["value"], v["config_type"]) for k, v in values.items()} == {
+        "interval.ms": ("1000", "INT"), "match": ("client_id=kp-.*", "LIST"),
+        "metrics": ("org.apache.kafka.producer.", "LIST")}
+    assert {v["config_source"] for v in values.values()} == {"DYNAMIC_CLIENT_METRICS_CONFIG"}  # Kafka's 7
+    assert listed == {"client_metrics": [sub]} and after == {}
+    assert "InvalidRequestError" in str(refused["client_metrics"][sub])
+    assert used["IncrementalAlterConfigs"] == [1] and used["ListConfigResources"] == [1]
