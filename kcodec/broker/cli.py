@@ -87,6 +87,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fetch-max-bytes", type=int, metavar="N",
                    help="the most record bytes one Fetch response carries (Kafka's broker fetch.max.bytes; "
                         "default 55 MiB)")
+    p.add_argument("--telemetry-max-bytes", type=int, metavar="N",
+                   help="the most metrics bytes one PushTelemetry may carry (KIP-714; Kafka's telemetry.max.bytes; "
+                        "default 1 MiB)")
     p.add_argument("--group-setting", action="append", default=[], metavar="NAME=VALUE",
                    help="a consumer groups' setting (repeat): min_session_timeout_ms, max_session_timeout_ms, "
                         "initial_rebalance_delay_ms, max_size, consumer_session_timeout_ms, "
@@ -151,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     from .context import DEFAULT_FETCH_MAX_BYTES
     from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES
     from .txn import TransactionSettings
 
     try:
@@ -193,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
                           producer_id_expiration_ms=_given(args.producer_id_expiration_ms,
                                                            DEFAULT_PRODUCER_ID_EXPIRATION_MS),
                           fetch_max_bytes=_given(args.fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
+                          telemetry_max_bytes=_given(args.telemetry_max_bytes, DEFAULT_TELEMETRY_MAX_BYTES),
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,
                                                            transaction_version=args.transaction_version,

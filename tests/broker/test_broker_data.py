@@ -197,7 +197,8 @@ def test_the_brokers_fetch_max_bytes_bounds_every_response():
         Cluster(max_partition_bytes=0)
 
 
-@pytest.mark.parametrize("option", ["--fetch-max-bytes", "--max-partition-bytes", "--producer-id-expiration-ms"])
+@pytest.mark.parametrize("option", ["--fetch-max-bytes", "--max-partition-bytes", "--producer-id-expiration-ms",
+                                    "--telemetry-max-bytes"])
 def test_the_cli_refuses_a_zero_limit(option):
     # 0 once meant "the default" (a falsy value fell back to it) and started a broker: now it is refused
     # like any bad value (a subprocess, so that a broker started by mistake is stopped by the timeout)
