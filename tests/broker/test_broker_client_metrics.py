@@ -10,8 +10,8 @@ from broker_wire import Wire, authenticated
 
 from kcodec.broker import AdminError, Cluster
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import (AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
-                             ListConfigResourcesRequest)
+from kcodec.messages import (AlterConfigsRequest, DescribeConfigsRequest, DescribeQuorumRequest,
+                             IncrementalAlterConfigsRequest, ListConfigResourcesRequest)
 
 CM = 16
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -152,3 +152,15 @@ def test_cluster_set_client_metrics_validates():
         assert e.value.code == E.INVALID_REQUEST
         c.set_client_metrics("s", {"interval.ms": "100"})
         assert c.state.client_metrics.names() == ["s"]
+
+
+def test_each_change_is_a_metadata_record():
+    QR = DescribeQuorumRequest
+    quorum = QR(topics=[QR.TopicData(topic_name="__cluster_metadata", partitions=[QR.PartitionData(partition_index=0)])])
+    with Cluster(brokers=1, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
+        def watermark() -> int:
+            return w.call(quorum, 2).topics[0].partitions[0].high_watermark
+        before = watermark()
+        assert alter(w, "s", [("interval.ms", SET, "1000")]) == (0, None)
+        assert alter(w, "s", [("interval.ms", SET, "1")])[0] == E.INVALID_REQUEST  # refused: no record
+        assert watermark() == before + 1

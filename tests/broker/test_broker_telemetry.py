@@ -157,3 +157,13 @@ def test_subscription_ids_follow_kafkas_formula():
     from kcodec.records import crc32c
     expected = crc32c(b"[a., b.]1000") ^ 6
     assert subscription_id(["a.", "b."], 1000, u) == (expected - (1 << 32) if expected >= 1 << 31 else expected)
+
+
+def test_source_address_port_and_instance_id_selectors(cluster):
+    mine = uuid.uuid4()
+    cluster.set_client_metrics("local", {"metrics": "local.", "match": r"client_source_address=127\.0\.0\.1"})
+    cluster.set_client_metrics("port-1", {"metrics": "port.", "match": "client_source_port=1"})
+    cluster.set_client_metrics("me", {"metrics": "me.", "match": f"client_instance_id={mine}"})
+    with Wire(cluster.addresses[0]) as w:
+        assert list(w.call(Get(client_instance_id=ZERO), 0).requested_metrics) == ["local."]
+        assert list(w.call(Get(client_instance_id=mine), 0).requested_metrics) == ["local.", "me."]
