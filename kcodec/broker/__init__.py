@@ -4,8 +4,8 @@
     with Cluster(brokers=3) as c:            # or: async with Cluster(brokers=3) as c:
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
-Modules: state (topics, partitions, the rules), configs (topic configs), client_metrics and telemetry (KIP-714 subscriptions, client
-instances and their pushes), acl (ACLs per principal and the authorizer),
+Modules: state (topics, partitions, the rules), configs (topic configs), client_metrics, telemetry and otlp
+(KIP-714: subscriptions, client instances, their pushes, metric names), acl (ACLs per principal and the authorizer),
 handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), txn/ (the
 transaction coordinator), log/ (partitions' batches, producer state, the data file), listeners (each
 listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec broker``).

@@ -21,6 +21,7 @@ from kcodec.errors import ErrorCode
 from kcodec.records import CodecError, Compression, crc32c, decompress
 
 from .client_metrics import ALL_METRICS, INTERVAL_MS_DEFAULT, ClientMetricsResources
+from .otlp import metric_names
 
 # What GetTelemetrySubscriptions offers, in Kafka's order of preference (clients take the first they have).
 ACCEPTED_COMPRESSION = (Compression.ZSTD, Compression.LZ4, Compression.GZIP, Compression.SNAPPY)
@@ -51,6 +52,10 @@ class TelemetryPush:
     client_id: str
     node_id: int      # the broker it was pushed to
     time: float       # time.time() when it arrived
+
+    def metric_names(self) -> list[str]:
+        """The names of the pushed metrics (``otlp.metric_names``; OtlpError if ``metrics`` is not OTLP)."""
+        return metric_names(self.metrics)
 
 
 def _java_uuid_hash(u: uuid.UUID) -> int:
