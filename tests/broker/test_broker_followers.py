@@ -17,7 +17,7 @@ from kcodec.broker import Cluster
 from kcodec.broker.groups.placement import coordinator_for
 from kcodec.broker.replicas import LEADER_SELECTOR, RACK_AWARE, replica_selector
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import DeleteRecordsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest
+from kcodec.messages import CreateTopicsRequest, DeleteRecordsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest
 from kcodec.records import BatchBuilder, iter_batches
 
 RACKS = {1: "a", 2: "b", 3: "c"}
@@ -88,6 +88,25 @@ def test_the_cli_refuses_an_unknown_selector():
     out = subprocess.run([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0",
                           "--replica-selector", "nearest"], capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "unknown replica selector" in out.stderr, out.stderr
+
+
+def test_the_cli_sets_the_selector_and_the_racks():
+    proc = subprocess.Popen([sys.executable, "-m", "kcodec", "broker", "--listen", "127.0.0.1:0", "--brokers", "2",
+                             "--rack", "1=a", "--rack", "2=b", "--replica-selector", "rack-aware"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # "... bootstrap H:P,H:P, PLAINTEXT, ..."
+        addresses = [(h, int(p)) for h, _, p in (a.rpartition(":") for a in
+                                                 line.split("bootstrap ")[1].split(", ")[0].split(","))]
+        with Wire(addresses[0]) as w:
+            created = w.call(CreateTopicsRequest(timeout_ms=1000, topics=[CreateTopicsRequest.CreatableTopic(
+                name="t", num_partitions=-1, replication_factor=-1, assignments=[
+                    CreateTopicsRequest.CreatableReplicaAssignment(partition_index=0, broker_ids=[1, 2])])]), 5)
+            assert created.topics[0].error_code == 0
+            assert w.call(request(rack="b"), 12).responses[0].partitions[0].preferred_read_replica == 2
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 @pytest.mark.parametrize("selector", [None, "leader"])

@@ -1,7 +1,7 @@
 """Fetching from followers (KIP-392) with real consumers: a consumer with a rack (confluent-kafka's
 ``client.rack``, kafka-python's and aiokafka's ``client_rack``) is sent by the rack-aware leader to the
-follower in its rack, reads there, and keeps reading, from the leader, when that follower stops. ``Cluster.fetched_batches()`` says which broker served
-it."""
+follower in its rack, reads there, and keeps reading, from the leader, when that follower stops.
+``Cluster.fetched_batches()`` says which broker served it."""
 
 from __future__ import annotations
 
