@@ -1,5 +1,6 @@
 """Fetching from the closest replica (KIP-392): the replica selector a leader asks which replica a consumer
-should read from, and whether a follower may serve a consumer's Fetch.
+should read from (whether a follower may serve a consumer is ``ClusterState.leader_error``'s, with
+``leader_only=False``).
 
 Kafka's broker has no selector by default (``replica.selector.class`` unset): leaders never name another
 replica, so consumers read from leaders. With ``RackAwareReplicaSelector`` a leader answers a consumer
@@ -21,8 +22,8 @@ if TYPE_CHECKING:
     from .state import ClusterState, Topic
 
 RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
-NO_PREFERENCE = -1  # the leader: Fetch's preferred_read_replica when it names none
 LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"  # Kafka's explicit "always the leader"
+NO_PREFERENCE = -1  # the leader: Fetch's preferred_read_replica when it names none
 _SHORT = {"rack-aware": RACK_AWARE, "RackAwareReplicaSelector": RACK_AWARE, "leader": LEADER_SELECTOR,
           "LeaderSelector": LEADER_SELECTOR}
 
