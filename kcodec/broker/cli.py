@@ -71,6 +71,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
     p.add_argument("--rack", action="append", default=[], metavar="NODE=RACK",
                    help="advertise broker NODE in RACK (repeat)")
+    p.add_argument("--replica-selector", metavar="CLASS",
+                   help="replica.selector.class (KIP-392): org.apache.kafka.common.replica.RackAwareReplicaSelector "
+                        "(or rack-aware) sends consumers with client.rack to an in-sync follower in their --rack; "
+                        "LeaderSelector (leader) or none (the default, as Kafka) keeps them on leaders")
     p.add_argument("--controller-only-admin", action="store_true",
                    help="brokers other than the controller answer NOT_CONTROLLER to CreateTopics, DeleteTopics, "
                         "CreatePartitions, ElectLeaders and partition reassignments, as ZooKeeper-era Kafka did (default: any "
@@ -191,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
                           tls_principal_rules=args.tls_principal_rules,
-                          racks=racks, forward_admin=not args.controller_only_admin,
+                          racks=racks, replica_selector=args.replica_selector,
+                          forward_admin=not args.controller_only_admin,
                           auto_leader_rebalance=not args.no_auto_leader_rebalance,
                           max_partition_bytes=_given(args.max_partition_bytes, DEFAULT_MAX_PARTITION_BYTES),
                           producer_id_expiration_ms=_given(args.producer_id_expiration_ms,

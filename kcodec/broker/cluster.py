@@ -28,6 +28,7 @@ from .groups import GroupSettings
 from .txn import TransactionSettings
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
+from .replicas import replica_selector as selector_class
 from .server import BrokerServer
 from .state import ClusterState, Topic
 from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES, TelemetryPush
@@ -78,6 +79,12 @@ class Cluster:
     telemetry_max_bytes: the most metrics bytes one PushTelemetry may carry, compressed or not (Kafka's
         telemetry.max.bytes, 1 MiB); more is TELEMETRY_TOO_LARGE (docs/broker-telemetry.md).
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
+    replica_selector: Kafka's replica.selector.class (KIP-392): None (the default, as Kafka's) names no
+        other replica, so consumers read from leaders; ``"org.apache.kafka.common.replica.RackAwareReplicaSelector"``
+        (or ``"rack-aware"``) makes a leader send a consumer whose rack_id (Fetch v11+) is another broker's
+        rack to an in-sync follower there (``preferred_read_replica``); ``LeaderSelector`` (``"leader"``) is
+        Kafka's explicit leader-only one. Followers serve consumers' Fetch v11+ either way, as Kafka's do
+        (docs/broker-followers.md); ``fetched_batches()`` tells which broker served whom.
     forward_admin: True (the default) lets any broker take CreateTopics, DeleteTopics,
         CreatePartitions, ElectLeaders and the partition reassignment requests, as KRaft brokers forward them
         to the controller; False makes the other brokers answer NOT_CONTROLLER, as ZooKeeper-era Kafka did.
@@ -116,7 +123,8 @@ class Cluster:
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  transactions: Optional[TransactionSettings] = None,
                  fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True,
-                 telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES) -> None:
+                 telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES,
+                 replica_selector: Optional[str] = None) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if fetch_max_bytes < 1024:
@@ -154,7 +162,8 @@ class Cluster:
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
-                                      fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes)
+                                      fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes,
+                                      replica_selector=selector_class(replica_selector))
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):
             raise ValueError(f"racks for brokers this cluster lacks: {sorted(set(racks) - set(state.broker_ids))}")
@@ -205,6 +214,11 @@ class Cluster:
     def requests_served(self) -> dict[str, Counter[tuple[str, int]]]:
         """{client id of the request headers: Counter((API name, version))} of every request answered."""
         return self.runtime.usage.counts()
+
+    def fetched_batches(self) -> dict[int, Counter[str]]:
+        """{node id: Counter(client id: record batches that broker's Fetch responses carried to it)}: which
+        replica served a consumer (a leader or, KIP-392, a follower)."""
+        return self.runtime.usage.batches()
 
     def acls(self) -> list[Acl]:
         """The ACLs in force: the ones given at start and the ones CreateAcls added, less the ones

@@ -82,19 +82,29 @@ class Session:
 
 
 class Usage:
-    """Which API versions each client used: {client: {api name: {versions}}}, and how many requests of
-    each (api name, version) each client id sent (what a recording of the traffic must add up to);
-    thread-safe."""
+    """Which API versions each client used: {client: {api name: {versions}}}, how many requests of
+    each (api name, version) each client id sent (what a recording of the traffic must add up to), and
+    how many record batches each broker's Fetch responses carried to each client id (which replica served
+    a consumer: KIP-392); thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[str, dict[str, set[int]]] = {}
         self._counts: dict[str, Counter[tuple[str, int]]] = {}
+        self._batches: dict[int, Counter[str]] = {}
 
     def record(self, client: str, api: str, version: int, client_id: Optional[str] = None) -> None:
         with self._lock:
             self._seen.setdefault(client, {}).setdefault(api, set()).add(version)
             self._counts.setdefault(client_id or "", Counter())[(api, version)] += 1
+
+    def served_batches(self, node_id: int, client_id: Optional[str], batches: int) -> None:
+        with self._lock:
+            self._batches.setdefault(node_id, Counter())[client_id or ""] += batches
+
+    def batches(self) -> dict[int, Counter[str]]:
+        with self._lock:
+            return {n: Counter(c) for n, c in sorted(self._batches.items())}
 
     def counts(self) -> dict[str, Counter[tuple[str, int]]]:
         with self._lock:
@@ -108,6 +118,7 @@ class Usage:
         with self._lock:
             self._seen.clear()
             self._counts.clear()
+            self._batches.clear()
 
 
 @dataclass
@@ -119,6 +130,7 @@ class ClusterRuntime:
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # Kafka's broker fetch.max.bytes (KIP-541)
+    replica_selector: Optional[str] = None  # Kafka's replica.selector.class (KIP-392; replicas.py); None: none
     idle_timeout: float = 600.0
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
     interceptors: Interceptors = field(default_factory=Interceptors)

@@ -27,7 +27,7 @@ from .admin_error import AdminError as AdminError
 from .client_metrics import ClientMetricsResources
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
-from .leaders import Leadership, PartitionLeadership
+from .leaders import NO_LEADER, Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 from .quorum import Quorum
 from .reassignments import Reassignment, completed, plan_cancel, plan_change
@@ -232,11 +232,13 @@ class ClusterState:
         """The partition's leader epoch: 0 at creation, one more at every change of its leader."""
         return self.leadership.epoch_of(topic.topic_id, index)
 
-    def leader_error(self, topic: Topic, index: int, node_id: int, current_epoch: Optional[int]) -> ErrorCode:
-        """Whether ``node_id`` may serve the partition as its leader to a client that saw ``current_epoch``
-        (None: unchecked), in the order of Kafka's Partition.getLocalLog: a broker without a replica is
-        NOT_LEADER_OR_FOLLOWER; a replica checks the epoch first (older: FENCED_LEADER_EPOCH, newer:
-        UNKNOWN_LEADER_EPOCH), then that it leads."""
+    def leader_error(self, topic: Topic, index: int, node_id: int, current_epoch: Optional[int],
+                     leader_only: bool = True) -> ErrorCode:
+        """Whether ``node_id`` may serve the partition as its leader (or, not ``leader_only``, as a follower:
+        KIP-392) to a client that saw ``current_epoch`` (None: unchecked), in the order of Kafka's
+        Partition.getLocalLog: a broker without a replica is NOT_LEADER_OR_FOLLOWER; a replica checks the
+        epoch first (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then that it leads, or that
+        it is in sync (the shared log cannot lag: a replica out of the ISR holds no copy to serve)."""
         if node_id not in topic.replicas[index]:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if current_epoch is not None:
@@ -245,7 +247,8 @@ class ClusterState:
                 return ErrorCode.FENCED_LEADER_EPOCH
             if current_epoch > epoch:
                 return ErrorCode.UNKNOWN_LEADER_EPOCH
-        if self.leader(topic, index) != node_id:
+        now = self.partition_leadership(topic, index)
+        if now.leader != node_id and (leader_only or node_id not in now.isr or now.leader == NO_LEADER):
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.NONE
 

@@ -162,11 +162,13 @@ def test_fetch_checks_the_current_leader_epoch(auto, version):
     old, new = fetch(auto, 1, 1, version), fetch(auto, 1, 3, version)
     assert old.responses[0].partitions[0].error_code == FENCED
     assert new.responses[0].partitions[0].error_code == UNKNOWN
-    # a follower checks the epoch first (Partition.getLocalLog), then that it leads
+    # a follower checks the epoch first (Partition.getLocalLog), then that it leads (below v11) or, from v11
+    # (KIP-392: followers serve consumers), that it is in sync
     assert fetch(auto, 2, 1, version).responses[0].partitions[0].error_code == FENCED
+    assert fetch(auto, 2, 3, version).responses[0].partitions[0].error_code == UNKNOWN
     follower = fetch(auto, 2, 2, version)
-    assert follower.responses[0].partitions[0].error_code == NOT_LEADER
-    for resp in (old, follower):  # KIP-951: where the leader is, from v16
+    assert follower.responses[0].partitions[0].error_code == (NOT_LEADER if version < 11 else 0)
+    for resp in (old, follower) if version < 11 else (old,):  # KIP-951: where the leader is, from v16
         p = resp.responses[0].partitions[0]
         if version >= 16:
             assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (1, 2)

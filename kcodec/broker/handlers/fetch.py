@@ -6,6 +6,9 @@ min(partition_max_bytes, what is left of max_bytes), max_bytes being at most the
 (Kafka's broker config fetch.max.bytes, KIP-541). A request with less than min_bytes ready waits up to
 max_wait_ms on the event loop (the handler answers ``Later``) and is answered as soon as appends make
 min_bytes, or at the deadline.
+
+Fetching from followers (KIP-392, replicas.py): from v11 a consumer's Fetch may be served by any in-sync
+replica, and a leader with a replica selector may answer it with ``preferred_read_replica`` and no records.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kcodec.messages import FetchRequest, FetchResponse
 
 from ..context import Context
 from ..log.sessions import FetchSession, FetchSessions, Key
+from ..replicas import NO_PREFERENCE, preferred_read_replica
 from . import Encoded, Later, handles
 from .fetch_frame import encode_spliced, new_marker
 from .metadata import current_leader
@@ -52,10 +56,13 @@ def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int, int]], li
 
 
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
-          first: bool, spliced: dict[bytes, list[Any]], endpoints: dict[int, Any]) -> tuple[_Part, int, bool]:
+          first: bool, spliced: dict[bytes, list[Any]], endpoints: dict[int, Any],
+          rack: Optional[str]) -> tuple[_Part, int, bool]:
     """One partition's answer, its record bytes (the batches go to ``spliced`` under the marker that
     stands for them in ``records``), and whether a batch was left out for ``max_bytes``. A client's
-    ``leader_epoch`` (v9+; negative: unchecked) is checked as Kafka's Partition.getLocalLog does."""
+    ``leader_epoch`` (v9+; negative: unchecked) is checked as Kafka's Partition.getLocalLog does. From v11
+    (``rack``: the consumer's rack_id, None below) a follower serves too, and a leader may name a
+    preferred read replica instead of reading, as Kafka's ReplicaManager.readFromLog does."""
     state = ctx.state
     name_or_id, index = key
     out = _Part(partition_index=index, error_code=0, high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
@@ -73,7 +80,8 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if topic is None or not 0 <= index < len(topic.replicas):
         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         return out, 0, False
-    code = state.leader_error(topic, index, ctx.node_id, leader_epoch if leader_epoch >= 0 else None)
+    code = state.leader_error(topic, index, ctx.node_id, leader_epoch if leader_epoch >= 0 else None,
+                              leader_only=rack is None)
     if code:
         out.error_code = code
         # KIP-951 (v16+): where the leader is, as Kafka tells it for these two errors only
@@ -87,6 +95,14 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if not plog.in_range(offset):
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return out, 0, False
+    selector = ctx.runtime.replica_selector
+    if selector is not None and rack and state.leader(topic, index) == ctx.node_id:
+        # an offset out of range is in no follower's range either (one shared log): only here is one named
+        out.preferred_read_replica = preferred_read_replica(state, topic, index, ctx.node_id, selector, rack,
+                                                            ctx.session.listener.name)
+        if out.preferred_read_replica != NO_PREFERENCE:
+            out.aborted_transactions = None  # Kafka skips the read: no list, even for read_committed
+            return out, 0, False
     # read_committed stops at the last stable offset and lists the aborted transactions it overlaps
     batches, size, cut = plog.read(offset, max(max_bytes, 0), out.last_stable_offset if committed else None)
     if batches and not first and size > max_bytes:
@@ -105,6 +121,7 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], se
              incremental: bool, final: bool) -> Optional[Encoded]:
     """The response frame, or None when not final and under min_bytes."""
     committed = req.isolation_level == READ_COMMITTED
+    rack = req.rack_id if ctx.version >= 11 else None
     if session is not None:
         wanted = [(k, v[0], v[1], v[5]) for k, v in session.partitions.items()]
     left = min(req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF, ctx.runtime.fetch_max_bytes)
@@ -115,24 +132,27 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], se
     endpoints: dict[int, Any] = {}
     for key, offset, pmax, leader_epoch in wanted:
         part, size, cut = _read(ctx, key, offset, min(pmax, left), leader_epoch, committed, total == 0, spliced,
-                                endpoints)
+                                endpoints, rack)
         full = full or cut and left < pmax
         total += size
         left -= size
         results.append((key, part))
-    # Kafka answers once min_bytes are available, though fewer fit the response (min_bytes above max_bytes)
-    if not final and total < req.min_bytes and not full and not any(p.error_code for _, p in results):
+    # Kafka answers once min_bytes are available, though fewer fit the response (min_bytes above max_bytes),
+    # and at once for an error or a preferred read replica
+    if not final and total < req.min_bytes and not full and not any(
+            p.error_code or p.preferred_read_replica != NO_PREFERENCE for _, p in results):
         return None
     topics: dict[Any, list[_Part]] = {}
     sessions = _sessions(ctx)
     for key, part in results:
+        news = bool(part.records) or part.preferred_read_replica != NO_PREFERENCE  # always sent (CachedPartition)
         if incremental and session is not None and not sessions.changed(
                 session, key, part.high_watermark, part.last_stable_offset, part.log_start_offset, part.error_code,
-                bool(part.records)):
+                news):
             continue
         if session is not None and not incremental:
             sessions.changed(session, key, part.high_watermark, part.last_stable_offset, part.log_start_offset,
-                             part.error_code, bool(part.records))
+                             part.error_code, news)
         topics.setdefault(key[0], []).append(part)
     responses = []
     for name_or_id, parts in topics.items():
@@ -145,6 +165,8 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], se
     resp = FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses,
                          node_endpoints=[endpoints[n] for n in sorted(endpoints)])
     order = [(p.records, spliced[p.records]) for r in responses for p in r.partitions if p.records in spliced]
+    if order:
+        ctx.runtime.usage.served_batches(ctx.node_id, ctx.header.client_id, sum(len(b) for _, b in order))
     return Encoded(encode_spliced(resp, ctx.version, ctx.header.correlation_id, order))
 
 

@@ -70,11 +70,12 @@ class FetchSessions:
         return ErrorCode.NONE, found, True
 
     def changed(self, session: FetchSession, key: Key, hw: int, lso: int, log_start: int, error: int,
-                has_records: bool) -> bool:
-        """Whether an incremental response must carry this partition; notes what it is told."""
+                news: bool) -> bool:
+        """Whether an incremental response must carry this partition; notes what it is told. ``news``:
+        records or a preferred read replica (KIP-392), always sent, as an error is."""
         cached = session.partitions.get(key)
         if cached is None:
             return True
         moved = cached[2] != hw or cached[3] != lso or cached[4] != log_start
         cached[2], cached[3], cached[4] = hw, lso, log_start
-        return moved or has_records or bool(error)
+        return moved or news or bool(error)
