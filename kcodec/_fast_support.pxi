@@ -3,6 +3,21 @@
 cdef extern from *:
     """
     #include "structmember.h"
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    /* Asks for huge pages under the 2 MiB-aligned part of a large output about to be written (Linux, where
+       transparent huge pages are given on request): a fresh block then takes a fault per 2 MiB, not one per
+       4 KiB. */
+    static void kc_huge_pages(char* p, Py_ssize_t n) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        uintptr_t a = ((uintptr_t)p + ((uintptr_t)1 << 21) - 1) & ~(((uintptr_t)1 << 21) - 1);
+        uintptr_t e = ((uintptr_t)p + (uintptr_t)n) & ~(((uintptr_t)1 << 21) - 1);
+        if (e > a) (void)madvise((void*)a, e - a, MADV_HUGEPAGE);
+    #else
+        (void)p; (void)n;
+    #endif
+    }
     /* A new instance with every slot empty (NULL), __init__ not called. */
     static PyObject* kc_alloc(PyObject* tp) {
         return ((PyTypeObject*)tp)->tp_alloc((PyTypeObject*)tp, 0);
@@ -197,6 +212,9 @@ cdef extern from *:
     void kc_put64(unsigned char* p, uint64_t v)
     double kc_double(uint64_t bits)
     uint64_t kc_bits(double d)
+    void kc_huge_pages(char* p, Py_ssize_t n)
+
+DEF HUGE_OUTPUT = 4 << 20  # bytes: an encode's output this large asks for huge pages (kc_huge_pages)
 
 cdef extern from "Python.h":
     int PyGC_Disable()

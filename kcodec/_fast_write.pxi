@@ -434,6 +434,8 @@ def encode(prog, obj):
     cdef _Prog fp = prepared(prog)
     cdef Py_ssize_t size = size_of(fp, prog, obj, True)
     out = PyBytes_FromStringAndSize(NULL, size)
+    if size >= HUGE_OUTPUT:
+        kc_huge_pages(PyBytes_AS_STRING(out), size)
     write(fp, prog, obj, <unsigned char*>PyBytes_AS_STRING(out), size)
     return out
 
