@@ -91,6 +91,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fetch-max-bytes", type=int, metavar="N",
                    help="the most record bytes one Fetch response carries (Kafka's broker fetch.max.bytes; "
                         "default 55 MiB)")
+    p.add_argument("--client-telemetry", action="store_true",
+                   help="offer GetTelemetrySubscriptions and PushTelemetry (KIP-714; off by default, as Kafka "
+                        "offers them only with a reporter that receives client metrics)")
     p.add_argument("--telemetry-max-bytes", type=int, metavar="N",
                    help="the most metrics bytes one PushTelemetry may carry (KIP-714; Kafka's telemetry.max.bytes; "
                         "default 1 MiB)")
@@ -203,6 +206,7 @@ def run(args: argparse.Namespace) -> int:
                                                            DEFAULT_PRODUCER_ID_EXPIRATION_MS),
                           fetch_max_bytes=_given(args.fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
                           telemetry_max_bytes=_given(args.telemetry_max_bytes, DEFAULT_TELEMETRY_MAX_BYTES),
+                          client_telemetry=args.client_telemetry,
                           groups=group_settings(args.group_setting),
                           transactions=TransactionSettings(max_timeout_ms=args.transaction_max_timeout_ms,
                                                            transaction_version=args.transaction_version,

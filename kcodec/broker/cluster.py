@@ -76,8 +76,12 @@ class Cluster:
         transaction open on it and no write newer than this (Kafka's producer.id.expiration.ms, one day).
     fetch_max_bytes: the most record bytes one Fetch response carries, whatever the request allows
         (Kafka's broker fetch.max.bytes, KIP-541, default 55 MiB); the first batch still comes whole (KIP-74).
+    client_telemetry: offer KIP-714's GetTelemetrySubscriptions and PushTelemetry and keep what clients push
+        (``telemetry()``). Off by default, as Kafka advertises them only with a metrics reporter that receives
+        client telemetry; librdkafka then asks for subscriptions at every connection (docs/broker-telemetry.md).
+        CLIENT_METRICS subscriptions can be administered either way.
     telemetry_max_bytes: the most metrics bytes one PushTelemetry may carry, compressed or not (Kafka's
-        telemetry.max.bytes, 1 MiB); more is TELEMETRY_TOO_LARGE (docs/broker-telemetry.md).
+        telemetry.max.bytes, 1 MiB); more is TELEMETRY_TOO_LARGE.
     racks: {node id: rack} advertised in Metadata and DescribeCluster (none by default).
     replica_selector: Kafka's replica.selector.class (KIP-392): None (the default, as Kafka's) names no
         other replica, so consumers read from leaders; ``"org.apache.kafka.common.replica.RackAwareReplicaSelector"``
@@ -123,7 +127,7 @@ class Cluster:
                  producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
                  transactions: Optional[TransactionSettings] = None,
                  fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True,
-                 telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES,
+                 telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES, client_telemetry: bool = False,
                  replica_selector: Optional[str] = None) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
@@ -163,6 +167,7 @@ class Cluster:
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
                                       fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes,
+                                      client_telemetry=client_telemetry,
                                       replica_selector=selector_class(replica_selector))
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):

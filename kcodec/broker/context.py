@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from kcodec.messages import InitProducerIdRequest
+from kcodec.messages import GetTelemetrySubscriptionsRequest, InitProducerIdRequest, PushTelemetryRequest
 from kcodec.security.principal_rules import PrincipalRules
 from kcodec.security.tls import client_auth_of
 
@@ -121,6 +121,9 @@ class Usage:
             self._batches.clear()
 
 
+TELEMETRY_API_KEYS = (GetTelemetrySubscriptionsRequest.API_KEY, PushTelemetryRequest.API_KEY)  # type: ignore[attr-defined]
+
+
 @dataclass
 class ClusterRuntime:
     """What all brokers of one cluster share."""
@@ -137,6 +140,7 @@ class ClusterRuntime:
     group_settings: GroupSettings = field(default_factory=GroupSettings)
     transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)
     telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES  # Kafka's telemetry.max.bytes
+    client_telemetry: bool = False  # KIP-714's two APIs offered (Kafka: with a telemetry-receiving reporter)
     telemetry: Telemetry = field(init=False)  # KIP-714 client instances and their pushes
     groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
     txns: TransactionCoordinator = field(init=False)  # the transaction coordinator, over ``state``
@@ -150,9 +154,13 @@ class ClusterRuntime:
         # InitProducerId v6 (KIP-939): only with two-phase commit (Kafka 4.3: only with unstable versions)
         self.max_versions = {} if self.transaction_settings.two_phase_commit else {
             InitProducerIdRequest.API_KEY: 5}  # type: ignore[attr-defined]
+        if not self.client_telemetry:  # not advertised, and answered UNSUPPORTED_VERSION, as by Kafka without
+            for key in TELEMETRY_API_KEYS:  # a reporter that receives client metrics
+                self.max_versions[key] = -1
 
     def served(self, api_key: int, versions: tuple[int, int]) -> tuple[int, int]:
-        """The versions of ``api_key`` this cluster serves and advertises, of its handler's ``versions``."""
+        """The versions of ``api_key`` this cluster serves and advertises, of its handler's ``versions``
+        (an empty range: none)."""
         lo, hi = versions
         return lo, min(hi, self.max_versions.get(api_key, hi))
 

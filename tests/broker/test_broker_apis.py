@@ -40,8 +40,7 @@ def test_api_versions_every_version(cluster, version):
     assert r.error_code == 0
     names = kcodec.definitions.api_keys()
     advertised = {names[k.api_key]: (k.min_version, k.max_version) for k in r.api_keys}
-    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS | TXN_APIS | TELEMETRY_APIS
-    assert advertised["GetTelemetrySubscriptions"] == advertised["PushTelemetry"] == (0, 0)
+    assert set(advertised) == ADMIN_APIS | DATA_APIS | GROUP_APIS | TXN_APIS  # KIP-714's: only when asked for
     assert advertised["EndTxn"] == (0, 5)  # v5: transaction version 2 (an epoch bump per EndTxn)
     assert advertised["Produce"] == (3, 13) and advertised["Fetch"] == (4, 18)
     assert advertised["Metadata"] == (0, 13) and advertised["CreateTopics"] == (0, 7)

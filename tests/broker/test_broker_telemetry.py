@@ -34,7 +34,7 @@ class Clock:
 
 @pytest.fixture
 def cluster():
-    with Cluster(brokers=2, system_topic_partitions=1, telemetry_max_bytes=4096) as c:
+    with Cluster(brokers=2, system_topic_partitions=1, telemetry_max_bytes=4096, client_telemetry=True) as c:
         c.runtime.telemetry.clock = Clock()
         yield c
 
@@ -167,3 +167,16 @@ def test_source_address_port_and_instance_id_selectors(cluster):
     with Wire(cluster.addresses[0]) as w:
         assert list(w.call(Get(client_instance_id=ZERO), 0).requested_metrics) == ["local."]
         assert list(w.call(Get(client_instance_id=mine), 0).requested_metrics) == ["local.", "me."]
+
+
+def test_off_by_default_as_kafka_without_a_reporter():
+    """A cluster not asked for client telemetry neither advertises the two APIs nor serves them (Kafka
+    offers them only with a reporter that receives client metrics); subscriptions are still kept."""
+    with Cluster(brokers=1, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
+        keys = {k.api_key for k in w.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"),
+                                          3).api_keys}
+        assert not keys & {Get.API_KEY, Push.API_KEY} and 0 in keys
+        assert w.call(Get(client_instance_id=ZERO), 0).error_code == E.UNSUPPORTED_VERSION
+        c.set_client_metrics("all", {"metrics": "*", "interval.ms": "1000"})
+        assert w.call(Get(client_instance_id=ZERO), 0).error_code == E.UNSUPPORTED_VERSION
+        assert c.telemetry() == {}

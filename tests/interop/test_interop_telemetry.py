@@ -25,7 +25,7 @@ def _subscribe(c: Cluster) -> None:
 def test_librdkafka_producer_and_consumer_push_metrics():
     ck = need_module("confluent_kafka")
     client = f"confluent-kafka {ck.__version__} (librdkafka {ck.libversion()[0]})"
-    with Cluster(brokers=1, system_topic_partitions=1) as c:
+    with Cluster(brokers=1, system_topic_partitions=1, client_telemetry=True) as c:
         _subscribe(c)
         c.create_topic("ck-telemetry", 1, 1)
         producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-tel-producer", "log_level": 3})
@@ -60,7 +60,7 @@ def test_librdkafka_producer_and_consumer_push_metrics():
 
 def test_librdkafka_pushes_nothing_without_a_subscription():
     ck = need_module("confluent_kafka")
-    with Cluster(brokers=1, system_topic_partitions=1) as c:
+    with Cluster(brokers=1, system_topic_partitions=1, client_telemetry=True) as c:
         c.set_client_metrics("others", {"metrics": "*", "interval.ms": "100", "match": "client_id=someone-else"})
         producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-unsubscribed", "log_level": 3})
         try:
@@ -106,3 +106,21 @@ def test_kafka_python_administers_client_metrics_subscriptions():
     assert listed == {"client_metrics": [sub]} and after == {}
     assert "InvalidRequestError" in str(refused["client_metrics"][sub])
     assert used["IncrementalAlterConfigs"] == [1] and used["ListConfigResources"] == [1]
+
+
+def test_librdkafka_asks_nothing_of_a_cluster_without_client_telemetry():
+    ck = need_module("confluent_kafka")
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        _subscribe(c)
+        c.create_topic("ck-quiet", 1, 1)
+        producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-quiet", "log_level": 3})
+        try:
+            producer.produce("ck-quiet", b"v")
+            assert producer.flush(10) == 0
+            time.sleep(1.0)  # two of the subscription's intervals
+            producer.poll(0)
+        finally:
+            del producer
+        used = c.api_versions_used()
+    assert used and not any({"GetTelemetrySubscriptions", "PushTelemetry"} & set(apis) for apis in used.values())
+    assert c.telemetry() == {}

@@ -20,7 +20,8 @@ FEATURES_EPOCH = 1  # the finalized features never change while a cluster runs
 
 def api_keys(runtime: ClusterRuntime) -> list[ApiVersionsResponse.ApiVersion]:
     served = {k: runtime.served(k, v) for k, v in supported_versions().items()}
-    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in served.items()]
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, (lo, hi) in served.items()
+            if lo <= hi]
 
 
 def _features(ctx: Context, version: int) -> dict[str, Any]:
