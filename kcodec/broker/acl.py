@@ -141,8 +141,13 @@ class Authorizer:
                 host: str = "") -> bool:
         if not self.enabled or principal in self.super_users:
             return True
-        deciding = [a for a in self.acls if a.matches(principal, operation, resource_type, name, host)]
-        return bool(deciding) and all(a.permission == "Allow" for a in deciding)
+        allowed = False  # an ALLOW is needed, and any DENY that matches wins
+        for a in self.acls:
+            if a.matches(principal, operation, resource_type, name, host):
+                if a.permission != "Allow":
+                    return False
+                allowed = True
+        return allowed
 
     def operations_mask(self, principal: str, resource_type: str, name: str = "", host: str = "") -> int:
         """Kafka's authorized-operations bit field for one resource."""

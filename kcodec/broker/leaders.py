@@ -97,7 +97,7 @@ class Leadership:
         kept = self._kept.get((topic.topic_id, index))
         if kept is not None:
             return PartitionLeadership(kept[0], list(kept[1]), offline)
-        live = [b for b in replicas if b in up]
+        live = self._in_sync(replicas, up)
         return PartitionLeadership(live[0] if live else NO_LEADER, live, offline)
 
     def forget(self, topic_id: uuid.UUID) -> None:
