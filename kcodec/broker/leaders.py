@@ -18,7 +18,7 @@ placed then keep epoch 0 (``starting``).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -35,6 +35,14 @@ class PartitionLeadership(NamedTuple):
 
 
 Key = tuple[uuid.UUID, int]  # (topic id, partition index)
+
+
+def _replicated_by(node: int, topics: Iterable["Topic"]) -> Iterator[tuple["Topic", int, list[int]]]:
+    """(topic, partition index, replicas) of every partition with a replica on ``node``."""
+    for topic in topics:
+        for index, replicas in enumerate(topic.replicas):
+            if node in replicas:
+                yield topic, index, replicas
 
 
 class Leadership:
@@ -112,16 +120,13 @@ class Leadership:
         first remaining in-sync live replica, or go offline."""
         if self.auto_rebalance:
             return
-        for topic in topics:
-            for index, replicas in enumerate(topic.replicas):
-                if node not in replicas:
-                    continue
-                now = self.current(topic, index, up_before)
-                isr = [b for b in now.isr if b != node] or now.isr
-                leader = now.leader
-                if leader == node or leader == NO_LEADER:
-                    leader = next((b for b in replicas if b in isr and b in up_after), NO_LEADER)
-                self._kept[(topic.topic_id, index)] = (leader, isr)
+        for topic, index, replicas in _replicated_by(node, topics):
+            now = self.current(topic, index, up_before)
+            isr = [b for b in now.isr if b != node] or now.isr
+            leader = now.leader
+            if leader == node or leader == NO_LEADER:
+                leader = next((b for b in replicas if b in isr and b in up_after), NO_LEADER)
+            self._kept[(topic.topic_id, index)] = (leader, isr)
 
     def broker_started(self, node: int, topics: Iterable["Topic"], up_after: set[int]) -> None:
         """A restarted broker: a led partition takes it back into the ISR; an offline one it was the last
@@ -132,24 +137,21 @@ class Leadership:
         self._started.add(node)
         if self.auto_rebalance:
             return
-        for topic in topics:
-            for index, replicas in enumerate(topic.replicas):
-                if node not in replicas:
+        for topic, index, replicas in _replicated_by(node, topics):
+            kept = self._kept.get((topic.topic_id, index))
+            if kept is None and not restarted:
+                continue
+            if kept is None:  # created while it was away: keep the leader it got then
+                then = self.current(topic, index, up_after - {node})
+                if then.leader == NO_LEADER:
                     continue
-                kept = self._kept.get((topic.topic_id, index))
-                if kept is None and not restarted:
-                    continue
-                if kept is None:  # created while it was away: keep the leader it got then
-                    then = self.current(topic, index, up_after - {node})
-                    if then.leader == NO_LEADER:
-                        continue
-                    kept = (then.leader, then.isr)
-                leader, isr = kept
-                if leader == NO_LEADER and node not in isr:
-                    continue
-                if leader == NO_LEADER:
-                    leader = node
-                self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
+                kept = (then.leader, then.isr)
+            leader, isr = kept
+            if leader == NO_LEADER and node not in isr:
+                continue
+            if leader == NO_LEADER:
+                leader = node
+            self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
 
     # -- reassignments -------------------------------------------------------------------------------------
     def reassigned(self, topic: "Topic", index: int, before: PartitionLeadership, up: set[int],
