@@ -2,17 +2,18 @@
 
 With ``auto_rebalance`` (the default) a partition's first live replica leads: a stopped leader's
 partitions move to their next live replica and come back the moment it returns, as Kafka's
-auto.leader.rebalance.enable does (without its five-minute wait). Without it the cluster keeps what
-Kafka's controller keeps: leadership moves only when its leader stops, a returning broker rejoins the
-ISR as a follower (the brokers share one log, so it is caught up at once), and a partition whose last
-in-sync replica stopped stays offline until that replica returns or an unclean election elects another.
-ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
+auto.leader.rebalance.enable does (without its five-minute wait).
+Without it the cluster keeps what Kafka's controller keeps: leadership moves only when its leader stops,
+a returning broker rejoins the ISR as a follower (the brokers share one log, so it is caught up at once),
+and a partition whose last in-sync replica stopped stays offline until that replica returns or an
+unclean election elects another. ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
 
 Leader epochs are KRaft's controller's: 0 when the partition is created, one more at every change of its
-leader (to another broker or to none: offline), none for a change of the ISR alone (Kafka 3.6+ metadata
-versions). ``settle`` compares each partition's leader with the one its epoch was given for, after every
-change of the brokers or an election. The brokers' first starts are the cluster's own start: leaders
-placed then keep epoch 0 (``starting``).
+leader (to another broker or to none: offline) and at every change of its replicas that drops one
+(PartitionChangeBuilder's bump for reassignments: completing, cancelling), none for a change of the ISR
+alone (Kafka 3.6+ metadata versions). ``settle`` compares each partition's leader with the one its epoch
+was given for, after every change of the brokers or an election. The brokers' first starts are the
+cluster's own start: leaders placed then keep epoch 0 (``starting``).
 """
 
 from __future__ import annotations
@@ -65,16 +66,17 @@ class Leadership:
         """True until every broker has started once: the cluster's own start moves no epoch."""
         return not self._started.issuperset(broker_ids)
 
-    def settle(self, topic: "Topic", index: int, up: set[int]) -> bool:
-        """Give the partition a new epoch if its leader is not the one its epoch was given for (a partition
-        seen for the first time starts at 0); True when the epoch rose."""
+    def settle(self, topic: "Topic", index: int, up: set[int], replicas_dropped: bool = False) -> bool:
+        """Give the partition a new epoch if its leader is not the one its epoch was given for, or its
+        replicas just lost one (a partition seen for the first time starts at 0); True when the epoch rose.
+        One change is one epoch, even when it both moves the leader and drops replicas."""
         key = (topic.topic_id, index)
         leader = self.current(topic, index, up).leader
         held = self._epochs.get(key)
         if held is None:
             self._epochs[key] = (0, leader)
             return False
-        if held[1] == leader:
+        if held[1] == leader and not replicas_dropped:
             return False
         self._epochs[key] = (held[0] + 1, leader)
         return True

@@ -284,17 +284,21 @@ class ClusterState:
         """Start, change or (``target`` None) cancel the reassignment of one partition; AdminError if
         Kafka's controller refuses it. It completes at once when every replica that stays is in sync."""
         before = self.partition_leadership(topic, index)
+        original = list(topic.replicas[index])
         if target is None:
             replicas, isr = plan_cancel(topic, index, before.isr)
             topic.reassigning.pop(index, None)
             self._replace_replicas(topic, index, replicas, before, isr)
+            self._settle_change(topic, index, original)
             log.info("cancelled the reassignment of %s-%d: replicas %s", topic.name, index, replicas)
         else:
             replicas, ongoing = plan_change(topic, index, target, self.broker_ids, allow_rf_change)
             if ongoing.adding or ongoing.removing:
                 topic.reassigning[index] = ongoing
             self._replace_replicas(topic, index, replicas, before)
-            self._complete_reassignment(topic, index)
+            # completing at once is one change (one PartitionChangeRecord in Kafka): one epoch at most
+            if not self._complete_reassignment(topic, index, original):
+                self._settle_change(topic, index, original)
         self.save()
 
     def progress_reassignments(self) -> None:
@@ -306,7 +310,9 @@ class ClusterState:
         if any(done):
             self.save()
 
-    def _complete_reassignment(self, topic: Topic, index: int) -> bool:
+    def _complete_reassignment(self, topic: Topic, index: int, original: Optional[list[int]] = None) -> bool:
+        """Complete the partition's reassignment if it can, settling its epoch against ``original`` (the
+        replicas before the request that started it, when that request completes it; else the current)."""
         ongoing = topic.reassigning.get(index)
         if ongoing is None:
             return False
@@ -317,7 +323,9 @@ class ClusterState:
                      ongoing.removing)
             return False
         del topic.reassigning[index]
+        before = list(topic.replicas[index]) if original is None else original
         self._replace_replicas(topic, index, done[0], now, done[1])
+        self._settle_change(topic, index, before)
         log.info("reassignment of %s-%d complete: replicas %s", topic.name, index, done[0])
         return True
 
@@ -325,8 +333,13 @@ class ClusterState:
                           isr: Optional[list[int]] = None) -> None:
         topic.replicas[index] = replicas
         self.leadership.reassigned(topic, index, before, self._up(), isr)
-        self.leadership.settle(topic, index, self._up())  # a new leader: a new epoch (saved by the callers)
         self.quorum.record()  # a PartitionChangeRecord
+
+    def _settle_change(self, topic: Topic, index: int, before: list[int]) -> None:
+        """As PartitionChangeBuilder: a new leader, or a replica of ``before`` no longer listed, is a new
+        leader epoch (saved by the callers)."""
+        dropped = not set(topic.replicas[index]).issuperset(before)
+        self.leadership.settle(topic, index, self._up(), dropped)
 
     # -- placement -------------------------------------------------------------------------------------
     def assign(self, partitions: int, replication_factor: int, first_partition: int = 0) -> list[list[int]]:

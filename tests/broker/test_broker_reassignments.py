@@ -80,13 +80,15 @@ def epoch(w: Wire, index: int = 0) -> int:
     return w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="t")]), 12).topics[0].partitions[index].leader_epoch
 
 
-def test_a_reassignment_that_moves_the_leader_is_a_new_leader_epoch(c):
+def test_a_reassignment_that_moves_the_leader_or_drops_a_replica_is_a_new_leader_epoch(c):
     with Wire(c.addresses[0]) as w:
         assert epoch(w) == 0
-        alter(w, {("t", 0): [1, 3]})  # the leader stays: the same epoch
+        alter(w, {("t", 0): [1, 2, 3]})  # only adds, the leader stays: the same epoch
         assert metadata(w)[0] == 1 and epoch(w) == 0
-        alter(w, {("t", 0): [3, 4]})  # it leaves the list: the first new replica leads, one epoch on
-        assert metadata(w)[0] == 3 and epoch(w) == 1
+        alter(w, {("t", 0): [1, 3]})  # drops 2, the leader stays: one epoch on (PartitionChangeBuilder)
+        assert metadata(w) == (1, [1, 3], [1, 3]) and epoch(w) == 1
+        alter(w, {("t", 0): [3, 4]})  # the leader leaves the list too: still one epoch for one change
+        assert metadata(w)[0] == 3 and epoch(w) == 2
     c.stop_broker(4)
     with Wire(c.addresses[0]) as w:
         alter(w, {("t", 1): [4, 3]})  # pending (4 is stopped): replicas 4, 3, 2, the first live one leads
@@ -94,6 +96,33 @@ def test_a_reassignment_that_moves_the_leader_is_a_new_leader_epoch(c):
     c.start_broker(4)  # completes: 4 leads, one epoch more
     with Wire(c.addresses[0]) as w:
         assert metadata(w, index=1)[0] == 4 and epoch(w, 1) == 2
+
+
+def test_dropping_a_follower_fences_clients_that_hold_the_old_epoch(kept):
+    from test_broker_epochs import epoch_end, fetch, list_offsets
+    kept.stop_broker(3)
+    with Wire(kept.addresses[0]) as w:
+        alter(w, {("t", 0): [1, 3]})  # pending: replicas 1, 3, 2, none dropped yet, the same leader
+        assert metadata(w) == (1, [1, 3, 2], [1, 2]) and epoch(w) == 0
+    kept.start_broker(3)  # completes: 2 leaves, 1 still leads, one epoch on
+    with Wire(kept.addresses[0]) as w:
+        assert metadata(w) == (1, [1, 3], [1, 3]) and epoch(w) == 1
+    assert fetch(kept, 1, 0).responses[0].partitions[0].error_code == E.FENCED_LEADER_EPOCH
+    assert list_offsets(kept, 1, 0).error_code == E.FENCED_LEADER_EPOCH
+    assert epoch_end(kept, 1, 0, 0).error_code == E.FENCED_LEADER_EPOCH
+    assert fetch(kept, 1, 1).responses[0].partitions[0].error_code == E.NONE
+    assert list_offsets(kept, 1, 1).error_code == E.NONE
+
+
+def test_cancelling_drops_the_added_replicas_and_is_a_new_leader_epoch(kept):
+    kept.stop_broker(3)
+    with Wire(kept.addresses[0]) as w:
+        alter(w, {("t", 0): [1, 2, 3]})  # pending: 3 is being added
+        assert epoch(w) == 0
+        alter(w, {("t", 0): None})  # 3 leaves the list: as a completion that drops one, one epoch on
+        assert metadata(w) == (1, [1, 2], [1, 2]) and epoch(w) == 1
+        alter(w, {("t", 0): [2, 1]})  # a reordering drops none and keeps the leader: the same epoch
+        assert metadata(w) == (1, [2, 1], [2, 1]) and epoch(w) == 1
 
 
 def test_a_stopped_target_keeps_it_pending_until_it_returns(c):

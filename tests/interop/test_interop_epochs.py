@@ -37,54 +37,90 @@ def _validations(cluster: Cluster, client_id: str) -> int:
     return sum(n for (api, _v), n in served.items() if api == "OffsetForLeaderEpoch")
 
 
-def test_confluent_kafka_consumer_keeps_its_position_across_leader_changes(cluster):
-    need_module("confluent_kafka")
-    from confluent_kafka import Consumer, Producer, TopicPartition
+class _Confluent:
+    """A confluent-kafka producer and a consumer reading partition 0 by assign() from offset 0."""
 
-    fast = {"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 300,
-            "retry.backoff.ms": 50, "log_level": 2}
-    producer = Producer({**fast, "acks": "all", "enable.idempotence": True, "linger.ms": 0,
-                         "message.timeout.ms": TIMEOUT * 1000})
-    # a reset would be an error event ("error"), not a silent jump to the start or end
-    consumer = Consumer({**fast, "group.id": "epochs", "enable.auto.commit": False, "client.id": "epoch-reader",
-                         "auto.offset.reset": "error"})
-    consumer.assign([TopicPartition(TOPIC, 0, 0)])
-    sent: list[bytes] = []
-    got: list[tuple[bytes, int]] = []
-    errors: list[str] = []
+    def __init__(self, cluster: Cluster, client_id: str) -> None:
+        need_module("confluent_kafka")
+        from confluent_kafka import Consumer, Producer, TopicPartition
 
-    def step(name: str) -> None:
+        fast = {"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 300,
+                "retry.backoff.ms": 50, "log_level": 2}
+        self.producer = Producer({**fast, "acks": "all", "enable.idempotence": True, "linger.ms": 0,
+                                  "message.timeout.ms": TIMEOUT * 1000})
+        # a reset would be an error event ("error"), not a silent jump to the start or end
+        self.consumer = Consumer({**fast, "group.id": "epochs", "enable.auto.commit": False, "client.id": client_id,
+                                  "auto.offset.reset": "error"})
+        self.consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        self.sent: list[bytes] = []
+        self.got: list[tuple[bytes, int]] = []
+
+    def step(self, name: str) -> None:
+        """Write five records and read them, each with the leader epoch it was written in."""
+        errors: list[str] = []
         for i in range(5):
             value = f"{name}-{i}".encode()
-            producer.produce(TOPIC, value=value, partition=0)
-            sent.append(value)
-        assert producer.flush(TIMEOUT) == 0
+            self.producer.produce(TOPIC, value=value, partition=0)
+            self.sent.append(value)
+        assert self.producer.flush(TIMEOUT) == 0
         deadline = time.monotonic() + TIMEOUT
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            m = consumer.poll(0.2)
+        while len(self.got) < len(self.sent) and time.monotonic() < deadline:
+            m = self.consumer.poll(0.2)
             if m is None:
                 continue
             if m.error() is not None:
                 errors.append(str(m.error()))
             else:
-                got.append((m.value(), m.leader_epoch()))
-        assert [v for v, _ in got] == sent and not errors, errors
+                self.got.append((m.value(), m.leader_epoch()))
+        assert [v for v, _ in self.got] == self.sent and not errors, errors
 
+    def position(self) -> int:
+        from confluent_kafka import TopicPartition
+        return self.consumer.position([TopicPartition(TOPIC, 0)])[0].offset
+
+
+def test_confluent_kafka_consumer_keeps_its_position_across_leader_changes(cluster):
+    client = _Confluent(cluster, "epoch-reader")
     try:
-        step("first")
+        client.step("first")
         cluster.stop_broker(1)   # broker 2 leads at epoch 1
-        step("second")
+        client.step("second")
         cluster.start_broker(1)  # broker 1 leads again at epoch 2
-        step("third")
+        client.step("third")
         cluster.stop_broker(1)   # away and back between two polls: two epochs on, the same leader
         cluster.start_broker(1)
-        step("fourth")
+        client.step("fourth")
         assert _epoch(cluster) == 4
-        assert [e for _, e in got] == [0] * 5 + [1] * 5 + [2] * 5 + [4] * 5
+        assert [e for _, e in client.got] == [0] * 5 + [1] * 5 + [2] * 5 + [4] * 5
         assert _validations(cluster, "epoch-reader") > 0  # librdkafka checked its position (KIP-320)
-        assert consumer.position([TopicPartition(TOPIC, 0)])[0].offset == 20
+        assert client.position() == 20
     finally:
-        consumer.close()
+        client.consumer.close()
+
+
+def test_confluent_kafka_consumer_reads_on_when_a_reassignment_drops_a_follower(cluster):
+    """Broker 1 leads throughout; each reassignment that drops a replica is a new epoch (Kafka's
+    PartitionChangeBuilder), so the consumer's fetches at the old one are fenced until it sees the new."""
+    client = _Confluent(cluster, "epoch-reassigned")
+
+    def reassign(replicas: list[int]) -> None:
+        with cluster.state.lock:
+            cluster.state.reassign(cluster.topics()[TOPIC], 0, replicas)
+
+    try:
+        client.step("first")
+        reassign([1, 2])  # drops 3: epoch 1
+        client.step("second")
+        reassign([1, 2, 3])  # only adds: still epoch 1
+        client.step("third")
+        reassign([1, 3])  # drops 2: epoch 2
+        client.step("fourth")
+        with cluster.state.lock:
+            assert cluster.state.leader(cluster.topics()[TOPIC], 0) == 1 and _epoch(cluster) == 2
+        assert [e for _, e in client.got] == [0] * 5 + [1] * 10 + [2] * 5
+        assert client.position() == 20
+    finally:
+        client.consumer.close()
 
 
 def test_kafka_python_consumer_validates_its_position_after_a_leader_change(cluster):
