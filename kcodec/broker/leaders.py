@@ -2,7 +2,10 @@
 
 With ``auto_rebalance`` (the default) a partition's first live replica leads: a stopped leader's
 partitions move to their next live replica and come back the moment it returns, as Kafka's
-auto.leader.rebalance.enable does (without its five-minute wait).
+auto.leader.rebalance.enable does (without its five-minute wait). A state file's leaders are the
+exception: after a restart each saved leader keeps its partition (and its epoch) until that rebalance
+next runs, at the first broker stop or start after the cluster's own start or at a preferred election,
+as Kafka's leaders stand in its metadata log until its periodic preferred election (``_pinned``).
 Without it the cluster keeps what Kafka's controller keeps: leadership moves only when its leader stops,
 a returning broker rejoins the ISR as a follower (the brokers share one log, so it is caught up at once),
 and a partition whose last in-sync replica stopped stays offline until that replica returns or an
@@ -55,6 +58,7 @@ class Leadership:
         self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
         self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
+        self._pinned: dict[Key, int] = {}  # auto_rebalance: the leaders a state file saved, until it rebalances
 
     # -- leader epochs --------------------------------------------------------------------------------
     def epoch_of(self, topic_id: uuid.UUID, index: int) -> int:
@@ -98,6 +102,8 @@ class Leadership:
     def load_json(self, topic: "Topic", data: dict[str, Any]) -> None:
         for i, (epoch, leader) in enumerate(data.get("epochs", [])):
             self._epochs[(topic.topic_id, i)] = (int(epoch), int(leader))
+            if self.auto_rebalance and int(leader) != NO_LEADER:
+                self._pinned[(topic.topic_id, i)] = int(leader)
         for i, leader, isr in data.get("kept", []):
             self._kept[(topic.topic_id, int(i))] = (int(leader), [int(b) for b in isr])
 
@@ -108,13 +114,21 @@ class Leadership:
         if kept is not None:
             return PartitionLeadership(kept[0], list(kept[1]), offline)
         live = self._in_sync(replicas, up)
+        if self._pinned:
+            pinned = self._pinned.get((topic.topic_id, index))
+            if pinned in live:  # a stopped saved leader hands over as any leader does
+                return PartitionLeadership(pinned, live, offline)
         return PartitionLeadership(live[0] if live else NO_LEADER, live, offline)
 
     def forget(self, topic_id: uuid.UUID) -> None:
-        for key in [k for k in self._kept if k[0] == topic_id]:
-            del self._kept[key]
-        for key in [k for k in self._epochs if k[0] == topic_id]:
-            del self._epochs[key]
+        for table in (self._kept, self._epochs, self._pinned):
+            for key in [k for k in table if k[0] == topic_id]:
+                del table[key]
+
+    def rebalance(self) -> None:
+        """Kafka's periodic preferred election, which kcodec runs at once (auto_rebalance): the leaders a
+        state file saved stop standing, and every partition's first live replica leads."""
+        self._pinned.clear()
 
     # -- brokers stopping and starting (kept leadership only) ---------------------------------------------
     def broker_stopped(self, node: int, topics: Iterable["Topic"], up_before: set[int], up_after: set[int]) -> None:
@@ -162,8 +176,12 @@ class Leadership:
         leaders kept: the ISR becomes ``isr`` or, when none is given, gains the live new replicas of a led
         partition (one shared log: caught up at once), always less the replicas no longer listed; a leader
         that is no longer an in-sync replica hands over to the first in-sync live one (none in sync: an
-        unclean election, the first live replica). With auto rebalance the first live replica leads."""
+        unclean election, the first live replica). With auto rebalance the first live replica leads (a
+        leader a state file saved keeps leading while it stays a replica)."""
         if self.auto_rebalance:
+            key = (topic.topic_id, index)
+            if self._pinned.get(key, NO_LEADER) not in topic.replicas[index]:
+                self._pinned.pop(key, None)
             return
         replicas = topic.replicas[index]
         leader = before.leader
@@ -191,6 +209,9 @@ class Leadership:
             return ErrorCode.ELECTION_NOT_NEEDED
         if preferred not in up or preferred not in now.isr:
             return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        if self.auto_rebalance:  # a saved leader stood: the first live replica, the preferred one, leads
+            self._pinned.pop((topic.topic_id, index), None)
+            return ErrorCode.NONE
         self._kept[(topic.topic_id, index)] = (preferred, now.isr)
         return ErrorCode.NONE
 

@@ -187,6 +187,8 @@ class ClusterState:
             self.quorum.started(info.node_id, info.endpoints)
             if before is not None and before != self.controller_id:
                 self.quorum.new_leader()
+            if not self.leadership.starting(self.broker_ids):  # not the cluster's own start
+                self.leadership.rebalance()
             self.leadership.broker_started(info.node_id, self.topics.values(), set(self.brokers))
             self.progress_reassignments()
             self._settle_all()
@@ -200,6 +202,8 @@ class ClusterState:
             if self.brokers.pop(node_id, None) is not None:
                 self.quorum.stopped(node_id)
                 if not self.closing:
+                    if not self.leadership.starting(self.broker_ids):
+                        self.leadership.rebalance()
                     self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
                     self.progress_reassignments()
                     self._settle_all()

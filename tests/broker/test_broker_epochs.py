@@ -281,11 +281,10 @@ def test_epochs_leaders_and_history_survive_a_restart(tmp_path, rebalance):
         c.stop_broker(1)  # epoch 1, leader 2; the cluster stops with broker 1 down
         write(c, b"b")
     with Cluster(brokers=3, state_file=path, auto_leader_rebalance=rebalance, system_topic_partitions=1) as c:
-        # auto: broker 1 leads again, a new epoch; kept: broker 2 still leads, at the epoch it had
-        assert described(c) == ([(1, 2)] if rebalance else [(2, 1)])
+        # both: broker 2 still leads, at the epoch it had (auto: until the next rebalance, below)
+        assert described(c) == [(2, 1)]
         leader, epoch = described(c)[0]
-        if not rebalance:
-            assert c.state.partition_leadership(c.topics()["t"], 0).isr == [1, 2, 3]  # caught up: back in sync
+        assert c.state.partition_leadership(c.topics()["t"], 0).isr == [1, 2, 3]  # caught up: back in sync
         assert ended(c, leader, epoch, 0) == (0, 0, 1)
         assert ended(c, leader, epoch, epoch) == (0, epoch, 2)
         assert fetch(c, leader, epoch - 1).responses[0].partitions[0].error_code == FENCED
@@ -296,6 +295,34 @@ def test_epochs_leaders_and_history_survive_a_restart(tmp_path, rebalance):
                     partition=0, fetch_offset=0, partition_max_bytes=1 << 20, current_leader_epoch=-1)])]),
                 12).responses[0].partitions[0].records
         assert [b.partition_leader_epoch for b in iter_batches(records)] == [0, 1, epoch]
+
+
+def test_with_auto_rebalance_the_saved_leaders_stand_until_the_next_rebalance(tmp_path):
+    """Kafka's leaders stand in its metadata log until the periodic preferred election runs; kcodec runs
+    it at the first broker stop or start after the cluster's own start, or at a preferred election."""
+    from test_broker_elections import elect, results
+    path = tmp_path / "state.json"
+
+    def restarted() -> Cluster:
+        return Cluster(brokers=3, state_file=path, system_topic_partitions=1)
+
+    with restarted() as c:
+        add_topic(c, "t", [[1, 2], [1, 3], [3, 1]])
+        c.stop_broker(1)  # the cluster stops with broker 1 down: 2 and 3 lead at epoch 1
+        assert described(c) == [(2, 1), (3, 1), (3, 0)]
+    for _ in range(2):  # the cluster's own start, even a second one, runs no rebalance
+        with restarted() as c:
+            assert described(c) == [(2, 1), (3, 1), (3, 0)]
+            assert c.state.partition_leadership(c.topics()["t"], 0).isr == [1, 2]  # every live replica
+    with restarted() as c:
+        assert results(elect(c, 2, {"t": [0]})) == {("t", 0): (E.NONE, None)}  # the preferred replica leads
+        assert described(c) == [(1, 2), (3, 1), (3, 0)]
+        c.stop_broker(2)  # a broker stops: the rebalance runs for every partition
+        assert described(c) == [(1, 2), (1, 2), (3, 0)]
+    with restarted() as c:  # saved leaders that are the first live replicas: nothing moves
+        assert described(c) == [(1, 2), (1, 2), (3, 0)]
+        c.stop_broker(1)  # a saved leader that stops hands over as any leader does
+        assert described(c) == [(2, 3), (3, 3), (3, 0)]
 
 
 def test_a_state_file_from_before_epochs_loads_at_epoch_zero(tmp_path):
