@@ -39,9 +39,9 @@ def _error(code: ErrorCode, message: str) -> Exception:
     return AdminError(code, message)
 
 
-def validate_target(target: list[int], brokers: list[int]) -> None:
+def validate_target(target: list[int], brokers: list[int], replication_factor: Optional[int] = None) -> None:
     """Kafka's validateManualPartitionAssignment: not empty, then in broker id order each one registered
-    (a stopped broker still is) and named once."""
+    (a stopped broker still is) and named once, then (CreatePartitions) as many as ``replication_factor``."""
     if not target:
         raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                      "The manual partition assignment includes an empty replica list.")
@@ -54,6 +54,10 @@ def validate_target(target: list[int], brokers: list[int]) -> None:
             raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the "
                          f"broker {broker} more than once.")
         previous = broker
+    if replication_factor is not None and len(target) != replication_factor:
+        raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a partition "
+                     f"with {len(target)} replica(s), but this is not consistent with previous partitions, which "
+                     f"have {replication_factor} replica(s).")
 
 
 def heading_size(topic: "Topic", index: int) -> int:

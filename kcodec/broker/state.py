@@ -30,7 +30,7 @@ from .groups.offsets import CommittedOffsets
 from .leaders import NO_LEADER, Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 from .quorum import Quorum
-from .reassignments import Reassignment, completed, plan_cancel, plan_change
+from .reassignments import Reassignment, completed, plan_cancel, plan_change, validate_target
 
 log = logging.getLogger("kcodec.broker")
 
@@ -464,23 +464,31 @@ class ClusterState:
 
     # -- partitions ------------------------------------------------------------------------------------
     def plan_partitions(self, topic: Topic, count: int, assignments: Optional[list[list[int]]]) -> list[list[int]]:
-        """The replicas of the partitions a CreatePartitions entry adds: an increase only."""
+        """The replicas of the partitions a CreatePartitions entry adds, in the order of Kafka's
+        ReplicationControlManager.createPartitions. The replication factor is the length of partition 0's
+        whole replica list (Kafka reads the first partition of its map, key 0), a reassignment's adding and
+        removing replicas included: Kafka neither refuses nor waits for a reassignment in progress."""
         have = len(topic.replicas)
-        if count < have:
-            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic currently has {have} partitions, which is "
-                             f"higher than the requested {count}.")
         if count == have:
-            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partitions.")
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partition(s).")
+        if count < have:
+            raise AdminError(ErrorCode.INVALID_PARTITIONS, f"The topic {topic.name} currently has {have} "
+                             f"partition(s); {count} would not be an increase.")
         self._check_partition_limit(count)
         added = count - have
+        if assignments is not None and len(assignments) != added:
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
+                             f"partition(s), but only {len(assignments)} assignment(s) were specified.")
         if assignments is None:
             return self.assign(added, topic.replication_factor, have)
-        if len(assignments) != added:
-            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Increasing the number of partitions by "
-                             f"{added} but {len(assignments)} assignments provided.")
-        new = [list(a) for a in assignments]
-        self.check_assignment(new, topic.replication_factor)
-        return new
+        up = self._up()
+        for i, replicas in enumerate(assignments):
+            validate_target(replicas, self.broker_ids, topic.replication_factor)
+            if not up.intersection(replicas):  # the new partition's ISR would be empty
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual "
+                                 f"partition assignment for partition {have + i} are fenced or in controlled "
+                                 "shutdown.")
+        return [list(a) for a in assignments]
 
     def _created(self, topic: Topic, first: int) -> None:
         """New partitions start at epoch 0 with the leader they get now."""

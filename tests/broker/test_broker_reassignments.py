@@ -11,8 +11,8 @@ from broker_wire import Wire, authenticated
 from kcodec.broker import Cluster
 from kcodec.broker.state import ClusterState
 from kcodec.errors import ErrorCode as E
-from kcodec.messages import (AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest,
-                             MetadataRequest)
+from kcodec.messages import (AlterPartitionReassignmentsRequest, CreatePartitionsRequest,
+                             ListPartitionReassignmentsRequest, MetadataRequest)
 
 Topic = AlterPartitionReassignmentsRequest.ReassignableTopic
 Part = AlterPartitionReassignmentsRequest.ReassignablePartition
@@ -238,6 +238,44 @@ def test_a_pending_reassignment_survives_a_restart(tmp_path):
     with Cluster(brokers=3, state_file=path, system_topic_partitions=1) as c:  # every broker runs: it completes
         assert c.topics()["t"].replicas == [[1, 3]] and not c.topics()["t"].reassigning
     assert ClusterState([1, 2, 3], state_file=path).topics["t"].replicas == [[1, 3]]
+
+
+def test_create_partitions_takes_the_replication_factor_of_partition_0s_whole_list(c):
+    """As KRaft's createPartitions: partition 0's replica count, the replicas being added and removed
+    included; no refusal while a reassignment is in progress."""
+    def grow(w: Wire, count: int, assignments: Optional[list[list[int]]] = None) -> tuple[int, Optional[str]]:
+        A = CreatePartitionsRequest.CreatePartitionsAssignment
+        given = None if assignments is None else [A(broker_ids=a) for a in assignments]
+        r = w.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="t", count=count, assignments=given)], timeout_ms=1000), 3).results[0]
+        return r.error_code, r.error_message
+
+    c.stop_broker(4)
+    with Wire(c.addresses[0]) as w:
+        alter(w, {("t", 1): [4, 1]})  # pending: partition 1 lists 4, 1, 2, 3; partition 0 still two
+        assert grow(w, 3) == (E.NONE, None) and len(c.topics()["t"].replicas[2]) == 2
+        alter(w, {("t", 0): [3, 4]})  # pending: partition 0 lists 3, 4, 1, 2
+        assert listed(w)[("t", 0)] == ([3, 4, 1, 2], [3, 4], [1, 2])
+        assert grow(w, 4) == (E.NONE, None) and len(c.topics()["t"].replicas[3]) == 4
+        assert grow(w, 5, [[1, 2]]) == (E.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes a "
+                                        "partition with 2 replica(s), but this is not consistent with previous "
+                                        "partitions, which have 4 replica(s).")
+        assert grow(w, 5, [[2, 1, 4, 3]]) == (E.NONE, None) and c.topics()["t"].replicas[4] == [2, 1, 4, 3]
+    c.start_broker(4)  # both complete; the partitions added meanwhile keep the lists they got
+    assert [len(r) for r in c.topics()["t"].replicas] == [2, 2, 2, 4, 4]
+
+
+def test_create_partitions_refuses_an_assignment_whose_brokers_are_all_stopped(c):
+    c.stop_broker(3)
+    c.stop_broker(4)
+    with Wire(c.addresses[0]) as w:
+        r = w.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="t", count=3, assignments=[CreatePartitionsRequest.CreatePartitionsAssignment(broker_ids=[4, 3])])],
+            timeout_ms=1000), 3).results[0]
+    assert (r.error_code, r.error_message) == (
+        E.INVALID_REPLICA_ASSIGNMENT, "All brokers specified in the manual partition assignment for partition 2 are "
+        "fenced or in controlled shutdown.")
+    assert len(c.topics()["t"].replicas) == 2
 
 
 def test_cancelling_when_only_added_replicas_are_in_sync_needs_unclean_elections(c):

@@ -190,10 +190,16 @@ def test_create_partitions(cluster, version):
                                                         P(name="nope", count=2, assignments=None)]), version).results
         dry = w.call(CreatePartitionsRequest(topics=[P(name="grow", count=9, assignments=None)], validate_only=True),
                      version).results
-    assert bad[0].error_code == ErrorCode.INVALID_PARTITIONS and "higher than" in bad[0].error_message
-    assert same[0].error_code == ErrorCode.INVALID_PARTITIONS
-    assert wrong[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
-    assert dup[0].error_code == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    # Kafka's messages (ReplicationControlManager.createPartitions, validateManualPartitionAssignment)
+    assert (bad[0].error_code, bad[0].error_message) == (
+        ErrorCode.INVALID_PARTITIONS, "The topic grow currently has 4 partition(s); 3 would not be an increase.")
+    assert (same[0].error_code, same[0].error_message) == (ErrorCode.INVALID_PARTITIONS,
+                                                           "Topic already has 4 partition(s).")
+    assert (wrong[0].error_code, wrong[0].error_message) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Attempted to add 2 additional partition(s), but only 1 assignment(s) "
+        "were specified.")
+    assert (dup[0].error_code, dup[0].error_message) == (
+        ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes the broker 1 more than once.")
     assert [r.error_code for r in manual] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert dry[0].error_code == 0
     assert cluster.topics()["grow"].replicas[4] == [3, 1] and len(cluster.topics()["grow"].replicas) == 5
