@@ -1,11 +1,13 @@
-"""Leader epochs with real consumers (KIP-320): while the partition's leader stops and returns, a
-consumer keeps its position, validates it with OffsetForLeaderEpoch against the new leader, and reads
-every record once, each stamped with the epoch it was written in."""
+"""Leader epochs with real consumers (KIP-320): while the partition's leader stops and returns, or a
+reassignment drops a follower (a new epoch, the same leader), a consumer keeps its position, validates it
+with OffsetForLeaderEpoch at the new epoch, and reads every record once, each stamped with the epoch it
+was written in."""
 
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections import Counter
+from typing import Iterator, Optional
 
 import pytest
 from needs import need_module
@@ -32,7 +34,7 @@ def _epoch(cluster: Cluster) -> int:
 
 def _validations(cluster: Cluster, client_id: str) -> int:
     """How many OffsetForLeaderEpoch requests the client sent; its Fetch requests carried epochs (v9+)."""
-    served = cluster.requests_served().get(client_id, {})
+    served = cluster.requests_served().get(client_id, Counter())
     assert min(v for api, v in served if api == "Fetch") >= 9
     return sum(n for (api, _v), n in served.items() if api == "OffsetForLeaderEpoch")
 
@@ -53,7 +55,7 @@ class _Confluent:
                                   "auto.offset.reset": "error"})
         self.consumer.assign([TopicPartition(TOPIC, 0, 0)])
         self.sent: list[bytes] = []
-        self.got: list[tuple[bytes, int]] = []
+        self.got: list[tuple[Optional[bytes], Optional[int]]] = []
 
     def step(self, name: str) -> None:
         """Write five records and read them, each with the leader epoch it was written in."""
@@ -78,6 +80,9 @@ class _Confluent:
         from confluent_kafka import TopicPartition
         return self.consumer.position([TopicPartition(TOPIC, 0)])[0].offset
 
+    def close(self) -> None:
+        self.consumer.close()
+
 
 def test_confluent_kafka_consumer_keeps_its_position_across_leader_changes(cluster):
     client = _Confluent(cluster, "epoch-reader")
@@ -95,13 +100,14 @@ def test_confluent_kafka_consumer_keeps_its_position_across_leader_changes(clust
         assert _validations(cluster, "epoch-reader") > 0  # librdkafka checked its position (KIP-320)
         assert client.position() == 20
     finally:
-        client.consumer.close()
+        client.close()
 
 
-def test_confluent_kafka_consumer_reads_on_when_a_reassignment_drops_a_follower(cluster):
+@pytest.mark.parametrize("client_class", ["confluent", "kafka-python"])
+def test_a_consumer_reads_on_when_a_reassignment_drops_a_follower(cluster, client_class):
     """Broker 1 leads throughout; each reassignment that drops a replica is a new epoch (Kafka's
     PartitionChangeBuilder), so the consumer's fetches at the old one are fenced until it sees the new."""
-    client = _Confluent(cluster, "epoch-reassigned")
+    client = (_Confluent if client_class == "confluent" else _KafkaPython)(cluster, "epoch-reassigned")
 
     def reassign(replicas: list[int]) -> None:
         with cluster.state.lock:
@@ -118,46 +124,61 @@ def test_confluent_kafka_consumer_reads_on_when_a_reassignment_drops_a_follower(
         with cluster.state.lock:
             assert cluster.state.leader(cluster.topics()[TOPIC], 0) == 1 and _epoch(cluster) == 2
         assert [e for _, e in client.got] == [0] * 5 + [1] * 10 + [2] * 5
+        assert _validations(cluster, "epoch-reassigned") > 0  # it checked its position at the new epoch
         assert client.position() == 20
     finally:
-        client.consumer.close()
+        client.close()
+
+
+class _KafkaPython:
+    """A kafka-python producer and a consumer reading partition 0 by assign() from offset 0."""
+
+    def __init__(self, cluster: Cluster, client_id: str) -> None:
+        need_module("kafka")
+        import kafka
+
+        self.producer = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=0,
+                                            retry_backoff_ms=50, metadata_max_age_ms=300)
+        self.consumer = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id=client_id,
+                                            enable_auto_commit=False, auto_offset_reset="none",
+                                            metadata_max_age_ms=300, retry_backoff_ms=50,
+                                            request_timeout_ms=TIMEOUT * 1000)
+        self.tp = kafka.TopicPartition(TOPIC, 0)
+        self.consumer.assign([self.tp])
+        self.consumer.seek(self.tp, 0)
+        self.sent: list[bytes] = []
+        self.got: list[tuple[bytes, int]] = []
+
+    def step(self, name: str) -> None:
+        """Write five records and read them, each with the leader epoch it was written in."""
+        for i in range(5):
+            value = f"{name}-{i}".encode()
+            self.producer.send(TOPIC, value=value, partition=0).get(timeout=TIMEOUT)
+            self.sent.append(value)
+        deadline = time.monotonic() + TIMEOUT
+        while len(self.got) < len(self.sent) and time.monotonic() < deadline:
+            for records in self.consumer.poll(timeout_ms=200).values():
+                self.got.extend((r.value, r.leader_epoch) for r in records)
+        assert [v for v, _ in self.got] == self.sent
+
+    def position(self) -> int:
+        return self.consumer.position(self.tp)
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.producer.close()
 
 
 def test_kafka_python_consumer_validates_its_position_after_a_leader_change(cluster):
-    need_module("kafka")
-    import kafka
-
-    producer = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all", linger_ms=0,
-                                   retry_backoff_ms=50, metadata_max_age_ms=300)
-    consumer = kafka.KafkaConsumer(bootstrap_servers=cluster.bootstrap, client_id="epoch-python",
-                                   enable_auto_commit=False, auto_offset_reset="none", metadata_max_age_ms=300,
-                                   retry_backoff_ms=50, request_timeout_ms=TIMEOUT * 1000)
-    tp = kafka.TopicPartition(TOPIC, 0)
-    consumer.assign([tp])
-    consumer.seek(tp, 0)
-    sent: list[bytes] = []
-    got: list[tuple[bytes, int]] = []
-
-    def step(name: str) -> None:
-        for i in range(5):
-            value = f"{name}-{i}".encode()
-            producer.send(TOPIC, value=value, partition=0).get(timeout=TIMEOUT)
-            sent.append(value)
-        deadline = time.monotonic() + TIMEOUT
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=200).values():
-                got.extend((r.value, r.leader_epoch) for r in records)
-        assert [v for v, _ in got] == sent
-
+    client = _KafkaPython(cluster, "epoch-python")
     try:
-        step("first")
+        client.step("first")
         cluster.stop_broker(1)
-        step("second")
+        client.step("second")
         cluster.start_broker(1)
-        step("third")
-        assert [e for _, e in got] == [0] * 5 + [1] * 5 + [2] * 5
+        client.step("third")
+        assert [e for _, e in client.got] == [0] * 5 + [1] * 5 + [2] * 5
         assert _validations(cluster, "epoch-python") > 0
-        assert consumer.position(tp) == 15
+        assert client.position() == 15
     finally:
-        consumer.close()
-        producer.close()
+        client.close()
