@@ -100,7 +100,8 @@ class Cluster:
         rejoins the ISR as a follower until a preferred leader election (ElectLeaders) moves leadership
         back, and a partition whose last in-sync replica stopped stays offline until it returns or an
         unclean election. With ``state_file``, leaders, ISRs and leader epochs are saved with the topics, so
-        a restarted cluster goes on from them (docs/broker-leaders.md, "Leader epochs").
+        a restarted cluster goes on from them (with True, its saved leaders stand until the first broker
+        stop or start after its own start, or a preferred election: docs/broker-leaders.md, "Leader epochs").
     transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
         transaction timeout a producer may ask for, 900000 ms by default; the finalized transaction
         version, 2 by default; two-phase commit, off by default).
