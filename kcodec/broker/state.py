@@ -476,11 +476,11 @@ class ClusterState:
                              f"partition(s); {count} would not be an increase.")
         self._check_partition_limit(count)
         added = count - have
-        if assignments is not None and len(assignments) != added:
-            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
-                             f"partition(s), but only {len(assignments)} assignment(s) were specified.")
         if assignments is None:
             return self.assign(added, topic.replication_factor, have)
+        if len(assignments) != added:
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
+                             f"partition(s), but only {len(assignments)} assignment(s) were specified.")
         up = self._up()
         for i, replicas in enumerate(assignments):
             validate_target(replicas, self.broker_ids, topic.replication_factor)
