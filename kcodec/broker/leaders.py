@@ -4,8 +4,9 @@ With ``auto_rebalance`` (the default) a partition's first live replica leads: a 
 partitions move to their next live replica and come back the moment it returns, as Kafka's
 auto.leader.rebalance.enable does (without its five-minute wait). Without it the cluster keeps what
 Kafka's controller keeps: leadership moves only when its leader stops, a returning broker rejoins the
-ISR as a follower (the brokers share one log, so it is caught up at once), and a partition whose last
-in-sync replica stopped stays offline until that replica returns or an unclean election elects another.
+ISR as a follower once it has caught up (at once from a live leader; copies.py: a replica that cannot copy
+lags out of the ISR), and a partition whose last in-sync replica stopped stays offline until that replica
+returns or an unclean election elects another.
 ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
 
 Leader epochs are KRaft's controller's: 0 when the partition is created, one more at every change of its
@@ -18,7 +19,7 @@ placed then keep epoch 0 (``starting``).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -35,6 +36,11 @@ class PartitionLeadership(NamedTuple):
 
 
 Key = tuple[uuid.UUID, int]  # (topic id, partition index)
+Lagging = Callable[[uuid.UUID, int, int], bool]  # (topic id, index, node): its copy lacks records (copies.py)
+
+
+def _none_lags(topic_id: uuid.UUID, index: int, node: int) -> bool:
+    return False
 
 
 def _replicated_by(node: int, topics: Iterable["Topic"]) -> Iterator[tuple["Topic", int, list[int]]]:
@@ -49,8 +55,9 @@ class Leadership:
     """Leaders and ISRs kept per partition; a partition with none kept follows the first-live-replica rule.
     Each partition's leader epoch is kept with the leader it was given for."""
 
-    def __init__(self, auto_rebalance: bool = True) -> None:
+    def __init__(self, auto_rebalance: bool = True, lagging: Lagging = _none_lags) -> None:
         self.auto_rebalance = auto_rebalance
+        self.lagging = lagging  # a lagging replica is out of the ISR
         self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
         self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
@@ -104,9 +111,11 @@ class Leadership:
         offline = [b for b in replicas if b not in up]
         kept = self._kept.get((topic.topic_id, index))
         if kept is not None:
-            return PartitionLeadership(kept[0], list(kept[1]), offline)
-        live = self._in_sync(replicas, up)
-        return PartitionLeadership(live[0] if live else NO_LEADER, live, offline)
+            return PartitionLeadership(kept[0], [b for b in kept[1] if not self.lagging(topic.topic_id, index, b)],
+                                       offline)
+        # the first live in-sync replica leads; with none in sync, the first live one (as before lag existed)
+        isr = self._in_sync(topic, index, up) or [b for b in replicas if b in up][:1]
+        return PartitionLeadership(isr[0] if isr else NO_LEADER, isr, offline)
 
     def forget(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self._kept if k[0] == topic_id]:
@@ -151,7 +160,14 @@ class Leadership:
                 continue
             if leader == NO_LEADER:
                 leader = node
-            self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
+            self._kept[(topic.topic_id, index)] = (leader, self._in_sync(topic, index, up_after))
+
+    def rejoin(self, topic: "Topic", index: int, node: int) -> None:
+        """A follower caught up with its leader: it is in the ISR again (Kafka's maybeExpandIsr)."""
+        kept = self._kept.get((topic.topic_id, index))
+        if kept is not None and node not in kept[1]:
+            self._kept[(topic.topic_id, index)] = (kept[0], [b for b in topic.replicas[index]
+                                                             if b in kept[1] or b == node])
 
     # -- reassignments -------------------------------------------------------------------------------------
     def reassigned(self, topic: "Topic", index: int, before: PartitionLeadership, up: set[int],
@@ -169,16 +185,14 @@ class Leadership:
             isr = [b for b in replicas if b in before.isr or (leader != NO_LEADER and b in up)]
         isr = [b for b in replicas if b in isr]
         if not isr:
-            live = self._in_sync(replicas, up)
-            isr = live[:1]
+            isr = self._in_sync(topic, index, up)[:1] or [b for b in replicas if b in up][:1]
         if leader not in isr:
             leader = next((b for b in isr if b in up), NO_LEADER)
         self._kept[(topic.topic_id, index)] = (leader, isr)
 
-    @staticmethod
-    def _in_sync(replicas: list[int], up: set[int]) -> list[int]:
-        """A led partition's ISR: every live replica (one shared log: none lags)."""
-        return [b for b in replicas if b in up]
+    def _in_sync(self, topic: "Topic", index: int, up: set[int]) -> list[int]:
+        """A led partition's ISR: every live replica whose copy does not lag (copies.py)."""
+        return [b for b in topic.replicas[index] if b in up and not self.lagging(topic.topic_id, index, b)]
 
     # -- elections (ElectLeaders) -------------------------------------------------------------------------
     def elect_preferred(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:
@@ -198,8 +212,10 @@ class Leadership:
         now = self.current(topic, index, up)
         if now.leader != NO_LEADER:
             return ErrorCode.ELECTION_NOT_NEEDED
-        live = self._in_sync(topic.replicas[index], up)
+        live = [b for b in topic.replicas[index] if b in up]
         if not live:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        self._kept[(topic.topic_id, index)] = (live[0], live)
+        # the new leader holds the log; the followers rejoin as they catch up (copies.py)
+        in_sync = self._in_sync(topic, index, up)
+        self._kept[(topic.topic_id, index)] = (live[0], [b for b in live if b == live[0] or b in in_sync])
         return ErrorCode.NONE
