@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 from .leaders import NO_LEADER
 
 if TYPE_CHECKING:
+    from .log import LogStore
     from .state import ClusterState
 
 Key = tuple[uuid.UUID, int, int]  # (topic id, partition index, node id)
@@ -33,20 +34,27 @@ class Copy(NamedTuple):
 class FollowerCopies:
     """The copies that stopped following their leader, and the brokers whose replication is paused."""
 
-    def __init__(self) -> None:
+    def __init__(self, logs: "LogStore") -> None:
+        self.logs = logs
         self.paused: set[int] = set()
         self._held: dict[Key, Copy] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._held)
 
     def get(self, topic_id: uuid.UUID, index: int, node: int) -> Optional[Copy]:
         return self._held.get((topic_id, index, node))
 
-    def lagging(self, state: "ClusterState", topic_id: uuid.UUID, index: int, node: int) -> Optional[Copy]:
+    def lagging(self, topic_id: uuid.UUID, index: int, node: int) -> Optional[Copy]:
         """The copy ``node`` holds of the partition when it lacks records the log has, else None."""
         held = self._held.get((topic_id, index, node)) if self._held else None
         if held is None:
             return None
-        plog = state.logs.logs.get((topic_id, index))
+        plog = self.logs.logs.get((topic_id, index))
         return held if plog is not None and held.end < plog.next_offset else None
+
+    def lags(self, topic_id: uuid.UUID, index: int, node: int) -> bool:
+        return self.lagging(topic_id, index, node) is not None
 
     def forget(self, topic_id: uuid.UUID) -> None:
         for key in [k for k in self._held if k[0] == topic_id]:
@@ -55,7 +63,7 @@ class FollowerCopies:
     def replicate(self, state: "ClusterState") -> None:
         """After a change of brokers, leaders or pauses: each follower that can copy catches up (and, with
         leaders kept, rejoins the ISR); each that cannot keeps the copy it has, or starts one at the log's end."""
-        running = set(state.brokers)
+        running = set(state.brokers) or set(state.broker_ids)  # none started: a state without servers
         if not self._held and not self.paused and running.issuperset(state.broker_ids):
             return  # every replica copies: none lags
         for topic in state.topics.values():
@@ -70,5 +78,5 @@ class FollowerCopies:
                         if node not in now.isr:
                             state.leadership.rejoin(topic, index, node)
                     elif key not in self._held:
-                        plog = state.logs.logs.get((topic.topic_id, index))
+                        plog = self.logs.logs.get((topic.topic_id, index))
                         self._held[key] = Copy(plog.next_offset, plog.last_stable_offset) if plog else Copy(0, 0)

@@ -19,7 +19,7 @@ placed then keep epoch 0 (``starting``).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional, Protocol
 
 from kcodec.errors import ErrorCode
 
@@ -36,11 +36,14 @@ class PartitionLeadership(NamedTuple):
 
 
 Key = tuple[uuid.UUID, int]  # (topic id, partition index)
-Lagging = Callable[[uuid.UUID, int, int], bool]  # (topic id, index, node): its copy lacks records (copies.py)
 
 
-def _none_lags(topic_id: uuid.UUID, index: int, node: int) -> bool:
-    return False
+class Lagging(Protocol):
+    """Which replicas' copies lack records of the log (copies.py); false when none might."""
+
+    def __bool__(self) -> bool: ...
+
+    def lags(self, topic_id: uuid.UUID, index: int, node: int) -> bool: ...
 
 
 def _replicated_by(node: int, topics: Iterable["Topic"]) -> Iterator[tuple["Topic", int, list[int]]]:
@@ -55,9 +58,9 @@ class Leadership:
     """Leaders and ISRs kept per partition; a partition with none kept follows the first-live-replica rule.
     Each partition's leader epoch is kept with the leader it was given for."""
 
-    def __init__(self, auto_rebalance: bool = True, lagging: Lagging = _none_lags) -> None:
+    def __init__(self, auto_rebalance: bool = True) -> None:
         self.auto_rebalance = auto_rebalance
-        self.lagging = lagging  # a lagging replica is out of the ISR
+        self.copies: Optional[Lagging] = None  # a lagging replica is out of the ISR
         self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
         self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
@@ -111,8 +114,9 @@ class Leadership:
         offline = [b for b in replicas if b not in up]
         kept = self._kept.get((topic.topic_id, index))
         if kept is not None:
-            return PartitionLeadership(kept[0], [b for b in kept[1] if not self.lagging(topic.topic_id, index, b)],
-                                       offline)
+            copies = self.copies
+            isr = [b for b in kept[1] if not copies.lags(topic.topic_id, index, b)] if copies else list(kept[1])
+            return PartitionLeadership(kept[0], isr, offline)
         # the first live in-sync replica leads; with none in sync, the first live one (as before lag existed)
         isr = self._in_sync(topic, index, up) or [b for b in replicas if b in up][:1]
         return PartitionLeadership(isr[0] if isr else NO_LEADER, isr, offline)
@@ -192,7 +196,10 @@ class Leadership:
 
     def _in_sync(self, topic: "Topic", index: int, up: set[int]) -> list[int]:
         """A led partition's ISR: every live replica whose copy does not lag (copies.py)."""
-        return [b for b in topic.replicas[index] if b in up and not self.lagging(topic.topic_id, index, b)]
+        copies = self.copies
+        if not copies:
+            return [b for b in topic.replicas[index] if b in up]
+        return [b for b in topic.replicas[index] if b in up and not copies.lags(topic.topic_id, index, b)]
 
     # -- elections (ElectLeaders) -------------------------------------------------------------------------
     def elect_preferred(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:

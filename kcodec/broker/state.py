@@ -115,10 +115,7 @@ class ClusterState:
         self.brokers: dict[int, BrokerInfo] = {}  # the running brokers
         self._controller: Optional[int] = None
         self.closing = False  # the whole cluster is stopping (Cluster.stop_async)
-        self.copies = FollowerCopies()  # the followers that lag behind their partition's log; not saved
-        # leaders, ISRs and leader epochs; saved with the topics
-        self.leadership = Leadership(auto_leader_rebalance,
-                                     lambda tid, i, node: self.copies.lagging(self, tid, i, node) is not None)
+        self.leadership = Leadership(auto_leader_rebalance)  # leaders, ISRs and leader epochs; saved with the topics
         self.quorum = Quorum()  # the KRaft quorum DescribeQuorum shows; not saved
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic
@@ -143,6 +140,8 @@ class ClusterState:
         # the data (batches, log starts) lives in a journal beside the state file: FILE.data
         self.logs = LogStore(self.data_file, max_partition_bytes, producer_id_expiration_ms)
         self.logs.load({t.topic_id for t in self.topics.values()})
+        self.copies = FollowerCopies(self.logs)  # the followers that lag behind their partition's log; not saved
+        self.leadership.copies = self.copies
         self.save()
 
     @property
@@ -258,7 +257,7 @@ class ClusterState:
 
     def lagging_copy(self, topic: Topic, index: int, node_id: int) -> Optional[Copy]:
         """The copy a follower on ``node_id`` serves when it lags behind the log (copies.py), else None."""
-        copy = self.copies.lagging(self, topic.topic_id, index, node_id)
+        copy = self.copies.lagging(topic.topic_id, index, node_id)
         return copy if copy is not None and self.leader(topic, index) != node_id else None
 
     def pause_replication(self, node_id: int, paused: bool) -> None:
