@@ -1,4 +1,4 @@
-"""CLIENT_METRICS config resources (KIP-714): the subscriptions operators define, their validation and
+r"""CLIENT_METRICS config resources (KIP-714): the subscriptions operators define, their validation and
 their persistence.
 
 A subscription is a named set of configs: ``metrics`` (metric name prefixes; ``*`` is every metric),
@@ -7,18 +7,26 @@ pairs over the client's instance id, client id, software name and version, sourc
 none: every client). As Kafka's ClientMetricsConfigs: an unknown config name or an interval out of range
 is INVALID_REQUEST, a value that does not parse as its type or a bad selector is INVALID_CONFIG. A
 subscription whose configs are all deleted no longer exists.
+
+``match`` regexes: Kafka 4.0-4.2 compile them with Java's ``java.util.regex``, and its newer brokers with
+RE2/J first (falling back to ``java.util.regex`` for older subscriptions). Here RE2 compiles them first
+(``regex.compile_pattern``; google-re2, ``kcodec[broker]``): it takes the Java syntax Python's ``re`` refuses
+and users write (``\p{L}``, ``\Q...\E``, ``\z``, ``(?<name>...)``, flags such as ``(?i)`` inside the
+pattern). What RE2 refuses, Python's ``re`` tries (backreferences, lookaround, possessive and atomic
+groups, which Java has too). Either way a pattern must match the whole value, as Java's ``matches()``.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Protocol
 
 from kcodec.errors import ErrorCode
 
 from . import configs as cfg
 from .admin_error import AdminError
+from .regex import InvalidRegex, compile_pattern
 
 RESOURCE_CLIENT_METRICS = 16
 SOURCE_CLIENT_METRICS = 7  # Kafka's ConfigSource.CLIENT_METRICS_CONFIG
@@ -42,7 +50,19 @@ def split_list(value: Optional[str]) -> list[str]:
     return [v.strip() for v in value.split(",")]
 
 
-def parse_match(patterns: list[str]) -> dict[str, re.Pattern[str]]:
+class Matcher(Protocol):
+    def fullmatch(self, value: str) -> Any: ...
+
+
+def compile_match(regex: str) -> Matcher:
+    """The regex compiled by RE2 or, where RE2 refuses it, by Python's ``re`` (re.error if neither takes it)."""
+    try:
+        return compile_pattern(regex)  # type: ignore[no-any-return]
+    except InvalidRegex:
+        return re.compile(regex)
+
+
+def parse_match(patterns: list[str]) -> dict[str, Matcher]:
     """{selector: compiled regex}; a pattern without exactly one '=', an unknown selector or a bad regex is
     INVALID_CONFIG."""
     out = {}
@@ -52,7 +72,7 @@ def parse_match(patterns: list[str]) -> dict[str, re.Pattern[str]]:
         if len(parts) != 2 or name not in SELECTORS:
             raise AdminError(ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}")
         try:
-            out[name] = re.compile(parts[1].strip())
+            out[name] = compile_match(parts[1].strip())
         except re.error:
             raise AdminError(ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {pattern}") from None
     return out
@@ -113,7 +133,7 @@ class Subscription:
     name: str
     metrics: frozenset[str]
     interval_ms: int
-    match: dict[str, re.Pattern[str]]
+    match: dict[str, Matcher]
 
     @classmethod
     def of(cls, name: str, configs: Mapping[str, str]) -> "Subscription":

@@ -107,7 +107,8 @@ class Cluster:
         version, 2 by default; two-phase commit, off by default).
 
     Topology changes for tests (see docs/client.md): ``move_controller``, ``stop_broker`` /
-    ``start_broker`` / ``restart_broker`` (same port), and request interceptors (``intercept``,
+    ``start_broker`` / ``restart_broker`` (same port), ``pause_replication`` / ``resume_replication`` (a
+    follower that lags out of the ISR), and request interceptors (``intercept``,
     ``fail_next``, ``drop_next``) that make a broker answer an error or hang up.
     """
 
@@ -304,6 +305,16 @@ class Cluster:
             raise RuntimeError("this cluster runs on the caller's event loop (or not at all): "
                                "await the *_async method instead")
         asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=30)
+
+    def pause_replication(self, node_id: int) -> None:
+        """Stop broker ``node_id``'s followers copying from their leaders, as a stalled replica fetcher:
+        each keeps the copy it has and leaves the ISR once its leader appends past it, and serves consumers
+        that copy (docs/broker-followers.md). Leaders it holds are unaffected."""
+        self.state.pause_replication(node_id, True)
+
+    def resume_replication(self, node_id: int) -> None:
+        """Let broker ``node_id``'s followers copy again: they catch up at once and rejoin the ISR."""
+        self.state.pause_replication(node_id, False)
 
     def intercept(self, api: int | str, fn: InterceptFn, *, node: Optional[int] = None,
                   times: Optional[int] = None) -> Interceptor:

@@ -7,9 +7,10 @@ exception: after a restart each saved leader keeps its partition (and its epoch)
 next runs, at the first broker stop or start after the cluster's own start or at a preferred election,
 as Kafka's leaders stand in its metadata log until its periodic preferred election (``_pinned``).
 Without it the cluster keeps what Kafka's controller keeps: leadership moves only when its leader stops,
-a returning broker rejoins the ISR as a follower (the brokers share one log, so it is caught up at once),
-and a partition whose last in-sync replica stopped stays offline until that replica returns or an
-unclean election elects another. ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
+a returning broker rejoins the ISR as a follower once it has caught up (at once from a live leader;
+copies.py: a replica that cannot copy lags out of the ISR), and a partition whose last in-sync replica
+stopped stays offline until that replica returns or an unclean election elects another.
+ElectLeaders (KIP-183, KIP-460) moves leaders in both modes.
 
 Leader epochs are KRaft's controller's: 0 when the partition is created, one more at every change of its
 leader (to another broker or to none: offline) and at every change of its replicas that drops one
@@ -22,7 +23,7 @@ cluster's own start: leaders placed then keep epoch 0 (``starting``).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional, Protocol
 
 from kcodec.errors import ErrorCode
 
@@ -41,6 +42,14 @@ class PartitionLeadership(NamedTuple):
 Key = tuple[uuid.UUID, int]  # (topic id, partition index)
 
 
+class Lagging(Protocol):
+    """Which replicas' copies lack records of the log (copies.py); false when none might."""
+
+    def __bool__(self) -> bool: ...
+
+    def lags(self, topic_id: uuid.UUID, index: int, node: int) -> bool: ...
+
+
 def _replicated_by(node: int, topics: Iterable["Topic"]) -> Iterator[tuple["Topic", int, list[int]]]:
     """(topic, partition index, replicas) of every partition with a replica on ``node``."""
     for topic in topics:
@@ -55,6 +64,7 @@ class Leadership:
 
     def __init__(self, auto_rebalance: bool = True) -> None:
         self.auto_rebalance = auto_rebalance
+        self.copies: Optional[Lagging] = None  # a lagging replica is out of the ISR
         self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
         self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
@@ -112,13 +122,16 @@ class Leadership:
         offline = [b for b in replicas if b not in up]
         kept = self._kept.get((topic.topic_id, index))
         if kept is not None:
-            return PartitionLeadership(kept[0], list(kept[1]), offline)
-        live = self._in_sync(replicas, up)
+            copies = self.copies
+            isr = [b for b in kept[1] if not copies.lags(topic.topic_id, index, b)] if copies else list(kept[1])
+            return PartitionLeadership(kept[0], isr, offline)
+        # the first live in-sync replica leads; with none in sync, the first live one (as before lag existed)
+        isr = self._in_sync(topic, index, up) or [b for b in replicas if b in up][:1]
         if self._pinned:
             pinned = self._pinned.get((topic.topic_id, index))
-            if pinned in live:  # a stopped saved leader hands over as any leader does
-                return PartitionLeadership(pinned, live, offline)
-        return PartitionLeadership(live[0] if live else NO_LEADER, live, offline)
+            if pinned in isr:  # a stopped saved leader hands over as any leader does
+                return PartitionLeadership(pinned, isr, offline)
+        return PartitionLeadership(isr[0] if isr else NO_LEADER, isr, offline)
 
     def forget(self, topic_id: uuid.UUID) -> None:
         for table in (self._kept, self._epochs, self._pinned):
@@ -167,7 +180,14 @@ class Leadership:
                 continue
             if leader == NO_LEADER:
                 leader = node
-            self._kept[(topic.topic_id, index)] = (leader, self._in_sync(replicas, up_after))
+            self._kept[(topic.topic_id, index)] = (leader, self._in_sync(topic, index, up_after))
+
+    def rejoin(self, topic: "Topic", index: int, node: int) -> None:
+        """A follower caught up with its leader: it is in the ISR again (Kafka's maybeExpandIsr)."""
+        kept = self._kept.get((topic.topic_id, index))
+        if kept is not None and node not in kept[1]:
+            self._kept[(topic.topic_id, index)] = (kept[0], [b for b in topic.replicas[index]
+                                                             if b in kept[1] or b == node])
 
     # -- reassignments -------------------------------------------------------------------------------------
     def reassigned(self, topic: "Topic", index: int, before: PartitionLeadership, up: set[int],
@@ -189,16 +209,17 @@ class Leadership:
             isr = [b for b in replicas if b in before.isr or (leader != NO_LEADER and b in up)]
         isr = [b for b in replicas if b in isr]
         if not isr:
-            live = self._in_sync(replicas, up)
-            isr = live[:1]
+            isr = self._in_sync(topic, index, up)[:1] or [b for b in replicas if b in up][:1]
         if leader not in isr:
             leader = next((b for b in isr if b in up), NO_LEADER)
         self._kept[(topic.topic_id, index)] = (leader, isr)
 
-    @staticmethod
-    def _in_sync(replicas: list[int], up: set[int]) -> list[int]:
-        """A led partition's ISR: every live replica (one shared log: none lags)."""
-        return [b for b in replicas if b in up]
+    def _in_sync(self, topic: "Topic", index: int, up: set[int]) -> list[int]:
+        """A led partition's ISR: every live replica whose copy does not lag (copies.py)."""
+        copies = self.copies
+        if not copies:
+            return [b for b in topic.replicas[index] if b in up]
+        return [b for b in topic.replicas[index] if b in up and not copies.lags(topic.topic_id, index, b)]
 
     # -- elections (ElectLeaders) -------------------------------------------------------------------------
     def elect_preferred(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:
@@ -221,8 +242,10 @@ class Leadership:
         now = self.current(topic, index, up)
         if now.leader != NO_LEADER:
             return ErrorCode.ELECTION_NOT_NEEDED
-        live = self._in_sync(topic.replicas[index], up)
+        live = [b for b in topic.replicas[index] if b in up]
         if not live:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        self._kept[(topic.topic_id, index)] = (live[0], live)
+        # the new leader holds the log; the followers rejoin as they catch up (copies.py)
+        in_sync = self._in_sync(topic, index, up)
+        self._kept[(topic.topic_id, index)] = (live[0], [b for b in live if b == live[0] or b in in_sync])
         return ErrorCode.NONE

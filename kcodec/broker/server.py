@@ -203,6 +203,9 @@ class BrokerServer:
             log.exception("broker %d: closing %s after an unexpected error", self.node_id, peer)
         finally:
             self.connections.discard(task)
+            if self.runtime.client_telemetry:  # KIP-714: the instance made on this connection is forgotten
+                with self.runtime.state.lock:
+                    self.runtime.telemetry.disconnected(self.node_id, id(session))
             try:
                 if session.close_after_response:
                     await asyncio.wait_for(writer.drain(), 1.0)

@@ -27,7 +27,8 @@ from .admin_error import AdminError as AdminError
 from .client_metrics import ClientMetricsResources
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
-from .leaders import NO_LEADER, Leadership, PartitionLeadership
+from .copies import Copy, FollowerCopies
+from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 from .quorum import Quorum
 from .reassignments import Reassignment, completed, plan_cancel, plan_change, validate_target
@@ -139,6 +140,8 @@ class ClusterState:
         # the data (batches, log starts) lives in a journal beside the state file: FILE.data
         self.logs = LogStore(self.data_file, max_partition_bytes, producer_id_expiration_ms)
         self.logs.load({t.topic_id for t in self.topics.values()})
+        self.copies = FollowerCopies(self.logs)  # the followers that lag behind their partition's log; not saved
+        self.leadership.copies = self.copies
         self.save()
 
     @property
@@ -190,6 +193,7 @@ class ClusterState:
             if not self.leadership.starting(self.broker_ids):  # not the cluster's own start
                 self.leadership.rebalance()
             self.leadership.broker_started(info.node_id, self.topics.values(), set(self.brokers))
+            self.copies.replicate(self)
             self.progress_reassignments()
             self._settle_all()
 
@@ -205,6 +209,7 @@ class ClusterState:
                     if not self.leadership.starting(self.broker_ids):
                         self.leadership.rebalance()
                     self.leadership.broker_stopped(node_id, self.topics.values(), up_before, set(self.brokers))
+                    self.copies.replicate(self)
                     self.progress_reassignments()
                     self._settle_all()
             if was_controller:  # the next running broker takes over, and keeps it when this one returns
@@ -238,11 +243,10 @@ class ClusterState:
 
     def leader_error(self, topic: Topic, index: int, node_id: int, current_epoch: Optional[int],
                      leader_only: bool = True) -> ErrorCode:
-        """Whether ``node_id`` may serve the partition as its leader (or, not ``leader_only``, as a follower:
-        KIP-392) to a client that saw ``current_epoch`` (None: unchecked), in the order of Kafka's
-        Partition.getLocalLog: a broker without a replica is NOT_LEADER_OR_FOLLOWER; a replica checks the
-        epoch first (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then that it leads, or that
-        it is in sync (the shared log cannot lag: a replica out of the ISR holds no copy to serve)."""
+        """Whether ``node_id`` may serve the partition as its leader (or, not ``leader_only``, as any replica,
+        in the ISR or not: KIP-392) to a client that saw ``current_epoch`` (None: unchecked), in the order of
+        Kafka's Partition.getLocalLog: a broker without a replica is NOT_LEADER_OR_FOLLOWER; a replica checks
+        the epoch first (older: FENCED_LEADER_EPOCH, newer: UNKNOWN_LEADER_EPOCH), then that it leads."""
         if node_id not in topic.replicas[index]:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if current_epoch is not None:
@@ -251,10 +255,28 @@ class ClusterState:
                 return ErrorCode.FENCED_LEADER_EPOCH
             if current_epoch > epoch:
                 return ErrorCode.UNKNOWN_LEADER_EPOCH
-        now = self.partition_leadership(topic, index)
-        if now.leader != node_id and (leader_only or node_id not in now.isr or now.leader == NO_LEADER):
+        if leader_only and self.leader(topic, index) != node_id:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.NONE
+
+    def lagging_copy(self, topic: Topic, index: int, node_id: int) -> Optional[Copy]:
+        """The copy a follower on ``node_id`` serves when it lags behind the log (copies.py), else None."""
+        copy = self.copies.lagging(topic.topic_id, index, node_id)
+        return copy if copy is not None and self.leader(topic, index) != node_id else None
+
+    def pause_replication(self, node_id: int, paused: bool) -> None:
+        """Stop (or resume) the copying of ``node_id``'s followers from their leaders (copies.py)."""
+        if node_id not in self.broker_ids:
+            raise ValueError(f"no broker {node_id} in this cluster (brokers {self.broker_ids})")
+        with self.lock:
+            if paused:
+                self.copies.paused.add(node_id)
+            else:
+                self.copies.paused.discard(node_id)
+            self.copies.replicate(self)
+            self.progress_reassignments()
+            self._settle_all()
+            self.logs._wake()  # long polls on followers that caught up read again
 
     def elect_leader(self, topic: Topic, index: int, unclean: bool) -> ErrorCode:
         """A PREFERRED or UNCLEAN election (KIP-460) for one partition: NONE, or why none was held."""
@@ -264,6 +286,7 @@ class ClusterState:
             code = self.leadership.elect_preferred(topic, index, self._up())
         if code == ErrorCode.NONE:
             self.quorum.record()  # a PartitionChangeRecord
+            self.copies.replicate(self)
             if self.leadership.settle(topic, index, self._up()):
                 self.save()
         return code
@@ -337,6 +360,7 @@ class ClusterState:
                           isr: Optional[list[int]] = None) -> None:
         topic.replicas[index] = replicas
         self.leadership.reassigned(topic, index, before, self._up(), isr)
+        self.copies.replicate(self)
         self.quorum.record()  # a PartitionChangeRecord
 
     def _settle_change(self, topic: Topic, index: int, before: list[int]) -> None:
@@ -458,6 +482,7 @@ class ClusterState:
         self.quorum.record()
         self.offsets.delete_topic(topic.name)
         self.leadership.forget(topic.topic_id)
+        self.copies.forget(topic.topic_id)
         self.logs.drop_topic(topic.topic_id)
         log.info("deleted topic %s", topic.name)
         self.save()

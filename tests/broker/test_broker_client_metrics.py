@@ -7,8 +7,10 @@ from typing import Optional
 
 import pytest
 from broker_wire import Wire, authenticated
+from needs import need_module
 
 from kcodec.broker import AdminError, Cluster
+from kcodec.broker.client_metrics import Subscription, validate
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AlterConfigsRequest, DescribeConfigsRequest, DescribeQuorumRequest,
                              IncrementalAlterConfigsRequest, ListConfigResourcesRequest)
@@ -164,3 +166,32 @@ def test_each_change_is_a_metadata_record():
         assert alter(w, "s", [("interval.ms", SET, "1000")]) == (0, None)
         assert alter(w, "s", [("interval.ms", SET, "1")])[0] == E.INVALID_REQUEST  # refused: no record
         assert watermark() == before + 1
+
+
+@pytest.mark.parametrize("pattern, matching, other", [
+    (r"\p{L}+-\d+", "app-1", "1-1"),              # a Unicode class, as Java's (and RE2/J's), not Python's re
+    (r"\Q2.16.0\E", "2.16.0", "2x16x0"),          # quoting
+    (r"app\z", "app", "apps"),                     # the end of the input
+    (r"(?<name>app)-.+", "app-1", "ap-1"),         # a Java named group
+    (r"app-(?i)x", "app-X", "APP-x"),              # a flag inside the pattern
+])
+def test_match_regexes_take_the_java_syntax_pythons_re_refuses(pattern, matching, other):
+    need_module("re2")
+    sub = Subscription.of("s", {"metrics": "*", "match": f"client_id={pattern}"})
+    assert sub.matches({"client_id": matching}) and not sub.matches({"client_id": other})
+
+
+@pytest.mark.parametrize("pattern, matching, other", [
+    (r"(?!internal).*", "app", "internal-1"),      # lookahead: RE2 refuses it, Python's re takes it (Java has it)
+    (r"(a)\1", "aa", "ab"),                        # a backreference
+    ("app|app-1", "app-1", "ap"),                  # the whole value, as Java's matches()
+])
+def test_match_regexes_re2_refuses_are_taken_by_pythons_re(pattern, matching, other):
+    sub = Subscription.of("s", {"metrics": "*", "match": f"client_id={pattern}"})
+    assert sub.matches({"client_id": matching}) and not sub.matches({"client_id": other})
+
+
+def test_a_match_regex_neither_engine_takes_is_refused():
+    with pytest.raises(AdminError) as refused:  # Java would take \p{Alpha}: a documented difference
+        validate("s", {"match": r"client_id=\p{Alpha}+"})
+    assert refused.value.code == E.INVALID_CONFIG

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from typing import Any, Iterator, Optional
 
 import pytest
@@ -189,7 +190,10 @@ def test_a_follower_checks_the_leader_epoch_and_the_range(racked):
     assert (p.error_code, p.log_start_offset) == (E.OFFSET_OUT_OF_RANGE, 2)
 
 
-def test_a_follower_reads_committed_up_to_the_last_stable_offset():
+@contextmanager
+def open_transaction() -> Iterator[tuple[Cluster, Producer, int, int]]:
+    """A cluster whose t-0 is led by the coordinator of transaction "tx" and followed by another broker,
+    holding b"plain" and then b"open", in the transaction left open: (cluster, producer, leader, follower)."""
     with Cluster(brokers=3, racks=RACKS, replica_selector=RACK_AWARE, system_topic_partitions=1) as c:
         coordinator = coordinator_for(c.state, "tx", TRANSACTION_KEY)
         follower = next(b for b in c.state.broker_ids if b != coordinator)
@@ -199,28 +203,108 @@ def test_a_follower_reads_committed_up_to_the_last_stable_offset():
             producer = Producer(w, "tx")
             assert producer.add_code("t", 0) == 0
             assert producer.send("t", 0, b"open").error_code == 0
-            p = fetch(c, follower, isolation_level=READ_COMMITTED)
-            assert (values(p.records), p.last_stable_offset, p.high_watermark) == ([b"plain"], 1, 2)
-            assert values(fetch(c, follower).records) == [b"plain", b"open"]  # read_uncommitted: the whole log
-            assert producer.end(commit=False) == 0
+            yield c, producer, coordinator, follower
+
+
+def test_a_follower_reads_committed_up_to_the_last_stable_offset():
+    with open_transaction() as (c, producer, _, follower):
+        p = fetch(c, follower, isolation_level=READ_COMMITTED)
+        assert (values(p.records), p.last_stable_offset, p.high_watermark) == ([b"plain"], 1, 2)
+        assert values(fetch(c, follower).records) == [b"plain", b"open"]  # read_uncommitted: the whole log
+        assert producer.end(commit=False) == 0
         p = fetch(c, follower, isolation_level=READ_COMMITTED)
         assert values(p.records) == [b"plain", b"open"]  # the aborted batch, with the transaction to drop it
         assert [(a.producer_id, a.first_offset) for a in p.aborted_transactions] == [(producer.pid, 1)]
 
 
-def test_a_replica_out_of_the_isr_does_not_serve():
+def isr(c: Cluster, topic: str = "t") -> list[int]:
+    with c.state.lock:
+        return c.state.partition_leadership(c.topics()[topic], 0).isr
+
+
+def test_a_replica_out_of_the_isr_serves_its_lagging_copy():
     # leaders kept as Kafka's controller keeps them: t-0 on [2, 3] goes offline with 2 its last in-sync
-    # replica; 3 returns as a replica out of the ISR, whose copy the shared log cannot show lagging
+    # replica; 3, stopped before "y", returns out of the ISR with a copy that lacks it
     with Cluster(brokers=3, racks=RACKS, replica_selector=RACK_AWARE, auto_leader_rebalance=False,
                  system_topic_partitions=1) as c:
         add_topic(c, "t", [[2, 3]])
         write(c, b"x")
         c.stop_broker(3)
+        write(c, b"y")
         c.stop_broker(2)
         c.start_broker(3)
-        assert fetch(c, 3, rack="c").error_code == E.NOT_LEADER_OR_FOLLOWER
-        c.start_broker(2)  # the clean election: 2 leads, 3 rejoins the ISR and serves again
-        assert values(fetch(c, 3, rack="c", epoch=-1).records) == [b"x"]
+        assert (c.state.leader(c.topics()["t"], 0), isr(c)) == (-1, [2])
+        p = fetch(c, 3, rack="c")  # Kafka's follower reads its local log, up to the high watermark it learned
+        assert (p.error_code, values(p.records), p.high_watermark, p.last_stable_offset) == (0, [b"x"], 1, 1)
+        p = fetch(c, 3, rack="c", offset=1)  # at its end: nothing, no error
+        assert (p.error_code, p.records or b"") == (0, b"")
+        assert fetch(c, 3, rack="c", offset=2).error_code == E.OFFSET_OUT_OF_RANGE  # past its log end
+        assert fetch(c, 3, version=10, offset=0).error_code == E.NOT_LEADER_OR_FOLLOWER  # no client metadata
+        c.start_broker(2)  # the clean election: 2 leads, 3 catches up and rejoins the ISR
+        assert isr(c) == [2, 3]
+        p = fetch(c, 3, rack="c", epoch=-1)
+        assert (values(p.records), p.high_watermark) == ([b"x", b"y"], 2)
+
+
+def test_a_paused_follower_leaves_the_isr_once_the_leader_appends_past_it(racked):
+    write(racked, b"x")
+    racked.pause_replication(2)
+    assert isr(racked) == [1, 2]  # caught up: still in sync, as Kafka's isCaughtUp (its log end is the leader's)
+    assert fetch(racked, 1, rack="b").preferred_read_replica == 2
+    write(racked, b"y")
+    assert isr(racked) == [1]
+    p = fetch(racked, 1, rack="b")  # the selector names only in-sync followers: the leader reads itself
+    assert (p.preferred_read_replica, values(p.records)) == (-1, [b"x", b"y"])
+    p = fetch(racked, 2, rack="b")  # the lagging follower: its own copy
+    assert (p.error_code, values(p.records), p.high_watermark, p.last_stable_offset) == (0, [b"x"], 1, 1)
+    assert fetch(racked, 2, rack="b", offset=2).error_code == E.OFFSET_OUT_OF_RANGE
+    racked.resume_replication(2)
+    assert isr(racked) == [1, 2]
+    assert fetch(racked, 1, rack="b").preferred_read_replica == 2
+    assert values(fetch(racked, 2, rack="b", offset=1).records) == [b"y"]
+    with pytest.raises(ValueError, match="no broker 7"):
+        racked.pause_replication(7)
+
+
+def test_a_long_poll_on_a_lagging_follower_waits_out_the_leaders_appends(racked):
+    write(racked, b"x")
+    racked.pause_replication(2)
+    write(racked, b"y")
+    with wire(racked, 2) as w:
+        sent = w.request(request(1, rack="b", max_wait_ms=400, min_bytes=1), 12)
+        time.sleep(0.1)
+        write(racked, b"z")  # appended past the copy: nothing for the follower to send
+        p = w.receive(sent).responses[0].partitions[0]
+        assert (p.error_code, p.records or b"", p.high_watermark) == (0, b"", 1)
+        sent = w.request(request(1, rack="b", max_wait_ms=4000, min_bytes=1), 12)
+        time.sleep(0.2)
+        started = time.monotonic()
+        racked.resume_replication(2)  # caught up: the waiting fetch is answered at once
+        p = w.receive(sent).responses[0].partitions[0]
+    assert values(p.records) == [b"y", b"z"] and time.monotonic() - started < 2
+
+
+def test_a_broker_restarted_before_catching_up_neither_leads_nor_is_in_sync(racked):
+    write(racked, b"x")
+    racked.stop_broker(1)  # 2 leads, epoch 1
+    write(racked, b"y")
+    racked.pause_replication(1)
+    racked.start_broker(1)  # back with a copy that lacks "y": the first replica, but not in sync
+    topic = racked.topics()["t"]
+    assert (racked.state.leader(topic, 0), isr(racked), racked.state.leader_epoch(topic, 0)) == (2, [2], 1)
+    p = fetch(racked, 1, rack="a", epoch=1)
+    assert (p.error_code, values(p.records), p.high_watermark) == (0, [b"x"], 1)
+    racked.resume_replication(1)  # caught up: in sync, and the preferred replica leads again
+    assert (racked.state.leader(topic, 0), isr(racked), racked.state.leader_epoch(topic, 0)) == (1, [1, 2], 2)
+
+
+def test_a_lagging_follower_reads_committed_up_to_its_own_last_stable_offset():
+    with open_transaction() as (c, producer, coordinator, follower):
+        c.pause_replication(follower)
+        assert producer.end(commit=True) == 0  # the marker is past the follower's copy
+        assert fetch(c, coordinator, isolation_level=READ_COMMITTED).last_stable_offset == 3
+        p = fetch(c, follower, isolation_level=READ_COMMITTED)  # the transaction is still open in its copy
+        assert (values(p.records), p.last_stable_offset, p.high_watermark) == ([b"plain"], 1, 2)
 
 
 def test_list_offsets_stays_with_the_leader(racked):

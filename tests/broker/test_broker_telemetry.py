@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import time
 import uuid
 
 import pytest
 from broker_wire import Wire
 
 from kcodec.broker import Cluster
+from kcodec.broker import telemetry
 from kcodec.broker.telemetry import subscription_id
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (ApiVersionsRequest, GetTelemetrySubscriptionsRequest as Get,
@@ -106,7 +108,7 @@ def test_pushes_are_kept_per_instance_decompressed(cluster):
         assert push(w, me, sub, zstd, Compression.ZSTD) == 0
         later(cluster)
         assert push(w, me, sub, b"") == 0  # nothing to keep
-    with Wire(cluster.addresses[1], client_id="pusher") as w:  # any broker: the cluster shares instances
+    with Wire(cluster.addresses[1], client_id="pusher") as w:  # any broker: a new instance there, same subscription
         later(cluster)
         assert push(w, me, sub, OTLP, terminating=True) == 0
     kept = cluster.telemetry()
@@ -180,3 +182,73 @@ def test_off_by_default_as_kafka_without_a_reporter():
         c.set_client_metrics("all", {"metrics": "*", "interval.ms": "1000"})
         assert w.call(Get(client_instance_id=ZERO), 0).error_code == E.UNSUPPORTED_VERSION
         assert c.telemetry() == {}
+
+
+# -- client instances: per broker, expiring, bounded, tied to their connection (Kafka's ClientMetricsManager) --
+def subscribe(w: Wire, instance: uuid.UUID = ZERO) -> tuple[uuid.UUID, int]:
+    r = w.call(Get(client_instance_id=instance), 0)
+    assert r.error_code == 0
+    return r.client_instance_id, r.subscription_id
+
+
+def test_each_broker_keeps_its_own_client_instances(cluster):
+    cluster.set_client_metrics("s", {"metrics": "*", "interval.ms": "1000"})
+    with Wire(cluster.addresses[0]) as one, Wire(cluster.addresses[1]) as two:
+        me, sub = subscribe(one)
+        assert one.call(Get(client_instance_id=me), 0).error_code == E.THROTTLING_QUOTA_EXCEEDED
+        assert subscribe(two, me) == (me, sub)  # broker 2 never saw it: no throttling, the same subscription id
+        assert push(one, me, sub, terminating=True) == 0
+        assert push(one, me, sub) == E.INVALID_REQUEST  # broker 1: nothing after a terminating push
+        assert push(two, me, sub) == 0  # broker 2's instance is not terminated
+    assert [(p.node_id, p.terminating) for p in cluster.telemetry()[me]] == [(1, True), (2, False)]
+
+
+@pytest.mark.parametrize("interval_ms, life_s", [(30_000, 90.0), (100, 60.0)])
+def test_an_instance_is_forgotten_three_intervals_or_a_minute_after_its_last_request(cluster, interval_ms, life_s):
+    # max(60 s, 3 push intervals), counted again from every request (Kafka's expiration timer task)
+    cluster.set_client_metrics("s", {"metrics": "*", "interval.ms": str(interval_ms)})
+    with Wire(cluster.addresses[0]) as w:
+        me, sub = subscribe(w)
+        assert push(w, me, sub, terminating=True) == 0
+        later(cluster, life_s - 0.1)
+        assert push(w, me, sub) == E.INVALID_REQUEST  # still known: terminated; and alive for life_s again
+        later(cluster, life_s)
+        assert push(w, me, sub) == 0  # forgotten: a new instance, matched afresh, with the same subscription id
+        cluster.set_client_metrics("s", {"metrics": "other.", "interval.ms": str(interval_ms)})
+        later(cluster, life_s)
+        assert push(w, me, sub) == E.UNKNOWN_SUBSCRIPTION_ID  # forgotten, and the subscriptions changed
+        again, new_sub = subscribe(w, me)  # what the client does then: it asks again
+        assert again == me and new_sub != sub
+        later(cluster, interval_ms / 1000)  # that Get did not restart the interval (test_push_errors_in_kafkas_order)
+        assert push(w, me, new_sub) == 0
+    assert [p.subscription_id for p in cluster.telemetry()[me]] == [sub, sub, new_sub]
+
+
+def test_a_broker_keeps_at_most_max_instances_the_least_recently_used_going(cluster, monkeypatch):
+    monkeypatch.setattr(telemetry, "MAX_INSTANCES", 2)
+    cluster.set_client_metrics("s", {"metrics": "*", "interval.ms": "1000"})
+    with Wire(cluster.addresses[0]) as w:
+        done = []
+        for _ in range(3):  # a, b, c: each terminated; c's arrival pushes a out
+            me, sub = subscribe(w)
+            assert push(w, me, sub, terminating=True) == 0
+            done.append((me, sub))
+        (a, a_sub), (b, b_sub), _ = done
+        assert push(w, b, b_sub) == E.INVALID_REQUEST  # kept, and now the most recently used
+        assert push(w, a, a_sub) == 0  # forgotten: new (and c goes)
+
+
+def test_an_instance_is_forgotten_when_the_connection_that_made_it_closes(cluster):
+    cluster.set_client_metrics("s", {"metrics": "*", "interval.ms": "1000"})
+    with Wire(cluster.addresses[0]) as w:
+        me, sub = subscribe(w)
+        assert push(w, me, sub, terminating=True) == 0
+        with Wire(cluster.addresses[0]) as other:  # another connection: the instance is not its own
+            assert push(other, me, sub) == E.INVALID_REQUEST
+        assert me in cluster.runtime.telemetry.known(1)
+    deadline = time.monotonic() + 5
+    while me in cluster.runtime.telemetry.known(1) and time.monotonic() < deadline:  # the close reaches it
+        time.sleep(0.02)
+    assert me not in cluster.runtime.telemetry.known(1)
+    with Wire(cluster.addresses[0]) as w:
+        assert push(w, me, sub) == 0  # a new instance

@@ -86,14 +86,15 @@ def _follow_then_fall_back(cluster: Cluster, client_id: str, poll: Callable[[], 
     _fetched_by(cluster, client_id, _served(cluster, client_id)[2])
 
 
-def test_confluent_kafka_reads_from_the_follower_in_its_rack_and_falls_back_to_the_leader(cluster):
+def _librdkafka(cluster: Cluster, client_id: str) -> tuple[Any, Callable[[], list[bytes]]]:
+    """A confluent-kafka consumer in rack b assigned t-0 from offset 0, and one bounded poll of it."""
     need_module("confluent_kafka")
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 500,
                          "metadata.max.age.ms": 1000, "retry.backoff.ms": 50, "reconnect.backoff.max.ms": 200,
                          "log_level": 2, "group.id": "near", "enable.auto.commit": False,
-                         "client.id": "rack-b-librdkafka", "client.rack": "b", "auto.offset.reset": "error",
+                         "client.id": client_id, "client.rack": "b", "auto.offset.reset": "error",
                          "fetch.wait.max.ms": 100})
     consumer.assign([TopicPartition(TOPIC, 0, 0)])
 
@@ -104,8 +105,42 @@ def test_confluent_kafka_reads_from_the_follower_in_its_rack_and_falls_back_to_t
         assert m.error() is None, m.error()  # a reset would be an error event, not a silent jump
         return [m.value()]
 
+    return consumer, poll
+
+
+def test_confluent_kafka_reads_from_the_follower_in_its_rack_and_falls_back_to_the_leader(cluster):
+    consumer, poll = _librdkafka(cluster, "rack-b-librdkafka")
     try:
         _follow_then_fall_back(cluster, "rack-b-librdkafka", poll)
+    finally:
+        consumer.close()
+
+
+def test_confluent_kafka_keeps_reading_the_follower_that_lags_out_of_the_isr(cluster):
+    # librdkafka keeps its preferred replica while the leader is unchanged (a 5-minute lease): a follower out
+    # of the ISR serves it its lagging copy, as Kafka's does, and nothing new until it catches up
+    consumer, poll = _librdkafka(cluster, "rack-b-lagging")
+    producer = _producer(cluster)
+    try:
+        sent = _write(producer, "near")
+        got: list[bytes] = []
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < 5 and time.monotonic() < deadline:
+            got.extend(poll())
+        assert got == sent and _served(cluster, "rack-b-lagging") == {2: 5}
+        cluster.pause_replication(2)
+        sent += _write(producer, "lagging")  # acks=all: the ISR is 1 and 3 now
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:
+            got.extend(poll())
+        assert len(got) == 5 and _served(cluster, "rack-b-lagging") == {2: 5}  # its copy: nothing new, no error
+        cluster.resume_replication(2)
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < len(sent) and time.monotonic() < deadline:
+            got.extend(poll())
+        assert got == sent
+        assert _served(cluster, "rack-b-lagging") == {2: 10}  # the follower, caught up; never the leader
+        assert min(v for api, v in cluster.requests_served()["rack-b-lagging"] if api == "Fetch") >= 11
     finally:
         consumer.close()
 

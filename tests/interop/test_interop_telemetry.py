@@ -4,6 +4,7 @@ subscription and pushes its metrics; kafka-python administers CLIENT_METRICS sub
 from __future__ import annotations
 
 import time
+from typing import Any, Callable
 
 import pytest
 from needs import need_module
@@ -56,6 +57,57 @@ def test_librdkafka_producer_and_consumer_push_metrics():
     # librdkafka takes the first of the broker's accepted types it was built with: zstd (4) here
     assert {p.compression_type for p in pushes} == {4} and all(p.raw != p.metrics for p in pushes)
     assert any(p.terminating for p in pushes if p.client_id == "ck-tel-consumer")  # its last push, at close
+
+
+class _Skewed:
+    """The broker's telemetry clock: real time, which the test may move forward (no minute-long sleeps)."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.ahead
+
+
+def test_librdkafka_pushes_on_after_its_instance_expires_and_resubscribes():
+    # the broker forgets an instance a minute after its last request (three 500 ms intervals are less); the
+    # next push makes a new one: taken while the subscriptions are the same, UNKNOWN_SUBSCRIPTION_ID once they
+    # changed, whereupon librdkafka asks for its subscription again and pushes under the new id
+    ck = need_module("confluent_kafka")
+    with Cluster(brokers=1, system_topic_partitions=1, client_telemetry=True) as c:
+        clock = c.runtime.telemetry.clock = _Skewed()
+        _subscribe(c)
+        producer = ck.Producer({"bootstrap.servers": c.bootstrap, "client.id": "ck-expiring", "log_level": 3})
+
+        def wait_for(what: str, done: Callable[[], bool], client: Any = producer) -> None:
+            deadline = time.monotonic() + TIMEOUT
+            while not done():
+                assert time.monotonic() < deadline, f"{what}: {c.telemetry()}"
+                client.poll(0.1)
+
+        def pushes() -> list[Any]:
+            return [p for ps in c.telemetry().values() for p in ps]
+
+        def gets() -> int:
+            return c.requests_served()["ck-expiring"][("GetTelemetrySubscriptions", 0)]
+
+        try:
+            wait_for("no push", lambda: len(pushes()) >= 1)
+            (me,) = c.telemetry()
+            first_sub = pushes()[0].subscription_id
+            clock.ahead += 61  # forgotten; the subscriptions unchanged
+            seen = len(pushes())
+            wait_for("no push after the expiry", lambda: len(pushes()) >= seen + 2)
+            assert gets() == 1 and {p.subscription_id for p in pushes()} == {first_sub}
+            c.set_client_metrics("ck-sub", {"metrics": "org.apache.kafka.producer.", "interval.ms": "500"})
+            clock.ahead += 61  # forgotten again; now the subscriptions differ
+            wait_for("no push under a new subscription", lambda: pushes()[-1].subscription_id != first_sub)
+        finally:
+            producer.flush(5)
+            del producer, wait_for  # destroyed before the cluster stops
+        assert gets() >= 2 and list(c.telemetry()) == [me]  # it asked again, and kept its instance id
+        assert {n for p in pushes() if p.subscription_id != first_sub for n in p.metric_names()} - {
+            n for p in pushes() if p.subscription_id == first_sub for n in p.metric_names()}  # more than before
 
 
 def test_librdkafka_pushes_nothing_without_a_subscription():

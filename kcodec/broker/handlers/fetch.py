@@ -7,8 +7,9 @@ min(partition_max_bytes, what is left of max_bytes), max_bytes being at most the
 max_wait_ms on the event loop (the handler answers ``Later``) and is answered as soon as appends make
 min_bytes, or at the deadline.
 
-Fetching from followers (KIP-392, replicas.py): from v11 a consumer's Fetch may be served by any in-sync
-replica, and a leader with a replica selector may answer it with ``preferred_read_replica`` and no records.
+Fetching from followers (KIP-392, replicas.py): from v11 a consumer's Fetch may be served by any replica (one
+out of the ISR serves its lagging copy: copies.py), and a leader with a replica selector may answer it with
+``preferred_read_replica`` and no records.
 """
 
 from __future__ import annotations
@@ -90,9 +91,15 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
                                                 FetchResponse.NodeEndpoint, endpoints)
         return out, 0, False
     plog = state.logs.log(topic.topic_id, index)
-    out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
+    # a follower that lags (copies.py) serves its own copy, up to the high watermark it learned, and answers
+    # an offset past its log end OFFSET_OUT_OF_RANGE, as Kafka's reads its local log (LocalLog.read)
+    copy = state.lagging_copy(topic, index, ctx.node_id) if rack is not None else None
+    if copy is None:
+        out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
+    else:
+        out.high_watermark, out.last_stable_offset = copy
     out.log_start_offset = plog.log_start
-    if not plog.in_range(offset):
+    if not plog.log_start <= offset <= out.high_watermark:
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
         return out, 0, False
     selector = ctx.runtime.replica_selector
@@ -104,7 +111,8 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
             out.aborted_transactions = None  # Kafka skips the read: no list, even for read_committed
             return out, 0, False
     # read_committed stops at the last stable offset and lists the aborted transactions it overlaps
-    batches, size, cut = plog.read(offset, max(max_bytes, 0), out.last_stable_offset if committed else None)
+    batches, size, cut = plog.read(offset, max(max_bytes, 0),
+                                   out.last_stable_offset if committed else out.high_watermark)
     if batches and not first and size > max_bytes:
         return out, 0, True  # only the response's first batch may exceed the limits
     if batches:

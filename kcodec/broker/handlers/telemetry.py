@@ -1,7 +1,9 @@
 """GetTelemetrySubscriptions v0 and PushTelemetry v0 (KIP-714): the broker side of client metrics.
 
 No ACL guards them (as in Kafka). The rules live in ``..telemetry``; this module turns a request's header
-and connection into the attributes subscriptions match on, and refusals into the response's error code.
+and connection into the attributes subscriptions match on, and refusals into the response's error code. Each
+broker keeps its own client instances; one made on a connection is forgotten when it closes (the server
+tells ``Telemetry.disconnected``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ def _attributes(ctx: Context) -> dict[str, Optional[str]]:
 @handles(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse)
 def get_telemetry_subscriptions(ctx: Context, req: Any) -> GetTelemetrySubscriptionsResponse:
     try:
-        inst = ctx.runtime.telemetry.get_subscriptions(req.client_instance_id, _attributes(ctx))
+        inst = ctx.runtime.telemetry.get_subscriptions(ctx.node_id, req.client_instance_id, _attributes(ctx),
+                                                       id(ctx.session))
     except TelemetryError as e:
         return GetTelemetrySubscriptionsResponse(error_code=e.code)
     return GetTelemetrySubscriptionsResponse(
@@ -42,7 +45,7 @@ def get_telemetry_subscriptions(ctx: Context, req: Any) -> GetTelemetrySubscript
 def push_telemetry(ctx: Context, req: Any) -> PushTelemetryResponse:
     try:
         ctx.runtime.telemetry.push(req.client_instance_id, _attributes(ctx), req.subscription_id, req.terminating,
-                                   req.compression_type, req.metrics or b"", ctx.node_id)
+                                   req.compression_type, req.metrics or b"", ctx.node_id, id(ctx.session))
     except TelemetryError as e:
         return PushTelemetryResponse(error_code=e.code)
     return PushTelemetryResponse()
