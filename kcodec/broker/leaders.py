@@ -131,7 +131,20 @@ class Leadership:
             pinned = self._pinned.get((topic.topic_id, index))
             if pinned in isr:  # a stopped saved leader hands over as any leader does
                 return PartitionLeadership(pinned, isr, offline)
+        if index in topic.reassigning and isr:
+            return PartitionLeadership(self._reassigning_leader(topic, index, isr), isr, offline)
         return PartitionLeadership(isr[0] if isr else NO_LEADER, isr, offline)
+
+    def _reassigning_leader(self, topic: "Topic", index: int, isr: list[int]) -> int:
+        """Kafka's leader while a reassignment is pending, its periodic preferred election run at once:
+        the preferred replica (the target's first) if in sync, else the current leader (the one its epoch
+        was given for) while it stays in sync, even if it is being removed, else the first in-sync replica
+        (PartitionChangeBuilder's electPreferredLeader, then electAnyLeader)."""
+        preferred = topic.replicas[index][0]
+        if preferred in isr:
+            return preferred
+        held = self._epochs.get((topic.topic_id, index))
+        return held[1] if held is not None and held[1] in isr else isr[0]
 
     def forget(self, topic_id: uuid.UUID) -> None:
         for table in (self._kept, self._epochs, self._pinned):

@@ -91,11 +91,34 @@ def test_a_reassignment_that_moves_the_leader_or_drops_a_replica_is_a_new_leader
         assert metadata(w)[0] == 3 and epoch(w) == 2
     c.stop_broker(4)
     with Wire(c.addresses[0]) as w:
-        alter(w, {("t", 1): [4, 3]})  # pending (4 is stopped): replicas 4, 3, 2, the first live one leads
-        assert metadata(w, index=1)[0] == 3 and epoch(w, 1) == 1
-    c.start_broker(4)  # completes: 4 leads, one epoch more
+        alter(w, {("t", 1): [4, 3]})  # pending (4 is stopped): replicas 4, 3, 2; 2, in sync, still leads
+        assert metadata(w, index=1)[0] == 2 and epoch(w, 1) == 0
+    c.start_broker(4)  # completes: 2 leaves, 4 leads, one epoch on
     with Wire(c.addresses[0]) as w:
-        assert metadata(w, index=1)[0] == 4 and epoch(w, 1) == 2
+        assert metadata(w, index=1)[0] == 4 and epoch(w, 1) == 1
+
+
+def test_with_auto_rebalance_a_pending_reassignment_keeps_an_in_sync_leader_until_the_preferred_one_syncs(c):
+    """Kafka's elections while a reassignment is pending (replicas: the target, then the removed ones): the
+    preferred replica, the target's first, leads once in sync; until then the current leader stays while
+    in sync, even one being removed; a leader that stops hands over to the first in-sync replica."""
+    c.stop_broker(4)
+    with Wire(c.addresses[2]) as w:
+        alter(w, {("t", 0): [4, 2, 3]})  # pending: 4 is stopped; 1 is being removed but in sync: it leads
+        assert (metadata(w), epoch(w)) == ((1, [4, 2, 3, 1], [2, 3, 1]), 0)
+    c.stop_broker(1)  # the leader stops: the first in-sync replica of the list
+    with Wire(c.addresses[2]) as w:
+        assert (metadata(w)[0], epoch(w)) == (2, 1)
+    c.stop_broker(2)
+    c.start_broker(2)  # back in sync, but neither preferred (4) nor the leader (3): 3 stays
+    with Wire(c.addresses[2]) as w:
+        assert (metadata(w)[0], epoch(w)) == (3, 2)
+        alter(w, {("t", 0): [2, 4, 3]})  # a new target whose first replica is in sync: it leads
+        assert (metadata(w), epoch(w)) == ((2, [2, 4, 3, 1], [2, 3]), 3)
+        assert listed(w) == {("t", 0): ([2, 4, 3, 1], [3, 4], [1])}
+    c.start_broker(4)  # completes: 1 leaves the list, 2 still leads, one epoch on
+    with Wire(c.addresses[2]) as w:
+        assert (metadata(w), epoch(w)) == ((2, [2, 4, 3], [2, 4, 3]), 4) and listed(w) == {}
 
 
 def test_dropping_a_follower_fences_clients_that_hold_the_old_epoch(kept):
