@@ -320,12 +320,15 @@ class ClusterState:
             log.info("cancelled the reassignment of %s-%d: replicas %s", topic.name, index, replicas)
         else:
             replicas, ongoing = plan_change(topic, index, target, self.broker_ids, allow_rf_change)
+            if replicas == original and ongoing == topic.reassigning.get(index, Reassignment()):
+                return  # no change: Kafka's PartitionChangeBuilder writes no record
             if ongoing.adding or ongoing.removing:
                 topic.reassigning[index] = ongoing
             self._replace_replicas(topic, index, replicas, before)
             # completing at once is one change (one PartitionChangeRecord in Kafka): one epoch at most
             if not self._complete_reassignment(topic, index, original):
                 self._settle_change(topic, index, original)
+        self.quorum.record()  # the one PartitionChangeRecord, however far the change went
         self.save()
 
     def progress_reassignments(self) -> None:
@@ -333,8 +336,10 @@ class ClusterState:
         once the last broker stopped: every broker then counts as live (``_up``)."""
         if not self.brokers:
             return
-        done = [self._complete_reassignment(t, i) for t in self.topics.values() for i in list(t.reassigning)]
-        if any(done):
+        done = sum(self._complete_reassignment(t, i) for t in self.topics.values() for i in list(t.reassigning))
+        for _ in range(done):
+            self.quorum.record()  # a PartitionChangeRecord each: the ISR grown and the reassignment complete
+        if done:
             self.save()
 
     def _complete_reassignment(self, topic: Topic, index: int, original: Optional[list[int]] = None) -> bool:
@@ -361,7 +366,6 @@ class ClusterState:
         topic.replicas[index] = replicas
         self.leadership.reassigned(topic, index, before, self._up(), isr)
         self.copies.replicate(self)
-        self.quorum.record()  # a PartitionChangeRecord
 
     def _settle_change(self, topic: Topic, index: int, before: list[int]) -> None:
         """As PartitionChangeBuilder: a new leader, or a replica of ``before`` no longer listed, is a new

@@ -74,6 +74,34 @@ def test_the_log_grows_with_metadata_changes_and_the_epoch_with_controllers():
             assert {v.log_end_offset for v in p.current_voters} == {p.high_watermark}
 
 
+def test_a_reassignment_is_one_record_per_change_of_the_partition():
+    """As Kafka's controller writes PartitionChangeRecords: one for a reassignment that starts and
+    completes at once, one to start a pending one and one when it completes, one to cancel, none for a
+    target that changes nothing or one refused."""
+    from test_broker_reassignments import add_topic, alter
+
+    with Cluster(brokers=4, system_topic_partitions=1) as c:
+        add_topic(c, "t", [[1, 2]])
+        assert c.controller_id != 4
+        with Wire(c.addresses[0]) as w:
+            def grew(action) -> int:
+                before = describe(w).topics[0].partitions[0].high_watermark
+                action()
+                return describe(w).topics[0].partitions[0].high_watermark - before
+
+            assert grew(lambda: alter(w, {("t", 0): [3, 4]})) == 1  # started and completed
+            assert grew(lambda: alter(w, {("t", 0): [3, 4]})) == 0  # no change
+            assert grew(lambda: alter(w, {("t", 0): [3, 9]})) == 0  # refused
+            assert grew(lambda: alter(w, {("t", 0): [4, 3]})) == 1  # reordered
+            assert grew(lambda: c.stop_broker(4)) == 1  # fenced
+            assert grew(lambda: alter(w, {("t", 0): [1, 4]})) == 1  # pending
+            assert grew(lambda: alter(w, {("t", 0): [1, 4, 3]})) == 0  # the same list and sets: no change
+            assert grew(lambda: alter(w, {("t", 0): None})) == 1  # cancelled
+            assert grew(lambda: alter(w, {("t", 0): [1, 4]})) == 1  # pending again
+            assert grew(lambda: c.start_broker(4)) == 2  # registered, then the reassignment completes
+            assert c.topics()["t"].replicas == [[1, 4]]
+
+
 def test_only_the_metadata_partition_is_described():
     with Cluster(brokers=1, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
         for topics in ({"__cluster_metadata": [1]}, {"orders": [0]}, {"__cluster_metadata": [0, 1]},
