@@ -41,7 +41,8 @@ def _error(code: ErrorCode, message: str) -> Exception:
 
 def validate_target(target: list[int], brokers: list[int], replication_factor: Optional[int] = None) -> None:
     """Kafka's validateManualPartitionAssignment: not empty, then in broker id order each one registered
-    (a stopped broker still is) and named once, then (CreatePartitions) as many as ``replication_factor``."""
+    (a stopped broker still is) and named once, then as many as ``replication_factor`` (CreatePartitions:
+    partition 0's count; CreateTopics: the previous partition's; a reassignment: not checked)."""
     if not target:
         raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                      "The manual partition assignment includes an empty replica list.")

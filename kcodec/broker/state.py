@@ -382,22 +382,6 @@ class ClusterState:
         return [[ids[(start + p + r) % len(ids)] for r in range(replication_factor)]
                 for p in range(first_partition, first_partition + partitions)]
 
-    def check_assignment(self, replicas: list[list[int]], replication_factor: Optional[int] = None) -> None:
-        for p, brokers in enumerate(replicas):
-            if not brokers:
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Partition {p} has an empty replica list")
-            if len(set(brokers)) != len(brokers):
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Duplicate brokers in the replica assignment of partition {p}: {brokers}")
-            missing = [b for b in brokers if b not in self.broker_ids]
-            if missing:
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Replica assignment of partition {p} names unknown brokers {missing}")
-            rf = replication_factor if replication_factor is not None else len(replicas[0])
-            if len(brokers) != rf:
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"All partitions must have {rf} replicas; partition {p} has {len(brokers)}")
-
     def _check_partition_limit(self, count: int) -> None:
         if count > self.max_partitions_per_topic:
             raise AdminError(ErrorCode.INVALID_PARTITIONS, f"{count} partitions exceed this broker's limit of "
@@ -414,7 +398,7 @@ class ClusterState:
 
     # -- topic creation (KIP-4, KIP-464) ---------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,
-                   assignments: Optional[dict[int, list[int]]] = None,
+                   assignments: Optional[Mapping[int, list[int]] | list[tuple[int, list[int]]]] = None,
                    configs: Optional[dict[str, Optional[str]]] = None) -> Topic:
         """The topic a CreateTopics entry asks for, validated but not added.
 
@@ -437,16 +421,9 @@ class ClusterState:
         except cfg.ConfigError as e:
             raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
         if assignments:
-            self._check_partition_limit(len(assignments))
-            if num_partitions != -1 or replication_factor != -1:
-                raise AdminError(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and "
-                                 "replicasAssignments were set. Both cannot be used at the same time.")
-            if sorted(assignments) != list(range(len(assignments))):
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions should be a consecutive "
-                                 f"0-based integer sequence, got {sorted(assignments)}")
-            replicas = [list(assignments[p]) for p in range(len(assignments))]
-            self.check_assignment(replicas)
-            return Topic(name, uuid.uuid4(), replicas, overrides)
+            pairs = list(assignments.items()) if isinstance(assignments, Mapping) else list(assignments)
+            return Topic(name, uuid.uuid4(), self._manual_assignment(pairs, num_partitions, replication_factor),
+                         overrides)
         if num_partitions == -1:
             num_partitions = self.num_partitions
         if replication_factor == -1:
@@ -457,6 +434,40 @@ class ClusterState:
         self._check_partition_limit(num_partitions)
         self._check_replication_factor(replication_factor)
         return Topic(name, uuid.uuid4(), self.assign(num_partitions, replication_factor), overrides)
+
+    def _manual_assignment(self, pairs: list[tuple[int, list[int]]], num_partitions: int,
+                           replication_factor: int) -> list[list[int]]:
+        """A CreateTopics entry's (partition index, brokers) pairs, checked in the order and with the
+        messages of KRaft's ReplicationControlManager.createTopic: the counts left at -1, then each pair
+        in request order (its index new, validateManualPartitionAssignment against the previous pair's
+        replica count, a running broker among them), then the indexes consecutive from 0."""
+        if replication_factor != -1:
+            raise AdminError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                             "replication factor was not set to -1.")
+        if num_partitions != -1:
+            raise AdminError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
+                             "numPartitions was not set to -1.")
+        placed: dict[int, list[int]] = {}
+        previous: Optional[int] = None
+        for index, brokers in pairs:
+            if index in placed:
+                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Found multiple manual partition assignments for partition {index}")
+            validate_target(brokers, self.broker_ids, previous)
+            previous = len(brokers)
+            self._check_running(brokers, index)
+            placed[index] = list(brokers)
+        if any(i not in placed for i in range(len(placed))):
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+        self._check_partition_limit(len(placed))  # kcodec's own limit, where Kafka checks its mutation quota
+        return [placed[i] for i in range(len(placed))]
+
+    def _check_running(self, brokers: list[int], index: int) -> None:
+        """A new partition needs a running broker: its ISR (the running ones) would be empty."""
+        if not self._up().intersection(brokers):
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual "
+                             f"partition assignment for partition {index} are fenced or in controlled shutdown.")
 
     def add_topic(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
@@ -510,13 +521,9 @@ class ClusterState:
         if len(assignments) != added:
             raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {added} additional "
                              f"partition(s), but only {len(assignments)} assignment(s) were specified.")
-        up = self._up()
         for i, replicas in enumerate(assignments):
             validate_target(replicas, self.broker_ids, topic.replication_factor)
-            if not up.intersection(replicas):  # the new partition's ISR would be empty
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual "
-                                 f"partition assignment for partition {have + i} are fenced or in controlled "
-                                 "shutdown.")
+            self._check_running(replicas, have + i)
         return [list(a) for a in assignments]
 
     def _created(self, topic: Topic, first: int) -> None:

@@ -101,6 +101,68 @@ def test_create_errors_37_38_39_and_configs(cluster, fields, code):
     assert r.num_partitions == -1 and "bad" not in cluster.topics()
 
 
+RA = CreateTopicsRequest.CreatableReplicaAssignment
+INVALID_ASSIGNMENT = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def _assigned(*pairs: tuple[int, list[int]], partitions: int = -1, rf: int = -1) -> CT:
+    return CT(name="manual", num_partitions=partitions, replication_factor=rf,
+              assignments=[RA(partition_index=i, broker_ids=b) for i, b in pairs])
+
+
+# KRaft's ReplicationControlManager.createTopic: its order and messages (3 brokers; 3 is stopped)
+MANUAL = [
+    ("rf given", _assigned((0, [1]), partitions=1, rf=1), ErrorCode.INVALID_REQUEST,
+     "A manual partition assignment was specified, but replication factor was not set to -1."),
+    ("partitions given", _assigned((0, [1]), partitions=1), ErrorCode.INVALID_REQUEST,
+     "A manual partition assignment was specified, but numPartitions was not set to -1."),
+    ("empty", _assigned((0, [])), INVALID_ASSIGNMENT,
+     "The manual partition assignment includes an empty replica list."),
+    ("unknown before twice, in id order", _assigned((0, [9, 2, 2, 7])), INVALID_ASSIGNMENT,
+     "The manual partition assignment includes the broker 2 more than once."),
+    ("unknown, in id order", _assigned((0, [9, 1, 7])), INVALID_ASSIGNMENT,
+     "The manual partition assignment includes broker 7, but no such broker is registered."),
+    ("twice", _assigned((0, [2, 1, 2])), INVALID_ASSIGNMENT,
+     "The manual partition assignment includes the broker 2 more than once."),
+    ("inconsistent counts", _assigned((0, [1, 2]), (1, [2])), INVALID_ASSIGNMENT,
+     "The manual partition assignment includes a partition with 1 replica(s), but this is not consistent with "
+     "previous partitions, which have 2 replica(s)."),
+    ("an index twice", _assigned((0, [1]), (0, [2])), INVALID_ASSIGNMENT,
+     "Found multiple manual partition assignments for partition 0"),
+    ("in request order: twice before the gap", _assigned((1, [1]), (1, [9])), INVALID_ASSIGNMENT,
+     "Found multiple manual partition assignments for partition 1"),
+    ("all stopped", _assigned((0, [1]), (1, [3])), INVALID_ASSIGNMENT,
+     "All brokers specified in the manual partition assignment for partition 1 are fenced or in controlled "
+     "shutdown."),
+    ("a gap", _assigned((0, [1]), (2, [2])), INVALID_ASSIGNMENT,
+     "partitions should be a consecutive 0-based integer sequence"),
+    ("not from 0", _assigned((1, [1]),), INVALID_ASSIGNMENT,
+     "partitions should be a consecutive 0-based integer sequence"),
+]
+
+
+@pytest.mark.parametrize("case, topic, code, message", MANUAL, ids=[m[0] for m in MANUAL])
+def test_manual_assignments_are_checked_as_kraft_does(cluster, case, topic, code, message):
+    cluster.stop_broker(3)
+    with Wire(cluster.addresses[0]) as w:
+        [r] = create(w, 7, topic)
+        [dry] = create(w, 7, topic, validate_only=True)
+    assert (r.error_code, r.error_message) == (code, message)
+    assert (dry.error_code, dry.error_message) == (code, message)
+    assert "manual" not in cluster.topics()
+
+
+def test_manual_assignments_in_any_order_with_a_stopped_broker(cluster):
+    cluster.stop_broker(3)
+    with Wire(cluster.addresses[0]) as w:
+        [r] = create(w, 7, _assigned((1, [3, 1]), (0, [2, 3])))
+    assert r.error_code == 0, r.error_message
+    assert cluster.topics()["manual"].replicas == [[2, 3], [3, 1]]
+    with Wire(cluster.addresses[0]) as w:
+        p = w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="manual")]), 12).topics[0].partitions
+    assert sorted((x.partition_index, x.leader_id, list(x.isr_nodes)) for x in p) == [(0, 2, [2]), (1, 1, [1])]
+
+
 def test_batch_results_already_exists_invalid_names_duplicates_validate_only(cluster):
     cluster.create_topic("exists", 1, 1)
     with Wire(cluster.addresses[2]) as w:

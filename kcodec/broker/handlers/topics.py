@@ -46,14 +46,11 @@ def _created(ctx: Context, result: Any, topic: Topic) -> None:
 
 
 def _plan(ctx: Context, t: Any) -> Topic:
-    indexes = Counter(a.partition_index for a in t.assignments)
-    if any(n > 1 for n in indexes.values()):
-        raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "A partition appears twice in the assignment")
     names = Counter(c.name for c in t.configs)
     if any(n > 1 for n in names.values()):
         raise AdminError(ErrorCode.INVALID_REQUEST, "A config appears twice for this topic")
     return ctx.state.plan_topic(t.name, t.num_partitions, t.replication_factor,
-                                {a.partition_index: list(a.broker_ids) for a in t.assignments},
+                                [(a.partition_index, list(a.broker_ids)) for a in t.assignments],
                                 {c.name: c.value for c in t.configs})
 
 
