@@ -65,6 +65,37 @@ def test_administer(cluster):
         record(CLIENT, cluster)
 
 
+def _failure(futures: dict) -> tuple[int, str]:
+    with pytest.raises(KafkaException) as e:
+        _one(futures)
+    return e.value.args[0].code(), e.value.args[0].str()
+
+
+def test_create_topics_with_replica_assignments(cluster):
+    """librdkafka sends a replica assignment with -1 partitions and replication factor: created as given,
+    or refused with KRaft's code and message (ReplicationControlManager.createTopic)."""
+    admin = _admin(cluster.bootstrap)
+    try:
+        assert _one(admin.create_topics([NewTopic("ck-manual", 2, replica_assignment=[[2, 1], [1, 3]])],
+                                        request_timeout=TIMEOUT)) is None
+        assert cluster.topics()["ck-manual"].replicas == [[2, 1], [1, 3]]
+        bad = KafkaError.INVALID_REPLICA_ASSIGNMENT
+        assert _failure(admin.create_topics([NewTopic("ck-m2", 2, replica_assignment=[[1, 2], [3]])])) == (
+            bad, "The manual partition assignment includes a partition with 1 replica(s), but this is not "
+            "consistent with previous partitions, which have 2 replica(s).")
+        assert _failure(admin.create_topics([NewTopic("ck-m2", 1, replica_assignment=[[9, 1, 7]])])) == (
+            bad, "The manual partition assignment includes broker 7, but no such broker is registered.")
+        assert _failure(admin.create_topics([NewTopic("ck-m2", 1, replica_assignment=[[1, 2, 1]])])) == (
+            bad, "The manual partition assignment includes the broker 1 more than once.")
+        cluster.stop_broker(3)
+        assert _failure(admin.create_topics([NewTopic("ck-m2", 2, replica_assignment=[[1], [3]])])) == (
+            bad, "All brokers specified in the manual partition assignment for partition 1 are fenced or in "
+            "controlled shutdown.")
+        assert "ck-m2" not in cluster.topics()
+    finally:
+        record(CLIENT, cluster)
+
+
 def test_unauthorized_under_sasl_plain(secured):
     admin = _admin(secured.bootstrap, **{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                                          "sasl.username": "alice", "sasl.password": "alice-pw"})

@@ -52,6 +52,33 @@ def test_administer(cluster):
         record(CLIENT, cluster)
 
 
+def test_create_topics_with_replica_assignments(cluster):
+    """kafka-python sends the counts it is given beside an assignment: KRaft's checks, codes and messages."""
+    admin = _admin(cluster.bootstrap)
+    try:
+        made = admin.create_topics({
+            "kp-manual": {"assignments": {1: [1, 3], 0: [2, 1]}},
+            "kp-counted": {"num_partitions": 2, "assignments": {0: [1], 1: [2]}},
+            "kp-factor": {"replication_factor": 1, "num_partitions": 2, "assignments": {0: [1], 1: [2]}},
+            "kp-gap": {"assignments": {0: [1], 2: [2]}},
+            "kp-twice": {"assignments": {0: [3, 2, 3]}},
+        }, raise_errors=False)
+        results = {t["name"]: (t["error_code"], t["error_message"]) for t in made["topics"]}
+        assert results == {
+            "kp-manual": (0, None),
+            "kp-counted": (42, "A manual partition assignment was specified, but numPartitions was not set to -1."),
+            "kp-factor": (42, "A manual partition assignment was specified, but replication factor was not set "
+                              "to -1."),
+            "kp-gap": (39, "partitions should be a consecutive 0-based integer sequence"),
+            "kp-twice": (39, "The manual partition assignment includes the broker 3 more than once."),
+        }
+        assert cluster.topics()["kp-manual"].replicas == [[2, 1], [1, 3]]
+        assert not {"kp-counted", "kp-factor", "kp-gap", "kp-twice"} & set(cluster.topics())
+    finally:
+        admin.close()
+        record(CLIENT, cluster)
+
+
 def test_describe_log_dirs(cluster):
     """kafka-log-dirs.sh's question through kafka-python: every broker's partitions, with their sizes."""
     cluster.create_topic("kp-dirs", 2, 2)
