@@ -2,7 +2,9 @@
 
 With ``auto_rebalance`` (the default) a partition's first live replica leads: a stopped leader's
 partitions move to their next live replica and come back the moment it returns, as Kafka's
-auto.leader.rebalance.enable does (without its five-minute wait). A state file's leaders are the
+auto.leader.rebalance.enable does (without its five-minute wait). While a reassignment is pending the
+rule is Kafka's elections': the target's first replica once in sync, else the current leader while in
+sync (``_reassigning_leader``). A state file's leaders are the
 exception: after a restart each saved leader keeps its partition (and its epoch) until that rebalance
 next runs, at the first broker stop or start after the cluster's own start or at a preferred election,
 as Kafka's leaders stand in its metadata log until its periodic preferred election (``_pinned``).

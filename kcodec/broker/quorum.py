@@ -3,9 +3,10 @@
 The cluster's nodes run as combined brokers and controllers (``process.roles=broker,controller``) with a
 static voter set (kraft.version 0), so every node is a voter and there are no observers. The controller
 leads the quorum; its epoch starts at 1 and grows with every change of controller. The log's end offset
-counts the metadata changes (a record each: topics, partitions, configs, reassignments, brokers starting
-and stopping, controller changes); every running voter has fetched all of it, a stopped one keeps the
-offset and time it had when it stopped, and a node that never ran has none (-1).
+counts the metadata changes (a record each: topics, partitions, configs, brokers starting and stopping,
+controller changes, and each change a reassignment makes to a partition, as Kafka's PartitionChangeRecord);
+every running voter has fetched all of it, a stopped one keeps the offset and time it had when it
+stopped, and a node that never ran has none (-1).
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Optional
 
 from kcodec.errors import ErrorCode
 
+from .admin_error import AdminError
+from .assignments import validate_target
+
 if TYPE_CHECKING:
     from .state import Topic
 
@@ -32,33 +35,6 @@ class Reassignment:
     @classmethod
     def from_json(cls, data: dict[str, list[int]]) -> "Reassignment":
         return cls([int(b) for b in data.get("adding", [])], [int(b) for b in data.get("removing", [])])
-
-
-def _error(code: ErrorCode, message: str) -> Exception:
-    from .state import AdminError  # state imports this module
-    return AdminError(code, message)
-
-
-def validate_target(target: list[int], brokers: list[int], replication_factor: Optional[int] = None) -> None:
-    """Kafka's validateManualPartitionAssignment: not empty, then in broker id order each one registered
-    (a stopped broker still is) and named once, then as many as ``replication_factor`` (CreatePartitions:
-    partition 0's count; CreateTopics: the previous partition's; a reassignment: not checked)."""
-    if not target:
-        raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                     "The manual partition assignment includes an empty replica list.")
-    previous: Optional[int] = None
-    for broker in sorted(target):
-        if broker not in brokers:
-            raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes "
-                         f"broker {broker}, but no such broker is registered.")
-        if broker == previous:
-            raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes the "
-                         f"broker {broker} more than once.")
-        previous = broker
-    if replication_factor is not None and len(target) != replication_factor:
-        raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes a partition "
-                     f"with {len(target)} replica(s), but this is not consistent with previous partitions, which "
-                     f"have {replication_factor} replica(s).")
 
 
 def heading_size(topic: "Topic", index: int) -> int:
@@ -79,7 +55,7 @@ def plan_change(topic: "Topic", index: int, target: list[int], brokers: list[int
     if not allow_rf_change:
         now = heading_size(topic, index)
         if now != len(target):
-            raise _error(ErrorCode.INVALID_REPLICATION_FACTOR,
+            raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
                          f"The replication factor is changed from {now} to {len(target)}")
     current = topic.replicas[index]
     removing = sorted(set(current) - set(target))
@@ -95,12 +71,12 @@ def plan_cancel(topic: "Topic", index: int, isr: list[int]) -> tuple[list[int], 
     unclean.leader.election.enable must allow."""
     ongoing = topic.reassigning.get(index)
     if ongoing is None:
-        raise _error(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
+        raise AdminError(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress.")
     replicas = [b for b in topic.replicas[index] if b not in ongoing.adding]
     kept_isr = [b for b in isr if b not in ongoing.adding]
     if not kept_isr:  # the first remaining replica joins the ISR: an unclean election
         if topic.configs.get("unclean.leader.election.enable", "false").lower() != "true":
-            raise _error(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
                          f"{topic.name}:{index} because it would require an unclean leader election.")
         kept_isr = replicas[:1]
     return replicas, kept_isr

@@ -31,7 +31,8 @@ from .copies import Copy, FollowerCopies
 from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 from .quorum import Quorum
-from .reassignments import Reassignment, completed, plan_cancel, plan_change, validate_target
+from .assignments import manual_assignment, require_running, validate_target
+from .reassignments import Reassignment, completed, plan_cancel, plan_change
 
 log = logging.getLogger("kcodec.broker")
 
@@ -422,8 +423,9 @@ class ClusterState:
             raise AdminError(ErrorCode.INVALID_CONFIG, str(e)) from None
         if assignments:
             pairs = list(assignments.items()) if isinstance(assignments, Mapping) else list(assignments)
-            return Topic(name, uuid.uuid4(), self._manual_assignment(pairs, num_partitions, replication_factor),
-                         overrides)
+            replicas = manual_assignment(pairs, num_partitions, replication_factor, self.broker_ids, self._up())
+            self._check_partition_limit(len(replicas))  # kcodec's own limit, where Kafka checks its quota
+            return Topic(name, uuid.uuid4(), replicas, overrides)
         if num_partitions == -1:
             num_partitions = self.num_partitions
         if replication_factor == -1:
@@ -434,40 +436,6 @@ class ClusterState:
         self._check_partition_limit(num_partitions)
         self._check_replication_factor(replication_factor)
         return Topic(name, uuid.uuid4(), self.assign(num_partitions, replication_factor), overrides)
-
-    def _manual_assignment(self, pairs: list[tuple[int, list[int]]], num_partitions: int,
-                           replication_factor: int) -> list[list[int]]:
-        """A CreateTopics entry's (partition index, brokers) pairs, checked in the order and with the
-        messages of KRaft's ReplicationControlManager.createTopic: the counts left at -1, then each pair
-        in request order (its index new, validateManualPartitionAssignment against the previous pair's
-        replica count, a running broker among them), then the indexes consecutive from 0."""
-        if replication_factor != -1:
-            raise AdminError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                             "replication factor was not set to -1.")
-        if num_partitions != -1:
-            raise AdminError(ErrorCode.INVALID_REQUEST, "A manual partition assignment was specified, but "
-                             "numPartitions was not set to -1.")
-        placed: dict[int, list[int]] = {}
-        previous: Optional[int] = None
-        for index, brokers in pairs:
-            if index in placed:
-                raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Found multiple manual partition assignments for partition {index}")
-            validate_target(brokers, self.broker_ids, previous)
-            previous = len(brokers)
-            self._check_running(brokers, index)
-            placed[index] = list(brokers)
-        if any(i not in placed for i in range(len(placed))):
-            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                             "partitions should be a consecutive 0-based integer sequence")
-        self._check_partition_limit(len(placed))  # kcodec's own limit, where Kafka checks its mutation quota
-        return [placed[i] for i in range(len(placed))]
-
-    def _check_running(self, brokers: list[int], index: int) -> None:
-        """A new partition needs a running broker: its ISR (the running ones) would be empty."""
-        if not self._up().intersection(brokers):
-            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"All brokers specified in the manual "
-                             f"partition assignment for partition {index} are fenced or in controlled shutdown.")
 
     def add_topic(self, topic: Topic) -> Topic:
         self.topics[topic.name] = topic
@@ -523,7 +491,7 @@ class ClusterState:
                              f"partition(s), but only {len(assignments)} assignment(s) were specified.")
         for i, replicas in enumerate(assignments):
             validate_target(replicas, self.broker_ids, topic.replication_factor)
-            self._check_running(replicas, have + i)
+            require_running(replicas, self._up(), have + i)
         return [list(a) for a in assignments]
 
     def _created(self, topic: Topic, first: int) -> None:
