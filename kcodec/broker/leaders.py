@@ -4,10 +4,10 @@ With ``auto_rebalance`` (the default) a partition's first live replica leads: a 
 partitions move to their next live replica and come back the moment it returns, as Kafka's
 auto.leader.rebalance.enable does (without its five-minute wait). While a reassignment is pending the
 rule is Kafka's elections': the target's first replica once in sync, else the current leader while in
-sync (``_reassigning_leader``). A state file's leaders are the
-exception: after a restart each saved leader keeps its partition (and its epoch) until that rebalance
-next runs, at the first broker stop or start after the cluster's own start or at a preferred election,
-as Kafka's leaders stand in its metadata log until its periodic preferred election (``_pinned``).
+sync (``_reassigning_leader``). A state file's leaders are the exception: after a restart each saved
+leader keeps its partition (and its epoch) until that rebalance next runs, at the first broker stop or
+start after the cluster's own start or at a preferred election, as Kafka's leaders stand in its
+metadata log until its periodic preferred election (``_pinned``).
 Without it the cluster keeps what Kafka's controller keeps: leadership moves only when its leader stops,
 a returning broker rejoins the ISR as a follower once it has caught up (at once from a live leader;
 copies.py: a replica that cannot copy lags out of the ISR), and a partition whose last in-sync replica

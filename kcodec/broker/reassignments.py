@@ -56,7 +56,7 @@ def plan_change(topic: "Topic", index: int, target: list[int], brokers: list[int
         now = heading_size(topic, index)
         if now != len(target):
             raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
-                         f"The replication factor is changed from {now} to {len(target)}")
+                             f"The replication factor is changed from {now} to {len(target)}")
     current = topic.replicas[index]
     removing = sorted(set(current) - set(target))
     adding = sorted(set(target) - set(current))
@@ -76,8 +76,8 @@ def plan_cancel(topic: "Topic", index: int, isr: list[int]) -> tuple[list[int], 
     kept_isr = [b for b in isr if b not in ongoing.adding]
     if not kept_isr:  # the first remaining replica joins the ISR: an unclean election
         if topic.configs.get("unclean.leader.election.enable", "false").lower() != "true":
-            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment for "
-                         f"{topic.name}:{index} because it would require an unclean leader election.")
+            raise AdminError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unable to revert partition assignment "
+                             f"for {topic.name}:{index} because it would require an unclean leader election.")
         kept_isr = replicas[:1]
     return replicas, kept_isr
 

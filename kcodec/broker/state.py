@@ -24,6 +24,7 @@ from kcodec.errors import ErrorCode
 from . import configs as cfg
 from .acl import Acl
 from .admin_error import AdminError as AdminError
+from .assignments import manual_assignment, require_running, validate_target
 from .client_metrics import ClientMetricsResources
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
@@ -31,7 +32,6 @@ from .copies import Copy, FollowerCopies
 from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
 from .quorum import Quorum
-from .assignments import manual_assignment, require_running, validate_target
 from .reassignments import Reassignment, completed, plan_cancel, plan_change
 
 log = logging.getLogger("kcodec.broker")
