@@ -11,6 +11,11 @@ every replica.lag.time.max.ms / 2) finds it has not caught up for replica.lag.ti
 isFollowerOutOfSync); a stopped broker's copy is out at once (the controller fences the broker). A
 lagging replica serves consumers its own copy, as Kafka's followers do (Partition.fetchRecords reads the
 local log). It catches up, and rejoins the ISR, as soon as it can copy again.
+
+A lagging replica that becomes leader (an unclean election, a clean one while it lagged within its lag
+time, or the first-live-replica rule with none in sync) leads with its copy: the shared log is truncated
+to its copy's end, the epochs from there on leave the epoch history (the new leader's epoch starts there),
+and the other copies are cut to it, as Kafka's old leader and followers truncate when they follow it.
 """
 
 from __future__ import annotations
@@ -92,10 +97,13 @@ class FollowerCopies:
         for topic in state.topics.values():
             for index, replicas in enumerate(topic.replicas):
                 now = state.partition_leadership(topic, index)
+                lead = self._held.pop((topic.topic_id, index, now.leader), None) if self._held else None
+                if lead is not None:  # a leader holds the log: its copy's end, if it lacked records
+                    self._truncate(topic.topic_id, index, lead)
                 for node in replicas:
                     key = (topic.topic_id, index, node)
                     if node == now.leader:
-                        self._held.pop(key, None)  # a leader holds the log
+                        continue
                     elif node in running and node not in self.paused and now.leader != NO_LEADER:
                         self._held.pop(key, None)
                         if node not in now.isr:
@@ -106,3 +114,15 @@ class FollowerCopies:
                         self._held[key] = Copy(end, lso, state.clock(), node not in running)
                     elif node not in running and not self._held[key].out:
                         self._held[key] = self._held[key]._replace(out=True)  # paused, then stopped
+
+    def _truncate(self, topic_id: uuid.UUID, index: int, lead: Copy) -> None:
+        """A replica whose copy lags was elected (unclean, or in the ISR within its lag time): the log ends
+        where its copy ends, as Kafka's new leader's does, and the other replicas truncate to it (their
+        OffsetForLeaderEpoch to the new leader): the records past it are lost."""
+        plog = self.logs.logs.get((topic_id, index))
+        if plog is None or lead.end >= plog.next_offset:
+            return
+        self.logs.truncate(topic_id, index, lead.end)
+        for key, held in list(self._held.items()):
+            if key[:2] == (topic_id, index) and held.end > lead.end:
+                self._held[key] = held._replace(end=lead.end, last_stable_offset=min(held.last_stable_offset, lead.end))
