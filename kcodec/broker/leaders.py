@@ -246,7 +246,7 @@ class Leadership:
         live = [b for b in topic.replicas[index] if b in up]
         if not live:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        # the new leader holds the log; the followers rejoin as they catch up (copies.py)
+        # the new leader leads with its copy (copies.py truncates the log to it); the others rejoin as they catch up
         in_sync = self._in_sync(topic, index, up)
         self._kept[(topic.topic_id, index)] = (live[0], [b for b in live if b == live[0] or b in in_sync])
         return ErrorCode.NONE
