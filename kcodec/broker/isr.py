@@ -51,8 +51,10 @@ def min_isr(topic: "Topic", index: int) -> int:
 
 def refuse_append(state: "ClusterState", topic: "Topic", index: int) -> Optional[str]:
     """Why an acks=all produce may not append (NOT_ENOUGH_REPLICAS), or None."""
-    isr = state.partition_leadership(topic, index).isr
     needed = min_isr(topic, index)
+    if needed <= 1:
+        return None  # the leader is in the ISR
+    isr = state.partition_leadership(topic, index).isr
     if len(isr) >= needed:
         return None
     return (f"The size of the current ISR Set({', '.join(map(str, isr))}) is insufficient to satisfy the "

@@ -159,7 +159,7 @@ def produce(ctx: Context, req: Any) -> Any:
             else:
                 parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id, endpoints,
                                                 req.acks))
-                if req.acks == -1 and not parts[-1].error_code:
+                if req.acks == -1 and not parts[-1].error_code and ctx.state.copies:  # a follower may lag
                     waiting.append((parts[-1], topic, ctx.state.logs.log(topic.topic_id, p.index).next_offset))
         r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
         if ctx.version >= 13:
