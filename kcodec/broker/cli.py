@@ -88,6 +88,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--producer-id-expiration-ms", type=int, metavar="MS",
                    help="a partition forgets a producer with no transaction open on it and no write for this long "
                         "(producer.id.expiration.ms; default 86400000, one day)")
+    p.add_argument("--replica-lag-time-max-ms", type=int, metavar="MS",
+                   help="a follower that stopped copying leaves the ISR after lagging this long "
+                        "(replica.lag.time.max.ms; default 30000)")
     p.add_argument("--fetch-max-bytes", type=int, metavar="N",
                    help="the most record bytes one Fetch response carries (Kafka's broker fetch.max.bytes; "
                         "default 55 MiB)")
@@ -159,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
 
     from .cluster import Cluster
     from .context import DEFAULT_FETCH_MAX_BYTES
+    from .copies import DEFAULT_REPLICA_LAG_TIME_MAX_MS
     from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
     from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES
@@ -205,6 +209,8 @@ def run(args: argparse.Namespace) -> int:
                           producer_id_expiration_ms=_given(args.producer_id_expiration_ms,
                                                            DEFAULT_PRODUCER_ID_EXPIRATION_MS),
                           fetch_max_bytes=_given(args.fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
+                          replica_lag_time_max_ms=_given(args.replica_lag_time_max_ms,
+                                                         DEFAULT_REPLICA_LAG_TIME_MAX_MS),
                           telemetry_max_bytes=_given(args.telemetry_max_bytes, DEFAULT_TELEMETRY_MAX_BYTES),
                           client_telemetry=args.client_telemetry,
                           groups=group_settings(args.group_setting),

@@ -27,6 +27,8 @@ from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
 from .txn import TransactionSettings
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
+from .copies import DEFAULT_REPLICA_LAG_TIME_MAX_MS
+from .isr import run_isr_expiration, shrink_isr
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .replicas import replica_selector as selector_class
 from .server import BrokerServer
@@ -102,6 +104,9 @@ class Cluster:
         unclean election. With ``state_file``, leaders, ISRs and leader epochs are saved with the topics, so
         a restarted cluster goes on from them (with True, its saved leaders stand until the first broker
         stop or start after its own start, or a preferred election: docs/broker-leaders.md, "Leader epochs").
+    replica_lag_time_max_ms: Kafka's replica.lag.time.max.ms (30 s): a follower that stopped copying
+        (``pause_replication``) leaves the ISR once it has lagged this long; the leaders check every half of
+        it, or at ``check_isr()`` (docs/broker-isr.md). ``state.clock`` (ms) is what the lag is measured on.
     transactions: the transaction coordinator's settings (``TransactionSettings``: the longest
         transaction timeout a producer may ask for, 900000 ms by default; the finalized transaction
         version, 2 by default; two-phase commit, off by default).
@@ -130,7 +135,8 @@ class Cluster:
                  transactions: Optional[TransactionSettings] = None,
                  fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES, auto_leader_rebalance: bool = True,
                  telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES, client_telemetry: bool = False,
-                 replica_selector: Optional[str] = None) -> None:
+                 replica_selector: Optional[str] = None,
+                 replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         if fetch_max_bytes < 1024:
@@ -141,6 +147,8 @@ class Cluster:
             raise ValueError("max_partition_bytes must be positive")
         if producer_id_expiration_ms < 1:
             raise ValueError("producer_id_expiration_ms must be positive")
+        if replica_lag_time_max_ms < 1:
+            raise ValueError("replica_lag_time_max_ms must be positive")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
                                                   or tls_principal_rules is not None):
             raise ValueError("TLS client authentication needs tls= (the broker's certificate and key)")
@@ -153,6 +161,7 @@ class Cluster:
                              max_partition_bytes=max_partition_bytes,
                              producer_id_expiration_ms=producer_id_expiration_ms,
                              auto_leader_rebalance=auto_leader_rebalance)
+        state.replica_lag_time_max_ms = replica_lag_time_max_ms
         if users:
             with state.lock:
                 state.credentials.add_passwords(users)
@@ -178,6 +187,7 @@ class Cluster:
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stopped: Optional[asyncio.Event] = None
+        self._isr_task: Optional[asyncio.Task[None]] = None
 
     # -- what tests use ----------------------------------------------------------------------------------
     @property
@@ -308,13 +318,18 @@ class Cluster:
 
     def pause_replication(self, node_id: int) -> None:
         """Stop broker ``node_id``'s followers copying from their leaders, as a stalled replica fetcher:
-        each keeps the copy it has and leaves the ISR once its leader appends past it, and serves consumers
-        that copy (docs/broker-followers.md). Leaders it holds are unaffected."""
+        each keeps the copy it has, leaves the ISR once it has lagged behind its leader for
+        replica.lag.time.max.ms (docs/broker-isr.md), and serves consumers that copy (docs/broker-followers.md). Leaders it holds are unaffected."""
         self.state.pause_replication(node_id, True)
 
     def resume_replication(self, node_id: int) -> None:
         """Let broker ``node_id``'s followers copy again: they catch up at once and rejoin the ISR."""
         self.state.pause_replication(node_id, False)
+
+    def check_isr(self) -> bool:
+        """Run the leaders' ISR check now (as every replica.lag.time.max.ms / 2): followers that have not been
+        caught up for replica.lag.time.max.ms by ``state.clock`` leave the ISR. True when one left."""
+        return shrink_isr(self.state)
 
     def intercept(self, api: int | str, fn: InterceptFn, *, node: Optional[int] = None,
                   times: Optional[int] = None) -> Interceptor:
@@ -349,10 +364,14 @@ class Cluster:
         except BaseException:
             await self.stop_async()
             raise
+        self._isr_task = asyncio.get_running_loop().create_task(run_isr_expiration(self.state))
         return self
 
     async def stop_async(self) -> None:
         self.state.closing = True  # the brokers' stops are the cluster's, not leader changes to keep
+        if self._isr_task is not None:
+            self._isr_task.cancel()
+            self._isr_task = None
         for server in self.servers:
             await server.stop()
         with self.state.lock:

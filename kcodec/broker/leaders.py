@@ -45,11 +45,12 @@ Key = tuple[uuid.UUID, int]  # (topic id, partition index)
 
 
 class Lagging(Protocol):
-    """Which replicas' copies lack records of the log (copies.py); false when none might."""
+    """Which replicas' copies lack records of the log and are out of the ISR (copies.py); false when none
+    might."""
 
     def __bool__(self) -> bool: ...
 
-    def lags(self, topic_id: uuid.UUID, index: int, node: int) -> bool: ...
+    def out_of_isr(self, topic_id: uuid.UUID, index: int, node: int) -> bool: ...
 
 
 def _replicated_by(node: int, topics: Iterable["Topic"]) -> Iterator[tuple["Topic", int, list[int]]]:
@@ -66,7 +67,7 @@ class Leadership:
 
     def __init__(self, auto_rebalance: bool = True) -> None:
         self.auto_rebalance = auto_rebalance
-        self.copies: Optional[Lagging] = None  # a lagging replica is out of the ISR
+        self.copies: Optional[Lagging] = None  # a replica lagging out of the ISR (copies.py)
         self._kept: dict[Key, tuple[int, list[int]]] = {}  # (topic id, index): (leader, ISR)
         self._epochs: dict[Key, tuple[int, int]] = {}  # (topic id, index): (leader epoch, its leader)
         self._started: set[int] = set()  # brokers that have run: a second start is a restart
@@ -125,7 +126,7 @@ class Leadership:
         kept = self._kept.get((topic.topic_id, index))
         if kept is not None:
             copies = self.copies
-            isr = [b for b in kept[1] if not copies.lags(topic.topic_id, index, b)] if copies else list(kept[1])
+            isr = [b for b in kept[1] if not copies.out_of_isr(topic.topic_id, index, b)] if copies else list(kept[1])
             return PartitionLeadership(kept[0], isr, offline)
         # the first live in-sync replica leads; with none in sync, the first live one (as before lag existed)
         isr = self._in_sync(topic, index, up) or [b for b in replicas if b in up][:1]
@@ -234,7 +235,7 @@ class Leadership:
         copies = self.copies
         if not copies:
             return [b for b in topic.replicas[index] if b in up]
-        return [b for b in topic.replicas[index] if b in up and not copies.lags(topic.topic_id, index, b)]
+        return [b for b in topic.replicas[index] if b in up and not copies.out_of_isr(topic.topic_id, index, b)]
 
     # -- elections (ElectLeaders) -------------------------------------------------------------------------
     def elect_preferred(self, topic: "Topic", index: int, up: set[int]) -> ErrorCode:
@@ -260,7 +261,7 @@ class Leadership:
         live = [b for b in topic.replicas[index] if b in up]
         if not live:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        # the new leader holds the log; the followers rejoin as they catch up (copies.py)
+        # the new leader leads with its copy (copies.py truncates the log to it); the others rejoin as they catch up
         in_sync = self._in_sync(topic, index, up)
         self._kept[(topic.topic_id, index)] = (live[0], [b for b in live if b == live[0] or b in in_sync])
         return ErrorCode.NONE

@@ -9,9 +9,9 @@ not in the consumer's rack and an in-sync live follower is; the consumer then fe
 Followers serve any consumer Fetch from v11 on, selector or not, as Kafka's do (FetchParams.fetchOnlyLeader
 is false once a request carries client metadata).
 
-The brokers share one log, so every in-sync replica is exactly as caught up as its leader: where Kafka's
-selector takes the most caught-up follower of the rack (log end offset, then the shortest time since it was
-last caught up), every candidate ties, and the first in the replica assignment is chosen.
+The brokers share one log: where Kafka's selector takes the most caught-up follower of the rack (log end
+offset, then the shortest time since it was last caught up), the first in-sync one in the replica
+assignment is chosen, even one lagging within replica.lag.time.max.ms (isr.py).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from kcodec.errors import ErrorCode
 
@@ -28,9 +28,10 @@ from .assignments import manual_assignment, require_running, validate_target
 from .client_metrics import ClientMetricsResources
 from .credentials import Credentials
 from .groups.offsets import CommittedOffsets
-from .copies import Copy, FollowerCopies
+from .copies import DEFAULT_REPLICA_LAG_TIME_MAX_MS, Copy, FollowerCopies
 from .leaders import Leadership, PartitionLeadership
 from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogStore
+from .log.store import now_ms
 from .quorum import Quorum
 from .reassignments import Reassignment, completed, plan_cancel, plan_change
 
@@ -117,6 +118,8 @@ class ClusterState:
         self._controller: Optional[int] = None
         self.closing = False  # the whole cluster is stopping (Cluster.stop_async)
         self.leadership = Leadership(auto_leader_rebalance)  # leaders, ISRs and leader epochs; saved with the topics
+        self.clock: Callable[[], int] = now_ms  # ms; the ISR's lag times (isr.py) read it, tests may replace it
+        self.replica_lag_time_max_ms = DEFAULT_REPLICA_LAG_TIME_MAX_MS  # Kafka's replica.lag.time.max.ms
         self.quorum = Quorum()  # the KRaft quorum DescribeQuorum shows; not saved
         self.num_partitions = num_partitions
         self.max_partitions_per_topic = max_partitions_per_topic

@@ -66,11 +66,11 @@ def values(records: Any) -> list[bytes]:
     return [r.value for b in iter_batches(records or b"") if not b.is_control for r in b]
 
 
-def write(c: Cluster, *vals: bytes, topic: str = "t") -> None:
+def write(c: Cluster, *vals: bytes, topic: str = "t", acks: int = -1) -> None:
     builder = BatchBuilder()
     for v in vals:
         builder.append(None, v, timestamp=1)
-    req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+    req = ProduceRequest(acks=acks, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
     with wire(c, c.state.leader(c.topics()[topic], 0)) as w:
         assert w.call(req, 9).responses[0].partition_responses[0].error_code == 0
@@ -246,12 +246,21 @@ def test_a_replica_out_of_the_isr_serves_its_lagging_copy():
         assert (values(p.records), p.high_watermark) == ([b"x", b"y"], 2)
 
 
-def test_a_paused_follower_leaves_the_isr_once_the_leader_appends_past_it(racked):
+def lag_out(c: Cluster) -> None:
+    """Move the cluster's clock past replica.lag.time.max.ms and run the leaders' ISR check."""
+    now = c.state.clock()
+    c.state.clock = lambda: now + c.state.replica_lag_time_max_ms + 1
+    assert c.check_isr()
+
+
+def test_a_paused_follower_leaves_the_isr_once_it_lagged_for_replica_lag_time_max_ms(racked):
     write(racked, b"x")
     racked.pause_replication(2)
     assert isr(racked) == [1, 2]  # caught up: still in sync, as Kafka's isCaughtUp (its log end is the leader's)
     assert fetch(racked, 1, rack="b").preferred_read_replica == 2
-    write(racked, b"y")
+    write(racked, b"y", acks=1)
+    assert isr(racked) == [1, 2] and not racked.check_isr()  # lagging, but not for replica.lag.time.max.ms yet
+    lag_out(racked)
     assert isr(racked) == [1]
     p = fetch(racked, 1, rack="b")  # the selector names only in-sync followers: the leader reads itself
     assert (p.preferred_read_replica, values(p.records)) == (-1, [b"x", b"y"])
@@ -269,11 +278,11 @@ def test_a_paused_follower_leaves_the_isr_once_the_leader_appends_past_it(racked
 def test_a_long_poll_on_a_lagging_follower_waits_out_the_leaders_appends(racked):
     write(racked, b"x")
     racked.pause_replication(2)
-    write(racked, b"y")
+    write(racked, b"y", acks=1)
     with wire(racked, 2) as w:
         sent = w.request(request(1, rack="b", max_wait_ms=400, min_bytes=1), 12)
         time.sleep(0.1)
-        write(racked, b"z")  # appended past the copy: nothing for the follower to send
+        write(racked, b"z", acks=1)  # appended past the copy: nothing for the follower to send
         p = w.receive(sent).responses[0].partitions[0]
         assert (p.error_code, p.records or b"", p.high_watermark) == (0, b"", 1)
         sent = w.request(request(1, rack="b", max_wait_ms=4000, min_bytes=1), 12)

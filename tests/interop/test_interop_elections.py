@@ -1,6 +1,6 @@
 """Real admin clients run preferred leader elections (ElectLeaders, KIP-183 / KIP-460) after a broker
 restart, as kafka-leader-election.sh does; a producer and a consumer keep working while leadership moves
-away and back."""
+away and back; a consumer sees what an unclean election of a lagging replica lost."""
 
 from __future__ import annotations
 
@@ -116,3 +116,54 @@ def test_kafka_python_elects_the_preferred_leader(kept):
         admin.elect_leaders(0, {TOPIC: [0]})  # ELECTION_NOT_NEEDED: kafka-python does not raise it
     finally:
         admin.close()
+
+
+def test_confluent_kafka_sees_the_records_an_unclean_election_of_a_lagging_replica_lost(kept):
+    need_module("confluent_kafka")
+    from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+    fast = {"bootstrap.servers": kept.bootstrap, "topic.metadata.refresh.interval.ms": 300,
+            "retry.backoff.ms": 50, "log_level": 2}
+
+    def produce(acks: str, values: list[bytes]) -> None:
+        producer = Producer({**fast, "acks": acks, "linger.ms": 0, "message.timeout.ms": TIMEOUT * 1000})
+        for v in values:
+            producer.produce(TOPIC, value=v, partition=0)
+        assert producer.flush(TIMEOUT) == 0
+
+    # librdkafka validates its position with OffsetForLeaderEpoch after the leader changes (KIP-320): the new
+    # leader's log is shorter than where it read, and it reports the truncation (auto.offset.reset=error)
+    consumer = Consumer({**fast, "group.id": "unused", "enable.auto.commit": False, "auto.offset.reset": "error"})
+    got: list[object] = []
+
+    def consume(n: int) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < n and time.monotonic() < deadline:
+            m = consumer.poll(0.2)
+            if m is not None:
+                got.append(m.error() or (m.offset(), m.value()))
+
+    try:
+        kept.stop_broker(3)  # out of the ISR: 1 and 2 are left
+        consumer.assign([TopicPartition(TOPIC, 0, 0)])
+        produce("all", [b"kept-0", b"kept-1", b"kept-2"])
+        kept.pause_replication(2)
+        produce("1", [b"lost-0", b"lost-1", b"lost-2"])  # acks=1: on the leader only
+        consume(6)
+        assert [v for _, v in got] == [b"kept-0", b"kept-1", b"kept-2", b"lost-0", b"lost-1", b"lost-2"]
+        now = kept.state.clock()
+        kept.state.clock = lambda: now + kept.state.replica_lag_time_max_ms + 1
+        assert kept.check_isr()  # 2 lagged out of the ISR
+        kept.stop_broker(1)
+        with kept.state.lock:
+            assert kept.state.elect_leader(kept.topics()[TOPIC], 0, unclean=True) == 0  # 2 leads, log end 3
+        produce("all", [b"after-0", b"after-1", b"after-2", b"after-3"])  # offsets 3 to 6, epoch 2
+        consume(7)
+        error = got[6]
+        assert isinstance(error, KafkaError) and error.code() == KafkaError._AUTO_OFFSET_RESET, error
+        assert "log truncation detected at offset 6" in error.str() and "end offset is 3" in error.str()
+        consumer.assign([TopicPartition(TOPIC, 0, 3)])  # where the new leader's epoch began
+        consume(11)
+        assert got[7:] == [(3, b"after-0"), (4, b"after-1"), (5, b"after-2"), (6, b"after-3")]
+    finally:
+        consumer.close()

@@ -27,8 +27,10 @@ JS = Path(__file__).resolve().parent / "js"
 
 @pytest.fixture
 def cluster() -> Iterator[Cluster]:
-    """t-0 led by broker 1 (rack a) with followers 2 (rack b) and 3 (rack c)."""
-    with Cluster(brokers=3, racks=RACKS, replica_selector=RACK_AWARE, system_topic_partitions=1) as c:
+    """t-0 led by broker 1 (rack a) with followers 2 (rack b) and 3 (rack c); a paused follower leaves the ISR
+    after 300 ms (replica.lag.time.max.ms), checked every 150 ms."""
+    with Cluster(brokers=3, racks=RACKS, replica_selector=RACK_AWARE, system_topic_partitions=1,
+                 replica_lag_time_max_ms=300) as c:
         with c.state.lock:
             c.state.add_topic(c.state.plan_topic(TOPIC, assignments={0: [1, 2, 3]}))
         yield c
@@ -129,7 +131,8 @@ def test_confluent_kafka_keeps_reading_the_follower_that_lags_out_of_the_isr(clu
             got.extend(poll())
         assert got == sent and _served(cluster, "rack-b-lagging") == {2: 5}
         cluster.pause_replication(2)
-        sent += _write(producer, "lagging")  # acks=all: the ISR is 1 and 3 now
+        sent += _write(producer, "lagging")  # acks=all: the first waits until the ISR check drops 2
+        assert cluster.state.partition_leadership(cluster.topics()[TOPIC], 0).isr == [1, 3]
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:
             got.extend(poll())

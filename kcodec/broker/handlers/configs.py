@@ -27,7 +27,8 @@ def _broker_configs(ctx: Context) -> list[tuple[cfg.ConfigKey, Optional[str], in
     values = [("auto.create.topics.enable", "boolean", str(s.auto_create_topics).lower()),
               ("broker.id", "int", str(ctx.node_id)),
               ("default.replication.factor", "int", str(s.default_replication_factor)),
-              ("num.partitions", "int", str(s.num_partitions))]
+              ("num.partitions", "int", str(s.num_partitions)),
+              ("replica.lag.time.max.ms", "long", str(s.replica_lag_time_max_ms))]
     return [(cfg.ConfigKey(n, t, v), v, cfg.SOURCE_STATIC_BROKER) for n, t, v in values]
 
 

@@ -97,7 +97,7 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if copy is None:
         out.high_watermark, out.last_stable_offset = plog.next_offset, plog.last_stable_offset
     else:
-        out.high_watermark, out.last_stable_offset = copy
+        out.high_watermark, out.last_stable_offset = copy.end, copy.last_stable_offset
     out.log_start_offset = plog.log_start
     if not plog.log_start <= offset <= out.high_watermark:
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE

@@ -8,10 +8,15 @@ batch, a count that disagrees with the offset range, a control batch) INVALID_RE
 Transactional batches need the request's transactional id, Write on it, and the partition in that
 id's ongoing transaction (INVALID_TXN_STATE otherwise, as Kafka's partition verification says); from v12
 (KIP-890 part 2) the Produce itself adds the partition, as Kafka's brokers do.
+
+acks=all (-1) is refused with NOT_ENOUGH_REPLICAS while the ISR is below min.insync.replicas, and its
+answer waits while a follower in the ISR lags behind the records (isr.py).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from typing import Any, Optional
 
@@ -21,9 +26,10 @@ from kcodec.records import RecordsError, iter_batches
 
 from .. import configs as cfg
 from ..context import Context
+from ..isr import acks_all_result, refuse_append
 from ..log.transactions import TRANSACTIONAL_BIT
 from ..state import Topic
-from . import CLOSE_CONNECTION, NO_RESPONSE, handles
+from . import CLOSE_CONNECTION, NO_RESPONSE, Later, handles
 from .metadata import current_leader
 from .transactions import epoch_error
 
@@ -80,7 +86,7 @@ def _transactional(records: Any) -> bool:
 
 
 def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes],
-                       transactional_id: Optional[str], endpoints: dict[int, Any]) -> _Partition:
+                       transactional_id: Optional[str], endpoints: dict[int, Any], acks: int) -> _Partition:
     out = _Partition(index=index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
     state = ctx.state
     if not 0 <= index < len(topic.replicas):
@@ -95,6 +101,9 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
     code, message, batch = check_batch(records, int(_config(topic, "max.message.bytes")))
     if not code and batch.is_transactional:
         code = _in_transaction(ctx, transactional_id or "", batch, (topic.name, index))
+    if not code and acks == -1:
+        message = refuse_append(state, topic, index)
+        code = ErrorCode.NOT_ENOUGH_REPLICAS if message else ErrorCode.NONE
     if code:
         out.error_code = code
         if ctx.version >= 8:
@@ -139,6 +148,7 @@ def produce(ctx: Context, req: Any) -> Any:
         code = ErrorCode.NONE
     responses = []
     endpoints: dict[int, Any] = {}  # the leaders named in NOT_LEADER_OR_FOLLOWER answers (v10+)
+    waiting: list[tuple[_Partition, Topic, int]] = []  # acks=all: (answer, topic, offset its followers need)
     for t in req.topic_data:
         topic, topic_code = _topic(ctx, t) if not code else (None, code)
         parts = []
@@ -147,7 +157,10 @@ def produce(ctx: Context, req: Any) -> Any:
                 parts.append(_Partition(index=p.index, error_code=topic_code, base_offset=-1, log_append_time_ms=-1,
                                         log_start_offset=-1))
             else:
-                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id, endpoints))
+                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id, endpoints,
+                                                req.acks))
+                if req.acks == -1 and not parts[-1].error_code and ctx.state.copies:  # a follower may lag
+                    waiting.append((parts[-1], topic, ctx.state.logs.log(topic.topic_id, p.index).next_offset))
         r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
         if ctx.version >= 13:
             r.topic_id = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
@@ -161,4 +174,45 @@ def produce(ctx: Context, req: Any) -> Any:
     resp = ProduceResponse(responses=responses)
     if endpoints:
         resp.node_endpoints = [endpoints[n] for n in sorted(endpoints)]
+    if not _acks_all_done(ctx, waiting):
+        return _acks_all_later(ctx, resp, waiting, req.timeout_ms)
     return resp
+
+
+def _acks_all_done(ctx: Context, waiting: list[tuple[_Partition, Topic, int]]) -> bool:
+    """Answer each partition whose in-sync followers hold its records (or that no longer waits: isr.py);
+    True when none waits any more. ``waiting`` keeps the others."""
+    still = []
+    for part, topic, required in waiting:
+        code = acks_all_result(ctx.state, topic, part.index, ctx.node_id, required)
+        if code is None:
+            still.append((part, topic, required))
+        elif code:
+            part.error_code = code
+    waiting[:] = still
+    return not still
+
+
+def _acks_all_later(ctx: Context, resp: Any, waiting: list[tuple[_Partition, Topic, int]], timeout_ms: int) -> Later:
+    """Kafka's DelayedProduce: the answer once every waiting partition is done, or at ``timeout_ms`` with
+    REQUEST_TIMED_OUT for those still waiting."""
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000.0
+    lock = ctx.state.lock
+
+    async def wait() -> Any:
+        while True:
+            with lock:
+                if _acks_all_done(ctx, waiting):
+                    return resp
+                changed = ctx.state.logs.changed()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                changed.cancel()
+                for part, _, _ in waiting:
+                    part.error_code = ErrorCode.REQUEST_TIMED_OUT
+                return resp
+            try:
+                await asyncio.wait_for(changed, left)
+            except asyncio.TimeoutError:
+                pass
+    return Later(wait)

@@ -2,7 +2,7 @@
 
 Each entry is framed ``length (u32) | crc32c (u32) | kind (u8) | topic id (16) | partition (i32) | body``;
 a batch entry's body is the stored batch (its base offset already written), a log-start entry's body the
-new log start (i64), a transaction-state entry's body one transactional id's coordinator state (the id,
+new log start (i64), a log-end entry's the end the log was truncated to (i64), a transaction-state entry's body one transactional id's coordinator state (the id,
 length-prefixed, then what txn/journal.py encodes, or nothing once the id expired; the latest entry of
 an id wins). A journal mostly made of dropped data is rewritten at load (atomically). Entries are
 written with one ``os.write`` per request (in the OS cache at once: a killed process loses nothing
@@ -24,6 +24,7 @@ from kcodec.records import crc32c
 log = logging.getLogger("kcodec.broker")
 
 BATCH, LOG_START, PRODUCER_IDS, TXN_STATE = 1, 2, 3, 4  # PRODUCER_IDS: the next producer id, after a rewrite
+LOG_END = 5  # the log truncated to this end (a lagging replica became leader)
 _FRAME = struct.Struct(">II")
 _KEY = struct.Struct(">B16si")
 _OFFSET = struct.Struct(">q")
@@ -36,8 +37,9 @@ def entry(kind: int, topic_id: uuid.UUID, partition: int, body: bytes | bytearra
     return _FRAME.pack(len(payload), crc32c(payload)) + payload
 
 
-def log_start_entry(topic_id: uuid.UUID, partition: int, offset: int) -> bytes:
-    return entry(LOG_START, topic_id, partition, _OFFSET.pack(offset))
+def log_start_entry(topic_id: uuid.UUID, partition: int, offset: int, kind: int = LOG_START) -> bytes:
+    """A LOG_START (or LOG_END) entry: the partition's new log start (or end) offset."""
+    return entry(kind, topic_id, partition, _OFFSET.pack(offset))
 
 
 def txn_state_entry(transactional_id: str, state: bytes) -> bytes:

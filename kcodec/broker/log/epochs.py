@@ -3,7 +3,8 @@
 Entries are ``[epoch, start offset]`` in rising order of both. A batch appended with a new epoch adds an
 entry (Kafka's assign: entries at or after it, by epoch or offset, are dropped first, so an epoch that
 wrote nothing before the next began leaves no trace); a log start moving forward drops the entries
-before it and moves the last of them up to the new start (truncateFromStart).
+before it and moves the last of them up to the new start (truncateFromStart); a log truncated at its end
+drops the entries from there on (truncateFromEnd).
 
 The log keeps only what its batches say. The leader's current epoch, which Kafka assigns at the log end
 when the leader is elected, is added by ``with_current`` when a lookup is answered: the result is the
@@ -38,6 +39,12 @@ def truncate_from_start(entries: Entries, start: int) -> None:
         epoch = entries[k - 1][0]
         del entries[:k]
         entries.insert(0, [epoch, start])
+
+
+def truncate_from_end(entries: Entries, end: int) -> None:
+    """Drop the entries of epochs that start at or after ``end`` (the log was truncated there)."""
+    while entries and entries[-1][1] >= end:
+        entries.pop()
 
 
 def with_current(entries: Entries, current: Optional[int], log_end: int) -> Entries:

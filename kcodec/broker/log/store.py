@@ -17,8 +17,9 @@ from typing import Any, Optional
 
 from kcodec.errors import ErrorCode
 
-from .datafile import (BATCH, LOG_START, PRODUCER_IDS, TXN_STATE, DataFile, entry, log_start_entry, split_txn_state,
+from .datafile import (BATCH, LOG_END, LOG_START, PRODUCER_IDS, TXN_STATE, DataFile, entry, log_start_entry, split_txn_state,
                        txn_state_entry)
+from . import epochs as history
 from .partition import PartitionLog, set_log_append_time
 from .sessions import FetchSessions
 from .producers import DEFAULT_EXPIRATION_MS, NEVER, ProducerIds, check, drop_expired, mark, record
@@ -169,6 +170,32 @@ class LogStore:
         if self.file is not None:
             self._pending.append(log_start_entry(topic_id, partition, plog.log_start))
 
+    def truncate(self, topic_id: uuid.UUID, partition: int, end: int, journal: bool = True) -> None:
+        """Cut the partition's log at ``end`` (Kafka's truncateTo: a leader whose log ended there was elected).
+        Its producer and transaction state is rebuilt from the batches kept, as Kafka reloads it; its epoch
+        history loses the epochs from ``end`` on."""
+        plog = self.logs.get((topic_id, partition))
+        if plog is None or end >= plog.next_offset:
+            return
+        kept = PartitionLog()
+        kept.log_start = min(plog.log_start, end)
+        for batch, base, appended in zip(plog.batches, plog.bases, plog.appended):
+            if base >= end:
+                break
+            h = _HEADER.unpack_from(batch, 0)
+            kept.restore(batch, base, h[12], h[8], appended)
+            self._note(kept, batch, h, base, appended)
+        kept.log_start = min(plog.log_start, end)
+        kept.next_offset = end
+        kept.epochs = plog.epochs
+        history.truncate_from_end(kept.epochs, end)
+        for name in PartitionLog.__slots__:  # in place: the same object for whoever holds it
+            setattr(plog, name, getattr(kept, name))
+        if journal:
+            if self.file is not None:
+                self._pending.append(log_start_entry(topic_id, partition, end, LOG_END))
+            self.flush(sync=False)  # journaled, and fetchers waiting past the new end answered
+
     def flush(self, sync: bool) -> None:
         """Write this request's entries to the data file (and fsync it for acks=-1); wake fetchers."""
         if self.file is not None and self._pending:
@@ -214,6 +241,8 @@ class LogStore:
                 n += 1
             elif kind == LOG_START and len(body) == 8 and topic_id in topic_ids:
                 self.log(topic_id, partition).delete_records(struct.unpack(">q", body)[0])
+            elif kind == LOG_END and len(body) == 8 and topic_id in topic_ids:
+                self.truncate(topic_id, partition, struct.unpack(">q", body)[0], journal=False)
         self._producers_due = now  # a look now, whatever the writes put off:
         self.expire_producers(now)  # the state rebuilt leaves out what had expired (Kafka's snapshot load)
         kept = sum(plog.size for plog in self.logs.values()) + sum(map(len, self.txn_states.values()))
