@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Optional, TypeVar
 
@@ -107,8 +108,9 @@ def message_class(api_key: Optional[int] = None, kind: str = "request", *, name:
 
 
 def release_memory() -> int:
-    """Gives back the memory the compiled backend keeps to reuse for the next decode's objects (the blocks
-    of freed message objects: at most 2 MiB per object size, 8 MiB in all); returns how many bytes. 0 with
-    the pure-Python reference, which keeps none."""
-    release = getattr(backend, "release_free_objects", None)
-    return int(release()) if release is not None else 0
+    """Gives back the memory the compiled backend keeps to reuse for the next objects of the message classes
+    it has prepared (the blocks of freed ones: at most 2 MiB per object size, 8 MiB in all); returns how
+    many bytes. Those classes allocate so whichever backend decodes (or whoever builds them), so this
+    releases whenever the extension is loaded; 0 when it is not."""
+    fast = sys.modules.get(f"{__package__}._fast")
+    return int(fast.release_free_objects()) if fast is not None else 0
