@@ -10,7 +10,7 @@ Importing kcodec is cheap: definitions load, message classes import and programs
 
 from __future__ import annotations
 
-from ._api import decode, decode_from, encode, encode_into, encoded_size, message_class, release_memory
+from ._api import decode, decode_from, encode, encode_into, encoded_size, message_class
 from ._backend import BACKEND
 from .convert import from_dict, to_dict
 from .exceptions import DecodeError, EncodeError, KcodecError, TrailingBytesWarning, UnsupportedVersionError
@@ -23,5 +23,5 @@ __all__ = [
     "BACKEND", "DecodeError", "EncodeError", "FrameSplitter", "KcodecError", "TrailingBytesWarning",
     "UnsupportedVersionError", "decode", "decode_from", "decode_request", "decode_request_header",
     "decode_response", "encode", "encode_into", "encode_request", "encode_response", "encoded_size", "from_dict",
-    "message_class", "release_memory", "request_header_version", "response_header_version", "to_dict",
+    "message_class", "request_header_version", "response_header_version", "to_dict",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import Any, Optional, TypeVar
 
@@ -105,12 +104,3 @@ def message_class(api_key: Optional[int] = None, kind: str = "request", *, name:
         except KeyError:
             raise UnsupportedVersionError(f"no {kind} with api key {api_key}") from None
     return getattr(messages, name)  # type: ignore[no-any-return]
-
-
-def release_memory() -> int:
-    """Gives back the memory the compiled backend keeps to reuse for the next objects of the message classes
-    it has prepared (the blocks of freed ones: at most 2 MiB per object size, 8 MiB in all); returns how
-    many bytes. Those classes allocate so whichever backend decodes (or whoever builds them), so this
-    releases whenever the extension is loaded; 0 when it is not."""
-    fast = sys.modules.get(f"{__package__}._fast")
-    return int(fast.release_free_objects()) if fast is not None else 0

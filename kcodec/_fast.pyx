@@ -29,7 +29,7 @@ from . import _pure
 from .exceptions import DecodeError
 from . import ir
 
-include "_fast_alloc.pxi"
+include "_fast_dealloc.pxi"
 include "_fast_support.pxi"
 include "_fast_read.pxi"
 include "_fast_write.pxi"

@@ -378,7 +378,7 @@ cdef _Prog prepared(prog):
                 if o.offset < 0:
                     plan.slots = False
         if plan.slots:
-            kc_pool_adopt(sp.cls)
+            kc_adopt(sp.cls)
         fp.plans.append(plan)
     fp.deep = trail_depth(list(prog.structs), 0, ()) > MAX_TRAIL
     prog.backend_cache["cython"] = fp
