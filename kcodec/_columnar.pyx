@@ -499,6 +499,7 @@ cdef class Walker:
 
 
 include "_columnar_rows.pxi"
+include "_columnar_result.pxi"
 
 
 cdef void expect(Walker w, Py_ssize_t nbytes) noexcept:
@@ -529,13 +530,12 @@ cdef void learn(Walker w, Py_ssize_t nbytes) noexcept:
         L.learned[3 * i + 2] = <double>w.nulls[i].len / nbytes
 
 
-def run(Layout layout, data, Py_ssize_t pos=0):
-    """Decode data[pos:] by the layout. Returns ``(True, end, rows, columns)`` where each column is
-    ``(data, values, nulls, objects)`` (Columns or None), or ``(False, reason, offset, path)``."""
+cdef Py_ssize_t walk_buffer(Walker w, data, Py_ssize_t pos) except -2:
+    """Runs w over data[pos:]: the position after the body, or -1 (w.reason, w.offset and w.path say why)."""
     cdef Py_buffer view
-    cdef Walker w = Walker(layout)
     cdef int i
-    cdef Py_ssize_t start
+    cdef Py_ssize_t start = pos
+    cdef Layout layout = w.L
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         w.buf = <const unsigned char*>view.buf
@@ -545,18 +545,28 @@ def run(Layout layout, data, Py_ssize_t pos=0):
         if pos < 0 or pos > view.len:
             raise ValueError(f"offset {pos} outside the buffer's {view.len} bytes")
         if view.len > 0x7FFFFFFF:  # offsets and row numbers are int32, as a Kafka frame's size is
-            raise ValueError(f"a buffer of {view.len} bytes: a Kafka body is under 2 GiB")
+            raise ValueError("a Kafka body is under 2 GiB")
         expect(w, view.len - pos)
         for i in range(layout.ncols):
             if layout.is_offsets[i]:
                 w.push32(&w.data[i], 0)
-        start = pos
         pos = w.walk(0, pos, -1)
     finally:
         PyBuffer_Release(&view)
+        w.buf = NULL
+    if pos >= 0:
+        learn(w, pos - start)
+    return pos
+
+
+def run(Layout layout, data, Py_ssize_t pos=0):
+    """Decode data[pos:] by the layout. Returns ``(True, end, rows, columns)`` where each column is
+    ``(data, values, nulls, objects)`` (Columns or None), or ``(False, reason, offset, path)``."""
+    cdef Walker w = Walker(layout)
+    cdef int i
+    pos = walk_buffer(w, data, pos)
     if pos < 0:
         return False, w.reason, w.offset, w.path
-    learn(w, pos - start)
     columns = []
     for i in range(layout.ncols):
         if layout.is_object[i]:
@@ -566,3 +576,13 @@ def run(Layout layout, data, Py_ssize_t pos=0):
                             adopt(&w.values[i]) if layout.value_size[i] else None,
                             adopt(&w.nulls[i]) if layout.has_nulls[i] else None, None))
     return True, pos, [w.rows[i] for i in range(layout.nstructs)], columns
+
+
+def tables(Layout layout, Result result, data):
+    """Decode all of data by the layout into kcodec.columnar's result (Tables or TopicNames). Returns
+    ``(True, end, buffer length, result)``, or ``(False, reason, offset, path)``."""
+    cdef Walker w = Walker(layout)
+    cdef Py_ssize_t pos = walk_buffer(w, data, 0)
+    if pos < 0:
+        return False, w.reason, w.offset, w.path
+    return True, pos, w.end, result.make(w)

@@ -27,6 +27,7 @@ fresh from the OS costs a page fault per 4 KiB, a quarter of a 10,000-topic deco
 
 from __future__ import annotations
 
+import functools
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -157,8 +158,10 @@ class _Column:
 class _Layout:
     """Which field of which struct feeds which column, compiled once per (message, version, selection)."""
 
-    def __init__(self, prog: Program, keep: Optional[dict[str, Optional[frozenset[str]]]]) -> None:
+    def __init__(self, prog: Program, keep: Optional[dict[str, Optional[frozenset[str]]]],
+                 names_only: Optional[tuple[str, str]] = None) -> None:
         self.prog = prog
+        self.names_only = names_only  # (names attr, internal attr) of topics: the result is TopicNames
         structs = prog.structs
         names = ["root"] + [""] * (len(structs) - 1)
         parents = [-1] * len(structs)
@@ -222,7 +225,7 @@ class _Layout:
         self.absent_each_decode: list[tuple[int, FieldOp]] = [(col, op) for col, op in absent if col not in root_absent]
         self.dtypes = [(np.dtype(_dtype(c)), np.dtype(_DTYPE[c.kind]) if c.kind in _DTYPE else None, c.what == UUIDS)
                        for c in self.columns[:self.present]]
-        self.cython = None
+        self.cython = self.result = None
         if _columnar is not None:
             self.cython = _columnar.Layout(
                 [(op.kind, op.array, op.nullable, op.compact, op.struct, col,
@@ -231,6 +234,26 @@ class _Layout:
                  for col, op in self.ops],
                 self.structs,
                 [_c_spec(c) for c in self.columns[:self.present]])
+            self.result = self._compiled_result()
+
+    def _compiled_result(self) -> Any:
+        """What the Cython engine makes its result of (kcodec/_columnar_result.pxi): the same objects as
+        _assemble, which the fallback engine uses."""
+        read_directly = {i for _, i, what, absent in self.root_values  # a root number needs no array
+                         if absent is None and what == SCALAR and self.columns[i].kind in (INT16, INT32)}
+        arrays = [None if i in read_directly else d for i, d in enumerate(self.dtypes)]
+        root = [(a, i, what, self.columns[i].kind, absent) for a, i, what, absent in self.root_values]
+        absent = [(col, self.columns[col].table, functools.partial(_default_column, self.columns[col], op))
+                  for col, op in self.absent_each_decode]
+        names = None
+        if self.names_only is not None:
+            topics = self.order[self.names.index("topics")]
+            by_attr = {self.columns[i].attr: i for i in topics}
+            names = (by_attr[self.names_only[0]], by_attr[self.names_only[1]])
+        api = {"frombuffer": np.frombuffer, "bool_": _BOOL, "arange": np.arange, "index": INDEX,
+               "root_value": _root_value, "Tables": Tables, "Table": Table, "Lists": Lists, "TopicNames": TopicNames}
+        return _columnar.Result(arrays, self.table_plans, root, absent, names, len(self.columns), self.prog.message,
+                                self.prog.version, api)
 
     def _add(self, c: _Column) -> int:
         self.columns.append(c)
@@ -279,11 +302,13 @@ def _layout(cls: type, version: int, names_only: bool) -> _Layout:
         _check_version(version)
         prog = program_for(cls, version)
         keep: Optional[dict[str, Optional[frozenset[str]]]] = None
+        names: Optional[tuple[str, str]] = None
         if names_only:
             root = frozenset(op.attr for op in prog.root.fields + prog.root.absent if not op.array
                              and op.kind != STRUCT)
-            keep = {"root": root, "topics": frozenset({"name", _internal_attr(cls)})}
-        lay = _layouts[key] = _Layout(prog, keep)
+            names = ("name", _internal_attr(cls))
+            keep = {"root": root, "topics": frozenset(names)}
+        lay = _layouts[key] = _Layout(prog, keep, names)
     return lay
 
 
@@ -299,28 +324,21 @@ Raw = tuple[list[int], list[tuple[Any, Any, Any, Any]]]  # rows per table; (data
 _BOOL = np.dtype(np.bool_)
 
 
-def _run_cython(lay: _Layout, data: Any, strict: bool) -> Raw:
+def _run_cython(lay: _Layout, data: Any, strict: bool) -> Any:
+    """The result (Tables, or TopicNames for a names-only layout), made by the extension."""
     prog = lay.prog
     try:
-        out = _columnar.run(lay.cython, data)
+        out = _columnar.tables(lay.cython, lay.result, data)
     except BufferError:  # not contiguous: the reference copies such buffers too
         data = memoryview(data).tobytes()
-        out = _columnar.run(lay.cython, data)
+        out = _columnar.tables(lay.cython, lay.result, data)
     if not out[0]:
         _, reason, offset, path = out
         raise DecodeError(reason, offset, _path_text(path), prog.message, prog.version)
-    _, pos, rows, cols = out
-    finish(None, pos, memoryview(data).nbytes, strict, prog.message, prog.version)
-    frombuffer, bool_ = np.frombuffer, _BOOL
-    raw: list[tuple[Any, Any, Any, Any]] = []
-    for (d, v, n, objs), (dtype, value_dtype, uuids) in zip(cols, lay.dtypes):
-        if objs is not None:
-            raw.append((None, None, None, objs))
-            continue
-        arr = frombuffer(d, dtype)  # (dtypes made once and passed by position: half the cost of keywords)
-        raw.append((arr.reshape(-1, 16) if uuids else arr, None if v is None else frombuffer(v, value_dtype),
-                    None if n is None else frombuffer(n, bool_), None))
-    return rows, raw
+    _, pos, end, result = out
+    if pos != end:
+        finish(None, pos, end, strict, prog.message, prog.version)
+    return result
 
 
 def _path_text(path: list[Any]) -> str:
@@ -433,22 +451,19 @@ def _default_column(c: _Column, op: FieldOp, n: int) -> tuple[Any, Any, Any, Any
     return np.zeros(n + 1, dtype=INDEX), np.zeros(0, dtype=_DTYPE[c.kind]), nulls, None
 
 
-def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, engine: Optional[str]) -> Tables:
+def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, engine: Optional[str]) -> Any:
+    """Tables, or TopicNames when names_only."""
     lay = _layout(cls, version, names_only)
-    if memoryview(data).nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
-        raise ValueError("a Kafka body is under 2 GiB")
     if (engine or ENGINE) == "cython":
         if lay.cython is None:
             raise RuntimeError("kcodec._columnar is not built")
-        rows, raw = _run_cython(lay, data, strict)
-    else:
-        rows, raw = _run_python(lay, cls, data, strict)
-    return _assemble(lay, rows, raw)
-
-
-def _names(cls: type, data: Any, version: int, strict: bool, engine: Optional[str]) -> TopicNames:
-    t = _tables(cls, data, version, strict, True, engine)
-    return TopicNames(t.topics["name"], t.topics[_internal_attr(cls)], t.root)
+        return _run_cython(lay, data, strict)  # (the extension refuses a body of 2 GiB or more itself)
+    if memoryview(data).nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
+        raise ValueError("a Kafka body is under 2 GiB")
+    t = _assemble(lay, *_run_python(lay, cls, data, strict))
+    if lay.names_only is not None:
+        return TopicNames(t.topics[lay.names_only[0]], t.topics[lay.names_only[1]], t.root)
+    return t
 
 
 # ------------------------------------------------------------------------------------------ public
@@ -459,7 +474,7 @@ def tables(cls: type, data: Any, version: int, *, strict: bool = True, engine: O
     if cls not in (MetadataResponse, DescribeTopicPartitionsResponse, ListTopicsResponse):
         raise TypeError(f"columnar decode covers Metadata, DescribeTopicPartitions and ListTopics responses, "
                         f"not {getattr(cls, '__name__', cls)}")
-    return _tables(cls, data, version, strict, False, engine)
+    return _tables(cls, data, version, strict, False, engine)  # type: ignore[no-any-return]
 
 
 def topic_names(cls: type, data: Any, version: int, *, strict: bool = True,
@@ -467,7 +482,7 @@ def topic_names(cls: type, data: Any, version: int, *, strict: bool = True,
     """Topic names and internal flags, skipping every partition (the ListTopics view)."""
     if cls not in (MetadataResponse, DescribeTopicPartitionsResponse, ListTopicsResponse):
         raise TypeError(f"no names-only scan for {getattr(cls, '__name__', cls)}")
-    return _names(cls, data, version, strict, engine)
+    return _tables(cls, data, version, strict, True, engine)  # type: ignore[no-any-return]
 
 
 def kept_memory() -> tuple[int, int]:

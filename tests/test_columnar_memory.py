@@ -95,3 +95,15 @@ def test_kept_blocks_follow_the_current_shape(shared):
     blocks, kept = columnar.kept_memory()
     assert blocks <= 64 and kept <= 16 << 20
     columnar.release_memory()
+
+
+def test_blocks_under_256_kib_are_left_to_malloc(shared):
+    """A 1k-topic decode's columns (40-120 KB each) go back to malloc, which hands the blocks freed last out
+    again while they are still in the caches; only larger ones are kept (a 10k-topic decode's)."""
+    columnar.release_memory()
+    columnar.tables(MetadataResponse, payload(shared, 12), 12, engine="cython")
+    assert columnar.kept_memory() == (0, 0)
+    columnar.tables(MetadataResponse, body(shared, 10), 12, engine="cython")
+    blocks, kept = columnar.kept_memory()
+    assert blocks > 0 and kept >= blocks * (256 << 10)
+    columnar.release_memory()
