@@ -20,14 +20,93 @@ cdef object scalar_value(int kind, const char* p):
     return (<const int16_t*>p)[0]
 
 
+cdef extern from *:
+    """
+    /* Four entries of numpy's C-API table, reached through the capsule numpy publishes
+       (numpy._core._multiarray_umath._ARRAY_API), as numpy's own import_array() reaches them: kcodec builds
+       without numpy, so without its headers. numpy keeps every entry's index fixed (its ABI); use_numpy_api
+       checks the table before the first use, and without it arrays come from numpy.frombuffer. */
+    static void **kc_np_api = NULL;
+    typedef PyObject *(*kc_descr_from_type)(int);
+    typedef PyObject *(*kc_new_from_descr)(PyTypeObject *, PyObject *, int, const Py_ssize_t *,
+                                           const Py_ssize_t *, void *, int, PyObject *);
+    typedef int (*kc_set_base)(PyObject *, PyObject *);
+    #define KC_NP_ARRAY_TYPE 2
+    #define KC_NP_DESCR_FROM_TYPE 45
+    #define KC_NP_NEW_FROM_DESCR 94
+    #define KC_NP_SET_BASE 282
+    #define KC_NP_CARRAY 0x0501  /* C_CONTIGUOUS | ALIGNED | WRITEABLE */
+
+    /* An array of type_num over data (nd 1 or 2), kept alive by base; a new reference, NULL on error. */
+    static PyObject *kc_np_array(int type_num, int nd, Py_ssize_t *dims, void *data, PyObject *base) {
+        PyObject *descr = ((kc_descr_from_type)kc_np_api[KC_NP_DESCR_FROM_TYPE])(type_num);
+        if (descr == NULL) return NULL;
+        PyObject *arr = ((kc_new_from_descr)kc_np_api[KC_NP_NEW_FROM_DESCR])(
+            (PyTypeObject *)kc_np_api[KC_NP_ARRAY_TYPE], descr, nd, dims, NULL, data, KC_NP_CARRAY, NULL);
+        if (arr == NULL) return NULL;  /* (the descriptor's reference is taken, even on failure) */
+        Py_INCREF(base);
+        if (((kc_set_base)kc_np_api[KC_NP_SET_BASE])(arr, base) < 0) {  /* (takes base's reference) */
+            Py_DECREF(arr);
+            return NULL;
+        }
+        return arr;
+    }
+    """
+    void** kc_np_api
+    int KC_NP_ARRAY_TYPE
+    object kc_np_array(int type_num, int nd, Py_ssize_t* dims, void* data, object base)
+
+
+cdef extern from "Python.h":
+    void* PyCapsule_GetPointer(object capsule, const char* name) except? NULL
+
+
+def use_numpy_api(capsule, ndarray, check):
+    """Arrays straight from numpy's C API (a third of the cost of numpy.frombuffer) when its table is the
+    one expected: ``ndarray`` at its place and ``check(make)`` true of a trial array made through it;
+    otherwise numpy.frombuffer stays. Returns whether the API is used."""
+    global kc_np_api
+    cdef void** api = <void**>PyCapsule_GetPointer(capsule, NULL)
+    kc_np_api = NULL
+    if api == NULL or api[KC_NP_ARRAY_TYPE] != <void*>ndarray:
+        return False
+    kc_np_api = api
+    if not check(trial_array):
+        kc_np_api = NULL
+    return kc_np_api != NULL
+
+
+def trial_array(int type_num, Py_ssize_t itemsize, data):
+    """An array over a Column holding data's bytes, made through the C API (use_numpy_api's check)."""
+    cdef Buf b = Buf(NULL, 0, 0, 1, 0)
+    cdef bytes raw = bytes(data)
+    resize(&b, max(len(raw), 1))
+    memcpy(b.data, <const char*>raw, len(raw))
+    b.len = len(raw)
+    return column_array(adopt(&b), type_num, itemsize)
+
+
+cdef object column_array(Column c, int type_num, Py_ssize_t itemsize):
+    """The numpy array over a Column: of type_num items of itemsize bytes, or (when itemsize is 0) rows of
+    16 uint8 (uuids)."""
+    cdef Py_ssize_t dims[2]
+    if itemsize:
+        dims[0] = c.nbytes // itemsize
+        return kc_np_array(type_num, 1, dims, c.data, c)
+    dims[0] = c.nbytes // 16
+    dims[1] = 16
+    return kc_np_array(type_num, 2, dims, c.data, c)
+
+
 @cython.final
 cdef class Result:
-    """How a layout's columns become the result. ``arrays``: per present column (-1 when the root reads it
-    without an array), its numpy dtype, the values' dtype or None, and whether it holds uuids; ``tables``:
-    (struct, name, ((attr, column, what), ...)); ``root``: (attr, column, what, kind, absent) where absent
-    is a one-item tuple of a field this version lacks; ``absent``: (column, struct, make) for the other
-    absent fields, make(rows) giving the column; ``names``: (names column, internal column) for a
-    names-only scan, else None. ``api``: what it calls (numpy and kcodec.columnar's classes)."""
+    """How a layout's columns become the result. ``arrays``: per present column, None when the root reads
+    it without an array, else (dtype, its type number, bytes per item or 0 for rows of 16 uuid bytes,
+    values' dtype, its type number, bytes per value); ``tables``: (struct, name, ((attr, column, what),
+    ...)); ``root``: (attr, column, what, kind, absent) where absent is a one-item tuple of a field this
+    version lacks; ``absent``: (column, struct, make) for the other absent fields, make(rows) giving the
+    column; ``names``: (names column, internal column) for a names-only scan, else None. ``api``: what it
+    calls (numpy and kcodec.columnar's classes)."""
     cdef list arrays
     cdef list tables
     cdef list root
@@ -38,6 +117,7 @@ cdef class Result:
     cdef object version
     cdef object frombuffer, bool_, arange, index, root_value
     cdef object Tables, Table, Lists, TopicNames
+    cdef int bool_num
 
     def __cinit__(self, list arrays, list tables, list root, list absent, names, int ncolumns, message,
                   version, dict api):
@@ -45,9 +125,16 @@ cdef class Result:
         self.ncolumns = ncolumns
         self.message, self.version = message, version
         self.frombuffer, self.bool_, self.arange = api["frombuffer"], api["bool_"], api["arange"]
+        self.bool_num = self.bool_.num
         self.index, self.root_value = api["index"], api["root_value"]
         self.Tables, self.Table, self.Lists, self.TopicNames = (api["Tables"], api["Table"], api["Lists"],
                                                                 api["TopicNames"])
+
+    cdef object array(self, Column c, dtype, int num, Py_ssize_t itemsize):
+        if kc_np_api != NULL:
+            return column_array(c, num, itemsize)
+        a = self.frombuffer(c, dtype)
+        return a if itemsize else a.reshape(-1, 16)
 
     cdef object make(self, Walker w):
         cdef Layout L = w.L
@@ -55,7 +142,6 @@ cdef class Result:
         cdef list rows = [w.rows[i] for i in range(L.nstructs)]
         cdef int i
         cdef object d, v, n
-        frombuffer = self.frombuffer
         for i in range(L.ncols):
             if L.is_object[i]:
                 raw[i] = (None, None, None, w.objects[i])
@@ -63,11 +149,9 @@ cdef class Result:
             spec = self.arrays[i]
             if spec is None:  # a root number: read below, no array
                 continue
-            d = frombuffer(adopt(&w.data[i]), spec[0])
-            if spec[2]:
-                d = d.reshape(-1, 16)
-            v = frombuffer(adopt(&w.values[i]), spec[1]) if L.value_size[i] else None
-            n = frombuffer(adopt(&w.nulls[i]), self.bool_) if L.has_nulls[i] else None
+            d = self.array(adopt(&w.data[i]), spec[0], spec[1], spec[2])
+            v = self.array(adopt(&w.values[i]), spec[3], spec[4], spec[5]) if L.value_size[i] else None
+            n = self.array(adopt(&w.nulls[i]), self.bool_, self.bool_num, 1) if L.has_nulls[i] else None
             raw[i] = (d, v, n, None)
         for col, s, make in self.absent:
             raw[col] = make(rows[s])
@@ -94,7 +178,7 @@ cdef class Result:
                 elif what == W_LISTS:
                     columns[attr] = Lists(d, v, n)
                 elif what == W_CHILDREN and n is not None:
-                    columns[attr] = Lists(d, self.arange(d[-1], dtype=self.index), n)
+                    columns[attr] = Lists(d, self.arange(d[len(d) - 1], dtype=self.index), n)
                 else:
                     columns[attr] = d
             tables[name] = self.Table(name, rows[s], columns)

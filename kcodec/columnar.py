@@ -28,6 +28,7 @@ fresh from the OS costs a page fault per 4 KiB, a quarter of a 10,000-topic deco
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -241,7 +242,9 @@ class _Layout:
         _assemble, which the fallback engine uses."""
         read_directly = {i for _, i, what, absent in self.root_values  # a root number needs no array
                          if absent is None and what == SCALAR and self.columns[i].kind in (INT16, INT32)}
-        arrays = [None if i in read_directly else d for i, d in enumerate(self.dtypes)]
+        arrays = [None if i in read_directly else
+                  (d, d.num, 0 if uuids else d.itemsize) + ((vd, vd.num, vd.itemsize) if vd is not None else (None, 0, 0))
+                  for i, (d, vd, uuids) in enumerate(self.dtypes)]
         root = [(a, i, what, self.columns[i].kind, absent) for a, i, what, absent in self.root_values]
         absent = [(col, self.columns[col].table, functools.partial(_default_column, self.columns[col], op))
                   for col, op in self.absent_each_decode]
@@ -250,6 +253,7 @@ class _Layout:
             topics = self.order[self.names.index("topics")]
             by_attr = {self.columns[i].attr: i for i in topics}
             names = (by_attr[self.names_only[0]], by_attr[self.names_only[1]])
+        _numpy_api()
         api = {"frombuffer": np.frombuffer, "bool_": _BOOL, "arange": np.arange, "index": INDEX,
                "root_value": _root_value, "Tables": Tables, "Table": Table, "Lists": Lists, "TopicNames": TopicNames}
         return _columnar.Result(arrays, self.table_plans, root, absent, names, len(self.columns), self.prog.message,
@@ -258,6 +262,36 @@ class _Layout:
     def _add(self, c: _Column) -> int:
         self.columns.append(c)
         return len(self.columns) - 1
+
+
+_numpy_api_used: Optional[bool] = None
+
+
+def _numpy_api() -> bool:
+    """Whether the extension makes its arrays through numpy's C API (checked once; else numpy.frombuffer)."""
+    global _numpy_api_used
+    if _numpy_api_used is None:
+        _numpy_api_used = bool(_columnar.use_numpy_api(_numpy_capsule(), np.ndarray, _arrays_made_right))
+    return _numpy_api_used
+
+
+def _numpy_capsule() -> Any:
+    """numpy's C-API table, as numpy's import_array() finds it."""
+    try:
+        umath = importlib.import_module("numpy._core._multiarray_umath")  # numpy 2
+    except ImportError:
+        umath = importlib.import_module("numpy.core._multiarray_umath")  # numpy 1
+    return umath._ARRAY_API
+
+
+def _arrays_made_right(make: Any) -> bool:
+    """Trial arrays made through the C API are what numpy.frombuffer would make (use_numpy_api's check)."""
+    raw = np.arange(-1, 3, dtype=np.int32).tobytes()
+    a = make(np.dtype(np.int32).num, 4, raw)
+    u = make(np.dtype(np.uint8).num, 0, bytes(range(32)))
+    return bool(type(a) is np.ndarray and a.dtype == np.int32 and a.flags.c_contiguous and a.flags.writeable
+                and np.array_equal(a, np.frombuffer(raw, np.int32)) and type(u) is np.ndarray
+                and u.dtype == np.uint8 and u.shape == (2, 16) and u[1].tolist() == list(range(16, 32)))
 
 
 def _element(op: FieldOp) -> FieldOp:

@@ -312,3 +312,33 @@ def test_kept_blocks_reused_alike(shared):
     kept_now = columnar.kept_memory()[1]  # the dropped tables' blocks are kept again
     assert kept_now > 0 and columnar.release_memory() == kept_now
     assert columnar.kept_memory() == (0, 0) and columnar.release_memory() == 0
+
+
+@pytest.mark.skipif(columnar._columnar is None, reason="the Cython engine is not built")
+def test_arrays_through_numpy_c_api_and_frombuffer_alike(shared):
+    """The extension makes its arrays through numpy's C API once its table passes the check, else through
+    numpy.frombuffer (a table that fails the check, or another ndarray type at its place); both give the
+    fallback engine's tables, and the arrays keep their memory alive after everything else is dropped."""
+    capsule = columnar._numpy_capsule()
+    assert columnar._numpy_api()  # what the other tests here ran
+    data = payload(shared, 12)
+    dtp = kcodec.encode(DescribeTopicPartitionsResponse(topics=[DescribeTopicPartitionsResponse.Topic(
+        name="x", partitions=[DescribeTopicPartitionsResponse.Partition(replica_nodes=[1], eligible_leader_replicas=None,
+                                                                        last_known_elr=[2])])]), 0)
+    want = [columnar.tables(MetadataResponse, data, 12, engine="python"),
+            columnar.tables(DescribeTopicPartitionsResponse, dtp, 0, engine="python")]
+    use = columnar._columnar.use_numpy_api
+    try:
+        for ok in (True, False):
+            if not ok:
+                assert not use(capsule, np.ndarray, lambda make: False)
+                assert not use(capsule, np.generic, columnar._arrays_made_right)
+            got = [columnar.tables(MetadataResponse, data, 12, engine="cython"),
+                   columnar.tables(DescribeTopicPartitionsResponse, dtp, 0, engine="cython")]
+            for a, b in zip(got, want):
+                assert_same_tables(a, b)
+            ids = got[0].topics["topic_id"]
+            del got
+            assert ids.shape == (1000, 16) and ids.tolist() == want[0].topics["topic_id"].tolist()
+    finally:
+        assert use(capsule, np.ndarray, columnar._arrays_made_right)
