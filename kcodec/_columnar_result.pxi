@@ -66,14 +66,22 @@ def use_numpy_api(capsule, ndarray, check):
     one expected: ``ndarray`` at its place and ``check(make)`` true of a trial array made through it;
     otherwise numpy.frombuffer stays. Returns whether the API is used."""
     global kc_np_api
-    cdef void** api = <void**>PyCapsule_GetPointer(capsule, NULL)
+    cdef void** api = NULL
     kc_np_api = NULL
+    try:
+        api = <void**>PyCapsule_GetPointer(capsule, NULL)
+    except (TypeError, ValueError):  # not a capsule, or one of another name
+        return False
     if api == NULL or api[KC_NP_ARRAY_TYPE] != <void*>ndarray:
         return False
     kc_np_api = api
-    if not check(trial_array):
-        kc_np_api = NULL
-    return kc_np_api != NULL
+    ok = False
+    try:
+        ok = bool(check(trial_array))
+    finally:  # a check that fails, or raises, leaves numpy.frombuffer in use
+        if not ok:
+            kc_np_api = NULL
+    return ok
 
 
 def trial_array(int type_num, Py_ssize_t itemsize, data):

@@ -271,7 +271,11 @@ def _numpy_api() -> bool:
     """Whether the extension makes its arrays through numpy's C API (checked once; else numpy.frombuffer)."""
     global _numpy_api_used
     if _numpy_api_used is None:
-        _numpy_api_used = bool(_columnar.use_numpy_api(_numpy_capsule(), np.ndarray, _arrays_made_right))
+        try:
+            capsule = _numpy_capsule()
+        except (ImportError, AttributeError):  # a numpy without the table where numpy 1 and 2 keep it
+            capsule = None
+        _numpy_api_used = bool(_columnar.use_numpy_api(capsule, np.ndarray, _arrays_made_right))
     return _numpy_api_used
 
 

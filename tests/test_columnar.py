@@ -333,6 +333,9 @@ def test_arrays_through_numpy_c_api_and_frombuffer_alike(shared):
             if not ok:
                 assert not use(capsule, np.ndarray, lambda make: False)
                 assert not use(capsule, np.generic, columnar._arrays_made_right)
+                assert not use(None, np.ndarray, columnar._arrays_made_right)
+                with pytest.raises(ZeroDivisionError):
+                    use(capsule, np.ndarray, lambda make: 1 / 0)
             got = [columnar.tables(MetadataResponse, data, 12, engine="cython"),
                    columnar.tables(DescribeTopicPartitionsResponse, dtp, 0, engine="cython")]
             for a, b in zip(got, want):
