@@ -167,7 +167,7 @@ cdef class Result:
         for attr, col, what, kind, absent in self.root:
             if absent is not None:
                 root[attr] = absent[0]
-            elif what == W_SCALAR:
+            elif what == W_SCALAR and self.arrays[col] is None:  # (int16, int32: no array made)
                 root[attr] = scalar_value(kind, w.data[col].data)
             elif what == W_OBJECTS:
                 root[attr] = w.objects[col][0]
