@@ -10,7 +10,7 @@ Rows of structs made only of numbers (partitions) have their own loops (_columna
 blocks of dropped columns are reused (_columnar_memory.pxi).
 
 The checks, their order, their messages and offsets are the reference backend's (kcodec/_pure.py), so a
-bad buffer fails with the same DecodeError as the object decode. On failure ``run`` returns the reason,
+bad buffer fails with the same DecodeError as the object decode. On failure ``tables`` returns the reason,
 offset and field path (innermost first) instead of raising, and the caller builds the DecodeError.
 """
 
@@ -188,7 +188,7 @@ cdef class Walker:
         return b.data + b.len * b.itemsize
 
     cdef inline int push32(self, Buf* b, int64_t x) except -1:
-        """An offset or a row number: int32 (a Kafka body is under 2 GiB; run() checks)."""
+        """An offset or a row number: int32 (a Kafka body is under 2 GiB; walk_buffer checks)."""
         cdef char* p = self.room(b, 1)
         (<int32_t*>p)[0] = <int32_t>x
         b.len += 1
@@ -530,59 +530,37 @@ cdef void learn(Walker w, Py_ssize_t nbytes) noexcept:
         L.learned[3 * i + 2] = <double>w.nulls[i].len / nbytes
 
 
-cdef Py_ssize_t walk_buffer(Walker w, data, Py_ssize_t pos) except -2:
-    """Runs w over data[pos:]: the position after the body, or -1 (w.reason, w.offset and w.path say why)."""
+cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
+    """Runs w over all of data: the position after the body, or -1 (w.reason, w.offset and w.path say why)."""
     cdef Py_buffer view
     cdef int i
-    cdef Py_ssize_t start = pos
+    cdef Py_ssize_t pos
     cdef Layout layout = w.L
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         w.buf = <const unsigned char*>view.buf
-        w.start = pos
+        w.start = w.at = 0
         w.end = view.len
-        w.at = pos
-        if pos < 0 or pos > view.len:
-            raise ValueError(f"offset {pos} outside the buffer's {view.len} bytes")
         if view.len > 0x7FFFFFFF:  # offsets and row numbers are int32, as a Kafka frame's size is
             raise ValueError("a Kafka body is under 2 GiB")
-        expect(w, view.len - pos)
+        expect(w, view.len)
         for i in range(layout.ncols):
             if layout.is_offsets[i]:
                 w.push32(&w.data[i], 0)
-        pos = w.walk(0, pos, -1)
+        pos = w.walk(0, 0, -1)
     finally:
         PyBuffer_Release(&view)
         w.buf = NULL
     if pos >= 0:
-        learn(w, pos - start)
+        learn(w, pos)
     return pos
-
-
-def run(Layout layout, data, Py_ssize_t pos=0):
-    """Decode data[pos:] by the layout. Returns ``(True, end, rows, columns)`` where each column is
-    ``(data, values, nulls, objects)`` (Columns or None), or ``(False, reason, offset, path)``."""
-    cdef Walker w = Walker(layout)
-    cdef int i
-    pos = walk_buffer(w, data, pos)
-    if pos < 0:
-        return False, w.reason, w.offset, w.path
-    columns = []
-    for i in range(layout.ncols):
-        if layout.is_object[i]:
-            columns.append((None, None, None, w.objects[i]))
-        else:
-            columns.append((adopt(&w.data[i]),
-                            adopt(&w.values[i]) if layout.value_size[i] else None,
-                            adopt(&w.nulls[i]) if layout.has_nulls[i] else None, None))
-    return True, pos, [w.rows[i] for i in range(layout.nstructs)], columns
 
 
 def tables(Layout layout, Result result, data):
     """Decode all of data by the layout into kcodec.columnar's result (Tables or TopicNames). Returns
     ``(True, end, buffer length, result)``, or ``(False, reason, offset, path)``."""
     cdef Walker w = Walker(layout)
-    cdef Py_ssize_t pos = walk_buffer(w, data, 0)
+    cdef Py_ssize_t pos = walk_buffer(w, data)
     if pos < 0:
         return False, w.reason, w.offset, w.path
     return True, pos, w.end, result.make(w)

@@ -224,8 +224,6 @@ class _Layout:
         self.root_values = [(a, i, what, root_absent.get(i)) for a, i, what in root_plan]
         # the other absent fields' columns, made anew by each decode (tables' rows vary; a root list may change)
         self.absent_each_decode: list[tuple[int, FieldOp]] = [(col, op) for col, op in absent if col not in root_absent]
-        self.dtypes = [(np.dtype(_dtype(c)), np.dtype(_DTYPE[c.kind]) if c.kind in _DTYPE else None, c.what == UUIDS)
-                       for c in self.columns[:self.present]]
         self.cython = self.result = None
         if _columnar is not None:
             self.cython = _columnar.Layout(
@@ -242,9 +240,11 @@ class _Layout:
         _assemble, which the fallback engine uses."""
         read_directly = {i for _, i, what, absent in self.root_values  # a root number needs no array
                          if absent is None and what == SCALAR and self.columns[i].kind in (INT16, INT32)}
-        arrays = [None if i in read_directly else
-                  (d, d.num, 0 if uuids else d.itemsize) + ((vd, vd.num, vd.itemsize) if vd is not None else (None, 0, 0))
-                  for i, (d, vd, uuids) in enumerate(self.dtypes)]
+        arrays: list[Any] = []  # per present column: its dtypes, their numbers and item sizes (0: uuid rows)
+        for i, c in enumerate(self.columns[:self.present]):
+            d, vd = np.dtype(_dtype(c)), np.dtype(_DTYPE[c.kind]) if c.kind in _DTYPE else None
+            arrays.append(None if i in read_directly else (d, d.num, 0 if c.what == UUIDS else d.itemsize)
+                          + ((vd, vd.num, vd.itemsize) if vd is not None else (None, 0, 0)))
         root = [(a, i, what, self.columns[i].kind, absent) for a, i, what, absent in self.root_values]
         absent = [(col, self.columns[col].table, functools.partial(_default_column, self.columns[col], op))
                   for col, op in self.absent_each_decode]

@@ -32,10 +32,10 @@ def test_second_run_sizes_columns_from_the_first(shared):
     data = payload(shared, 12)
     lay = columnar._Layout(columnar._layout(MetadataResponse, 12, False).prog, None)
     before = counts()[0]
-    columnar._columnar.run(lay.cython, data)
+    columnar._columnar.tables(lay.cython, lay.result, data)
     first = counts()[0] - before
     before = counts()[0]
-    columnar._columnar.run(lay.cython, data)
+    columnar._columnar.tables(lay.cython, lay.result, data)
     second = counts()[0] - before
     assert first > 100 and second * 4 <= first, (first, second)
 
