@@ -108,7 +108,6 @@ cdef inline void store(int kind, const unsigned char* p, char* out) noexcept nog
 @cython.final
 cdef class Walker:
     cdef const unsigned char* buf
-    cdef Py_ssize_t start
     cdef Py_ssize_t end
     cdef Py_ssize_t at           # where the current struct began: extrapolates column growth
     cdef Layout L
@@ -180,7 +179,7 @@ cdef class Walker:
             resize(b, b.first)
             return b.data + b.len * b.itemsize
         # Extrapolate from the share of the buffer read so far; grow by at least half.
-        guess = <Py_ssize_t>((<double>need) * (self.end - self.start) / max(self.at - self.start, 1) * 1.05)
+        guess = <Py_ssize_t>((<double>need) * self.end / max(self.at, 1) * 1.05)  # (a walk starts at 0)
         cap = max(need, b.cap + b.cap // 2, 16)
         if guess > cap and guess < need * 64:
             cap = guess
@@ -539,7 +538,7 @@ cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     try:
         w.buf = <const unsigned char*>view.buf
-        w.start = w.at = 0
+        w.at = 0
         w.end = view.len
         if view.len > 0x7FFFFFFF:  # offsets and row numbers are int32, as a Kafka frame's size is
             raise ValueError("a Kafka body is under 2 GiB")
