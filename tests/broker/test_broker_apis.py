@@ -178,6 +178,9 @@ def test_describe_topic_partitions_kip_966_pagination(cluster):
         outside = page([T(name="a")], 10, DescribeTopicPartitionsRequest.Cursor(topic_name="b", partition_index=0))
         assert outside.topics[0].error_code == ErrorCode.INVALID_REQUEST
         assert rest.topics[0].is_internal is False and rest.topics[0].topic_id == cluster.topics()["b"].topic_id
+        # Kafka's metadata cache sets both ELR lists (empty without ELR); Kafka's admin client streams them, so a
+        # null failed its describeTopics (NullPointerException)
+        assert {(tuple(p.eligible_leader_replicas), tuple(p.last_known_elr)) for p in rest.topics[0].partitions} == {((), ())}
 
 
 def test_describe_cluster(cluster):

@@ -67,9 +67,11 @@ def describe_topic_partitions(ctx: Context, req: Any) -> DescribeTopicPartitions
             break
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         stop = max(first, min(len(topic.replicas), first + remaining))
+        partitions = partitions_of(ctx, topic, Resp.Partition, first, stop)
+        for p in partitions:  # no ELR here (KIP-966's eligible leaders): empty lists, as Kafka's, never null
+            p.eligible_leader_replicas, p.last_known_elr = [], []
         resp.topics.append(Resp.Topic(name=name, topic_id=topic.topic_id, is_internal=topic.internal,
-                                      partitions=partitions_of(ctx, topic, Resp.Partition, first, stop),
-                                      topic_authorized_operations=ctx.operations("topic", name)))
+                                      partitions=partitions, topic_authorized_operations=ctx.operations("topic", name)))
         remaining -= stop - first
         if stop < len(topic.replicas):
             resp.next_cursor = Resp.Cursor(topic_name=name, partition_index=stop)
