@@ -185,6 +185,12 @@ class ConsumerGroups:
         return {m.member_id: set(m.subscribed) | {t for t in matched.get(m.regex or "", ()) if m.may_describe(t)}
                 for m in group.members.values()}
 
+    def subscribed_topics(self, group_id: str) -> Optional[set[str]]:
+        """The topics the members of group ``group_id`` subscribe to, by name or by regex (None: no such
+        group): OffsetDelete keeps their offsets (Kafka's ConsumerGroup.isSubscribedToTopic)."""
+        group = self.groups.get(group_id)
+        return None if group is None else set().union(*self._subscriptions(group).values())
+
     def _resolve(self, pattern: str) -> frozenset[str]:
         """The non-internal topics ``pattern`` matches, listed again only when the topic names changed."""
         state = self.owner.state
