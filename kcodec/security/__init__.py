@@ -16,8 +16,9 @@ from kcodec.exceptions import KcodecError
 class SaslError(KcodecError):
     """A SASL message is malformed or fails a check; ``reason`` names which, for callers and tests.
 
-    reasons: "malformed", "unknown-user", "credentials", "server-signature", "nonce", "token",
-    "mechanism", "principal".
+    reasons: "malformed", "unknown-user", "credentials", "server-signature", "nonce", "token", "scope"
+    (an OAUTHBEARER token without the required scope), "mechanism", "principal", "error-challenge" (the
+    exchange ended after an OAUTHBEARER error challenge: the message is the challenge, Kafka's message).
     """
 
     def __init__(self, message: str, reason: str = "malformed") -> None:
