@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="turn authorization on even without --acl: ACLs then come from CreateAcls (with --state "
                         "they survive restarts) and only --super-user may do anything at first")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="allow.everyone.if.no.acl.found: with the authorizer on, anyone may do anything on a "
+                        "resource no ACL is about")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
     p.add_argument("--rack", action="append", default=[], metavar="NODE=RACK",
@@ -198,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
                           auto_create_topics=not args.no_auto_create, users=users,
                           acls=[] if args.authorizer and args.acl is None else args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
+                          allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,
