@@ -19,8 +19,7 @@ SENT = re.compile(r"^(\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [
 TOOLS = f"Kafka's perf tools {KAFKA_VERSION}"
 
 
-@pytest.mark.parametrize("acks, codec", [("all", "lz4"), ("1", "none")])
-def test_producer_then_consumer_performance(acks, codec):
+def test_producer_then_consumer_performance(acks: str = "all", codec: str = "lz4"):
     ensure_built()
     with Cluster(brokers=3, num_partitions=3, default_replication_factor=2, system_topic_partitions=5) as c:
         try:
