@@ -147,8 +147,8 @@ class Cluster:
             raise ValueError("max_partition_bytes must be positive")
         if producer_id_expiration_ms < 1:
             raise ValueError("producer_id_expiration_ms must be positive")
-        if not 0 < sasl_max_receive_size <= max_frame_size:
-            raise ValueError("sasl_max_receive_size must be positive and at most max_frame_size")
+        if sasl_max_receive_size < 1:
+            raise ValueError("sasl_max_receive_size must be positive")
         if replica_lag_time_max_ms < 1:
             raise ValueError("replica_lag_time_max_ms must be positive")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
