@@ -22,7 +22,8 @@ ADMIN_APIS = {"ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "Create
               "IncrementalAlterConfigs", "AlterConfigs", "DescribeTopicPartitions", "SaslHandshake",
               "SaslAuthenticate", "DescribeCluster", "DescribeAcls", "CreateAcls", "DeleteAcls", "ListTopics",
               "DescribeUserScramCredentials", "AlterUserScramCredentials", "DescribeLogDirs", "ElectLeaders",
-              "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeQuorum", "ListConfigResources"}
+              "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeQuorum", "ListConfigResources",
+              "AlterClientQuotas", "DescribeClientQuotas"}
 GROUP_APIS = {"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
               "OffsetDelete", "DescribeGroups", "ListGroups", "DeleteGroups", "ConsumerGroupHeartbeat",
               "ConsumerGroupDescribe"}

@@ -1,6 +1,7 @@
 """Kafka's Java admin client 4.4 administers kcodec broker: topics (explicit and KIP-464 defaults, configs
 returned at creation, validate-only, partitions, configs, deletion and the errors), ACLs, consumer groups and
-their offsets, partition offsets, transactions and producers, the cluster, features and log directories."""
+their offsets, partition offsets, transactions and producers, the cluster, features, log directories and
+client quotas."""
 
 from __future__ import annotations
 
@@ -105,9 +106,12 @@ def test_transactions_and_producers(java, brokers):
     assert r["describe_unknown"]["error"] == "TransactionalIdNotFoundException"
 
 
-def test_cluster_features_and_log_dirs(java, brokers):
+def test_cluster_features_log_dirs_and_quotas(java, brokers):
     r = java.call("admin_cluster", bootstrap=brokers.bootstrap)
     assert r["nodes"] == [1, 2, 3] and r["controller"] == brokers.state.controller_id
     assert r["cluster_id"] == brokers.state.cluster_id
     assert r["finalized_features"]["transaction.version"] == 2
     assert r["log_dirs"] == {"1": ["memory"], "2": ["memory"], "3": ["memory"]}
+    assert r["quotas"] == {"{user=alice}": {"producer_byte_rate": 1024.0, "request_percentage": 12.5}}
+    assert r["bad_quota"] == {"error": "InvalidRequestException",
+                              "message": "Configuration producer_byte_rate must be a Long value"}

@@ -33,6 +33,9 @@ import org.apache.kafka.common.acl.AclBindingFilter;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
 import org.apache.kafka.common.resource.PatternType;
 import org.apache.kafka.common.resource.ResourcePattern;
 import org.apache.kafka.common.resource.ResourcePatternFilter;
@@ -257,7 +260,7 @@ final class Administering {
         return null;
     }
 
-    /** describeCluster, describeFeatures, describeLogDirs of every broker. */
+    /** describeCluster, describeFeatures, describeLogDirs of every broker; client quotas altered and described. */
     static Object cluster(JsonNode a) throws Exception {
         Map<String, Object> out = new LinkedHashMap<>();
         try (Admin admin = admin(a)) {
@@ -273,6 +276,16 @@ final class Administering {
             admin.describeLogDirs(ids(c.nodes().get())).allDescriptions().get()
                     .forEach((broker, byDir) -> dirs.put(String.valueOf(broker), new TreeSet<>(byDir.keySet())));
             out.put("log_dirs", dirs);
+            ClientQuotaEntity alice = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, "alice"));
+            admin.alterClientQuotas(List.of(new ClientQuotaAlteration(alice, List.of(
+                    new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0),
+                    new ClientQuotaAlteration.Op("request_percentage", 12.5))))).all().get();
+            Map<String, Object> quotas = new TreeMap<>();
+            admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get()
+                    .forEach((entity, values) -> quotas.put(new TreeMap<>(entity.entries()).toString(), new TreeMap<>(values)));
+            out.put("quotas", quotas);
+            out.put("bad_quota", Clients.attempt(() -> admin.alterClientQuotas(List.of(new ClientQuotaAlteration(alice,
+                    List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.5))))).all().get()));
         }
         return out;
     }
