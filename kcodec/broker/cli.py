@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
+    p.add_argument("--auto-create-delay-ms", type=int, default=0, metavar="MS",
+                   help="an auto-created topic appears this long after the Metadata that asks for it, as Kafka's "
+                        "controller creates it a round trip later (default 0: at once)")
     p.add_argument("--state", type=Path, metavar="FILE",
                    help="keep topics (and reassignments in progress), configs, leaders and leader epochs, ACLs "
                         "created at run time and data "
@@ -202,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
                           advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
                           auto_create_topics=not args.no_auto_create, users=users,
+                          auto_create_delay_ms=args.auto_create_delay_ms,
                           acls=[] if args.authorizer and args.acl is None else args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
                           allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,

@@ -45,6 +45,9 @@ class Cluster:
     port: the first broker's port; the others follow it. 0 (the default) gives every broker an
         ephemeral port.
     num_partitions, default_replication_factor: the broker defaults KIP-464 uses for -1.
+    auto_create_topics: Kafka's auto.create.topics.enable; auto_create_delay_ms: how long after the
+        Metadata that asks for it an auto-created topic appears (Kafka's controller round trip, during which
+        Metadata answers UNKNOWN_TOPIC_OR_PARTITION; 0, the default: at once, after that answer).
     users: {user: password} turns on SASL (then nothing but ApiVersions and the SASL exchange is served
         before authentication) with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the broker keeps SCRAM
         credentials made from the passwords, not the passwords.
@@ -121,6 +124,7 @@ class Cluster:
     def __init__(self, brokers: int = 1, *, host: str = "127.0.0.1", port: int = 0,
                  advertised_host: Optional[str] = None, first_node_id: int = 1, num_partitions: int = 1,
                  default_replication_factor: int = 1, auto_create_topics: bool = True,
+                 auto_create_delay_ms: int = 0,
                  users: Optional[dict[str, str]] = None, acls: Optional[Iterable[AclLike]] = None,
                  super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False,
                  state_file: Optional[os.PathLike[str] | str] = None,
@@ -181,6 +185,7 @@ class Cluster:
         self.runtime = ClusterRuntime(state, authorizer, max_frame_size=max_frame_size,
                                       sasl_max_receive_size=sasl_max_receive_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
+                                      auto_create_delay_ms=auto_create_delay_ms,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
                                       fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes,
