@@ -70,15 +70,18 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> Iterator[dict[str, Run]]:
+def runs(request, tmp_path_factory) -> Iterator[dict[str, Run]]:
+    """Every selected suite's run, started together."""
     go = need_tool("go", "Go 1.26+ (https://go.dev/dl/), whose module proxy serves the suites' sources")
-    for suite in gs.SUITES.values():
+    selected = [gs.SUITES[item.callspec.params["name"]] for item in request.session.items
+                if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+    for suite in selected:
         gs.compile_suite(go, suite)
     tmp = tmp_path_factory.mktemp("go-suites")
     started: dict[str, Run] = {}
     try:
-        for name, suite in gs.SUITES.items():
-            started[name] = Run(go, suite, tmp / f"{name}.json")
+        for suite in selected:
+            started[suite.name] = Run(go, suite, tmp / f"{suite.name}.json")
         yield started
     finally:
         for run in started.values():
