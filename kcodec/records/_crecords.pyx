@@ -206,21 +206,6 @@ def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint z
 cdef inline Py_ssize_t read_varint(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
                                    int max_bytes) noexcept nogil:
     """A zigzag varint (5 bytes, 32 bits) or varlong (10, 64) at pos: the next position, or -1."""
-    cdef uint64_t v
-    if pos + 1 < end:  # one or two bytes, most of a record's varints: no loop
-        v = p[pos]
-        if v < 0x80:
-            out[0] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
-            return pos + 1
-        if p[pos + 1] < 0x80:
-            v = (v & 0x7F) | (<uint64_t>p[pos + 1] << 7)
-            out[0] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
-            return pos + 2
-    return read_varint_long(p, pos, end, out, max_bytes)
-
-
-cdef Py_ssize_t read_varint_long(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
-                                 int max_bytes) noexcept nogil:
     cdef uint64_t result = 0
     cdef int shift = 0
     cdef Py_ssize_t start = pos
