@@ -20,7 +20,7 @@ the next call raises.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Optional
 
 from kcodec.exceptions import DecodeError
 from kcodec.framing import DEFAULT_MAX_FRAME
@@ -46,6 +46,13 @@ class FrameReader:
     def pending(self) -> int:
         """Bytes held that do not yet make a whole frame."""
         return self._end - self._start
+
+    @property
+    def unfinished(self) -> Optional[int]:
+        """The size (prefix aside) of the frame being received, once its prefix is in; else None."""
+        if self._end - self._start < 4:
+            return None
+        return int(_SIZE.unpack_from(self._view, self._start)[0])
 
     @property
     def position(self) -> int:

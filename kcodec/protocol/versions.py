@@ -36,6 +36,10 @@ class Versions:
         self.caps = dict(caps or {})  # api key -> highest version the user lets us use
         self.api_version = api_version  # the ApiVersions version that got the answer
 
+    def answered(self, broker: Mapping[int, tuple[int, int]], api_version: int) -> Versions:
+        """The same caps with a broker's answer (of the same class: a subclass's errors stay)."""
+        return type(self)(broker, self.caps, api_version)
+
     def supports(self, api_key: int) -> bool:
         return api_key in self.broker
 
@@ -107,7 +111,7 @@ class Negotiation:
                                 resp.error_code)
         if common is not None and version < common and common not in self.tried:
             return self._ask(common)  # a v0 answer revealed a better common version: use it
-        self.versions = Versions({a.api_key: (a.min_version, a.max_version) for a in resp.api_keys},
-                                 self.conn.versions.caps, version)
+        self.versions = self.conn.versions.answered(
+            {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}, version)
         self.conn.versions = self.versions
         return None
