@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ._pure_read import _FMT, _KIND_TEXT, MAX_STRING, _Fail, _I16, _I32, _element, as_bytes_view
 from .buffers import Buffers
 from .exceptions import EncodeError
-from .ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default
+from .ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default, other_tag
 
 if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/_pure_plan.py)
     from ._pure_plan import _Plan
@@ -384,6 +384,8 @@ def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, Fie
             if tag in plan.sp.tags:
                 raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
                             f"{plan.sp.tags[tag].attr}")
+            if tag in plan.sp.other_tags:
+                raise _Fail(other_tag(plan.sp, tag))
             items.append((tag, raw, None, None))
     items.sort(key=lambda t: t[0])
     return items
