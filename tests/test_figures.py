@@ -112,3 +112,27 @@ def test_write_puts_the_text_between_the_markers(tmp_path):
     assert body.startswith("a\n<!-- figures:metadata-targets -->\nFrom 1 run") and body.endswith(
         "<!-- /figures:metadata-targets -->\nb\n")
     assert sections.check(tmp_path, results) == []
+
+
+def test_broker_sections_from_recorded_cases(tmp_path):
+    """What benchmarks/test_broker_data.py and test_broker_load.py record makes their sections."""
+    results = tmp_path / "results"
+    results.mkdir()
+    head = {k: v for k, v in _run("2026-01-01T00:00:00Z", 1, 1).items() if k != "cases"}
+    cases = [{"id": f"{d}[{s}B x {p}p]", "bytes": s, "params": {}, "impls": {
+        b: store.stats([rate], unit="msg/s", peak_rss_mib=80.0, cpu_s=0.3, messages=1000)}}
+        for d in ("produce", "consume") for s, p in ((100, 1), (100, 12), (1000, 1), (1000, 12))
+        for b, rate in (("kcodec", 2000.0), ("tansu", 1000.0 if s == 1000 else 4000.0))]
+    load = [{"id": f"load[{k}]", "params": {}, "impls": {"kcodec": store.stats(
+        [20_000.0], unit="requests/s", p50_ms=4.0, p99_ms=7.0, max_ms=9.0, lost=0, sent=100_000, answered=100_000)}}
+        for k in ("metadata", "listtopics")]
+    cases = store.merge([{"suite": "broker-data", "cases": cases}])["broker-data"]["cases"]  # as collect does
+    (results / "broker-data.jsonl").write_text(json.dumps({**head, "suite": "broker-data", "cases": cases}) + "\n")
+    (results / "broker-load.jsonl").write_text(json.dumps({**head, "suite": "broker-load", "cases": load}) + "\n")
+    text = sections.render("broker-tansu", results)
+    assert "| produce (acks=all), 1000 B × 12 partitions | ≥ 1× | 2.00 | met in 1 of 1 run |" in text
+    assert "| consume, 100 B × 1 partition | ≥ 1× | 0.50 | **not met**: met in 0 of 1 run |" in text
+    assert "| kcodec | 100 B | 1 | 2,000 msg/s (0 MB/s) | 2,000 msg/s (0 MB/s) | 80 MiB | 0.30 s |" in text
+    assert sections.render("broker-tansu-targets", results).count("| ≥ 1× |") == 8
+    assert "| ListTopics v1 | 100,000 / 100,000 | 0 | 20,000 requests/s | 4.00 ms | 7.00 ms |" in \
+        sections.render("broker-load", results)
