@@ -56,7 +56,7 @@ BENCH_RUN ?= build/bench-run
 BENCH_FRESH ?=
 BENCH_ROUNDS ?= 41
 bench-report: $(STAMP) bench-tools
-	rm -rf $(BENCH_RUN) && mkdir -p $(BENCH_RUN)
+	rm -rf $(BENCH_RUN) && $(PY) benchmarks/report.py start $(BENCH_RUN)
 	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) $(PY) -m pytest benchmarks -q \
 		-W ignore::DeprecationWarning --benchmark-json=$(BENCH_RUN)/pytest-benchmark.json \
 		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)

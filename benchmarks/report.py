@@ -1,5 +1,6 @@
 """Every published figure from the committed results files (benchmarks/results/<suite>.jsonl).
 
+    python benchmarks/report.py start RUN_DIR               # note commit, tree, machine, load before measuring
     python benchmarks/report.py collect RUN_DIR [--fresh]   # append one run per suite from RUN_DIR's partials
     python benchmarks/report.py write                       # regenerate every section of README.md, docs/*.md
     python benchmarks/report.py check                       # exit 1 when a section differs from the files
@@ -62,6 +63,9 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     command, args = argv[0], argv[1:]
+    if command == "start":
+        store.start(Path(args[0]))
+        return 0
     if command == "collect":
         folder = Path(args[0])
         if "--fresh" in args:

@@ -136,3 +136,11 @@ def test_broker_sections_from_recorded_cases(tmp_path):
     assert sections.render("broker-tansu-targets", results).count("| ≥ 1× |") == 8
     assert "| ListTopics v1 | 100,000 / 100,000 | 0 | 20,000 requests/s | 4.00 ms | 7.00 ms |" in \
         sections.render("broker-load", results)
+
+
+def test_a_run_is_described_when_it_starts(tmp_path):
+    store.start(tmp_path)
+    store.write_partial(tmp_path, "records", "cython", [{"id": "b", "impls": {"k": store.stats([5])}}])
+    began = json.loads((tmp_path / store.START).read_text())
+    store.collect(tmp_path, tmp_path / "results", None)
+    assert store.runs("records", tmp_path / "results")[0]["started"] == began["started"]

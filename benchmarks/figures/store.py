@@ -113,10 +113,21 @@ def merge(partials: Iterable[dict]) -> dict[str, dict]:
     return {name: {"cases": list(s["cases"].values()), "peers": s["peers"]} for name, s in suites.items()}
 
 
+START = "start.info"  # describe() when the run began (`report.py start`), beside the partials
+
+
+def start(folder: Path) -> None:
+    """Record where and on what the run is made, and the machine's load, before it measures anything."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / START).write_text(json.dumps(describe()))
+
+
 def collect(folder: Path, results: Path = RESULTS, start: dict | None = None) -> list[Path]:
-    """Append one run per suite from the partials in ``folder`` to ``results/<suite>.jsonl``."""
+    """Append one run per suite from the partials in ``folder`` to ``results/<suite>.jsonl``; the run's
+    description is ``start``, else the one `start` wrote there, else made now."""
     parts = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    head = start or describe()
+    began = folder / START
+    head = start or (json.loads(began.read_text()) if began.exists() else describe())
     written = []
     for suite, got in sorted(merge(parts).items()):
         run = {**head, "suite": suite, "peers": {**head["peers"], **got["peers"]}, "cases": got["cases"]}
