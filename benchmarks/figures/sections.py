@@ -9,7 +9,7 @@ A page holds a section between two markers::
 ``write()`` puts every registered section's text between its markers, ``check()`` lists each section whose
 text differs from what the results files give (tests/test_figures.py fails on any). To publish figures of a
 new benchmark: record its cases (the ``bench_record`` fixture of benchmarks/conftest.py, or a partial file
-of its own, benchmarks/figures/store.py), then register a generator in a module listed in MODULES::
+of its own, benchmarks/figures/store.py), then register a generator in a module of its own in benchmarks/figures/ (every module there is loaded)::
 
     from figures.sections import section
 
@@ -23,6 +23,7 @@ and put the two markers where the text goes.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,6 @@ from typing import Callable, Iterable, Optional, Sequence
 from figures import store
 
 ROOT = store.ROOT
-MODULES = ("figures.metadata", "figures.records", "figures.broker", "figures.native")
 MARK = re.compile(r"<!-- figures:(?P<name>[a-z0-9-]+) -->\n(?P<body>.*?)<!-- /figures:(?P=name) -->", re.S)
 
 
@@ -56,8 +56,12 @@ def section(name: str, suites: Sequence[str]) -> Callable:
 
 
 def _load() -> None:
-    for module in MODULES:
-        importlib.import_module(module)
+    """Import every generator module of benchmarks/figures/ (each registers its sections)."""
+    import figures
+
+    for module in pkgutil.iter_modules(figures.__path__):
+        if module.name not in ("sections", "store"):
+            importlib.import_module(f"figures.{module.name}")
 
 
 def pages(root: Path = ROOT) -> list[Path]:

