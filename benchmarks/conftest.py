@@ -1,5 +1,6 @@
-"""Benchmarks (pytest-benchmark). `make bench` runs them; `make bench-report` also writes the results
-table and chart (benchmarks/report.py). Payloads: benchmarks/payloads.py."""
+"""Benchmarks (pytest-benchmark). `make bench` runs them; `make bench-report` also records every case
+(``bench_record``) into the committed results files and regenerates the published figures from them
+(benchmarks/report.py, benchmarks/figures/). Payloads: benchmarks/payloads.py."""
 
 from __future__ import annotations
 

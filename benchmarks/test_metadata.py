@@ -6,8 +6,9 @@ naming 1,000 topics.
 Every codec goes through its public API (``kcodec.decode``, ``kcodec.encode``, ``kcodec.columnar``: this
 process's backend, the compiled one when built, the reference under KCODEC_PURE=1). One benchmark per
 case; its timed function is one interleaved round, every codec called once (kcodec.sizes.timing), and
-each sample counts the call plus dropping its result, the call alone kept too. The case's extra_info
-carries each codec's medians over the rounds; benchmarks/report.py reads them. Every codec's result is
+each sample counts the call plus dropping its result, the call alone kept too. Every round's samples go to
+the results files (``bench_record``, suite ``metadata``: benchmarks/figures/metadata.py makes the
+published figures of them), each codec's medians to the case's extra_info too. Every codec's result is
 checked once against the expected one, so the figures time real work.
 
 Names: ``<operation>[<message> <size> v<version>]``.

@@ -4,9 +4,10 @@ columnar, encode, CRC32C; kcodec.records (its selected backend, through the publ
 Cython ``_crecords``, kafka-python's ``kafka.record`` and kio's records, where each supports the case.
 
 Each timed call is the call plus dropping its result. ``test_records_side_by_side`` times every
-implementation of a case in interleaved rounds (the machine's load hits all alike) and writes the table of
-docs/records.md to ``<results>/records.md``; the per-case pytest-benchmark tests give the same cases
-pytest-benchmark's statistics.
+implementation of a case in interleaved rounds (the machine's load hits all alike), records every round
+for the results files (``bench_record``, suite ``records``: docs/records.md's figures) and writes a quick
+table to ``<results>/records.md`` (build/bench, or KCODEC_BENCH_DIR); the per-case pytest-benchmark tests
+give the same cases pytest-benchmark's statistics.
 """
 
 from __future__ import annotations
