@@ -2,7 +2,7 @@
 
     python .ci/test_wheel.py [--both] [pytest args...]
 
-Copies tests/, pyproject.toml (pytest's settings), README.md, mkdocs.yml, docs/, .github/ and fuzz/ (tested) into a temporary
+Copies tests/, pyproject.toml (pytest's settings), README.md, mkdocs.yml, docs/, .github/, fuzz/ and benchmarks/ (tested) into a temporary
 directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
 are there (kcodec._columnar always; kcodec._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
 has kcodec/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
@@ -74,6 +74,8 @@ def main(argv: list[str]) -> int:
         shutil.copytree(REPO / "docs", tmp / "docs")  # tests/test_docs.py: the examples and the site's build
         shutil.copytree(REPO / ".github", tmp / ".github")  # tests/test_ci_policy.py: the hosted workflow
         shutil.copytree(REPO / "fuzz", tmp / "fuzz",  # tests/test_fuzz_campaign.py: the campaign's runner
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO / "benchmarks", tmp / "benchmarks",  # tests/test_figures.py: results, generators
                         ignore=shutil.ignore_patterns("__pycache__"))
         rc = run(tmp, False, args)
         if rc == 0 and both:

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import missing
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
-if not (BENCH / "figures").is_dir():  # the wheel runs copy tests/ and docs/ only; this runs in the checkout
-    pytest.skip("benchmarks/ is not beside the tests", allow_module_level=True)
+if not (BENCH / "figures").is_dir():  # .ci/test_wheel.py copies benchmarks/ beside the tests too
+    missing(f"benchmarks/ beside the tests (at {BENCH})")
 sys.path.append(str(BENCH))
 
 from figures import sections, store  # noqa: E402
@@ -26,9 +27,10 @@ FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:-\d[\d,]*(?:\.\d+)?)?\s?"
                     r"(?:µs|GB/s|MB/s|msg/s|requests/s|records/s|frames/s|batches/s)"
                     r"|(?<![\w.])\d+\.\d+(?:-\d+\.\d+)?\s?(?:ms|s)\b|(?<![\w.])\d+\.\d+(?:-\d+\.\d+)?\s?×")
-# Pages whose figures a results file of their own is still to generate (issue 31): docs/tap.md's Spark
-# scale runs (benchmarks/test_spark_scale.py, `analyze`'s benchmark beside tshark).
+# Pages whose figures a results file of their own is still to generate, left out of the check below (issue
+# 31): docs/tap.md's Spark scale runs (benchmarks/test_spark_scale.py, `analyze`'s benchmark beside tshark).
 NOT_YET = {"tap.md"}
+CHECKED = [p for p in PAGES if p.name not in NOT_YET]
 
 
 def test_generated_sections_match_the_results_files():
@@ -42,10 +44,8 @@ def test_every_results_section_is_on_a_page():
     assert set(sections.SECTIONS) <= used, set(sections.SECTIONS) - used
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+@pytest.mark.parametrize("page", CHECKED, ids=[p.name for p in CHECKED])
 def test_no_figure_typed_by_hand(page: Path):
-    if page.name in NOT_YET:
-        pytest.skip(f"{page.name}: its figures have no results file yet")
     text = FENCE.sub("", sections.MARK.sub("", page.read_text(encoding="utf-8")))
     found = [(n + 1, m.group(0)) for n, line in enumerate(text.splitlines()) for m in FIGURE.finditer(line)]
     assert not found, f"{page.name}: figures outside a generated section (line in the page less its sections): " \
