@@ -62,7 +62,7 @@ bench-report: $(STAMP) bench-tools
 		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k \
 		$(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning -k "decode or encode" \
-		--benchmark-disable $(PYTEST_ARGS)
+		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory bench-native bench-callgrind BENCH_RUN=$(BENCH_RUN)
 	$(PY) benchmarks/report.py collect $(BENCH_RUN) $(if $(BENCH_FRESH),--fresh)
 	$(PY) benchmarks/report.py write
