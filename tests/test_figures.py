@@ -80,15 +80,16 @@ def test_targets_count_the_runs_that_meet_them(tmp_path):
 
 def test_collect_appends_one_run_per_suite_and_merges_the_passes(tmp_path):
     parts, results = tmp_path / "run", tmp_path / "results"
-    store.write_partial(parts, "metadata", "cython", [{"id": "a", "bytes": 3, "impls": {"k": store.stats([2, 1, 3])}}])
     store.write_partial(parts, "metadata", "callgrind", [{"id": "a", "impls": {"k": {"instructions": 7}}}])
+    store.write_partial(parts, "metadata", "cython", [{"id": "a", "bytes": 3, "params": {"size": "1k"},
+                                                       "impls": {"k": store.stats([2, 1, 3])}}])
     store.write_partial(parts, "records", "cython", [{"id": "b", "impls": {"k": store.stats([5])}}])
     head = store.describe()
     store.collect(parts, results, head)
     store.collect(parts, results, head)
     kept = store.runs("metadata", results)
     assert len(kept) == 2 and len(store.runs("records", results)) == 2
-    assert kept[0]["cases"] == [{"id": "a", "params": {}, "bytes": 3, "impls": {"k": {
+    assert kept[0]["cases"] == [{"id": "a", "params": {"size": "1k"}, "bytes": 3, "impls": {"k": {
         "unit": "s", "samples": [2.0, 1.0, 3.0], "min": 1.0, "median": 2.0, "max": 3.0, "instructions": 7}}}]
     assert {"commit", "dirty", "machine", "python", "peers", "load", "started"} <= set(kept[0])
 

@@ -106,8 +106,8 @@ def merge(partials: Iterable[dict]) -> dict[str, dict]:
         for case in part["cases"]:
             have = suite["cases"].setdefault(case["id"], {"id": case["id"], "params": case.get("params", {}),
                                                          "impls": {}})
-            for key in ("bytes", "rounds"):
-                if key in case:
+            for key in ("params", "bytes", "rounds"):  # the timing pass has them, the instruction pass not
+                if case.get(key):
                     have[key] = case[key]
             for name, figures in case["impls"].items():
                 have["impls"].setdefault(name, {}).update(figures)
