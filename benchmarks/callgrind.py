@@ -54,7 +54,7 @@ def metadata_cases(sizes: tuple[str, ...], pure: bool) -> Cases:
     bodies = tm.make_bodies(payloads.payloads(sizes))
     for case in tm.CASES:
         key = (case.message, case.size, case.version)
-        if key not in bodies or (pure and case.operation not in ("decode", "encode")):
+        if key not in bodies or (pure and case.operation not in ("decode", "encode", "encoded_size")):
             continue
         def make(case: tm.Case = case, data: bytes = bodies[key]) -> dict[str, Callable[[], Any]]:
             fns = tm.codecs(case, data)  # only the reference backend's figures come from the pure pass
