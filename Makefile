@@ -7,7 +7,7 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test docs prereqs tcpdump bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
@@ -16,18 +16,26 @@ test: $(STAMP) prereqs tcpdump
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# What `make test` needs beyond Python, named when missing: Java 17+ for Spark, Node.js and npm for the
+# What `make test` needs beyond Python, named when missing: Java 17+ (a JDK) for Spark and the Java oracle,
+# Maven for the oracle (tests/oracle; it fetches Kafka's jars from Maven Central), Node.js and npm for the
 # kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
 prereqs:
 	@missing=""; \
 	if ! command -v java >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
-	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Debian: apt-get install openjdk-17-jre-headless)"; fi; \
+	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Debian: apt-get install openjdk-17-jdk-headless)"; fi; \
+	if ! command -v mvn >/dev/null 2>&1; then \
+	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle; Debian: apt-get install maven)"; fi; \
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
 	if [ -n "$$missing" ]; then \
 	  printf "make test: missing on this machine:$$missing\n" >&2; \
 	  if [ -n "$$CI" ]; then echo "CI needs them: stopping." >&2; exit 1; fi; \
 	  echo "the tests that need them will skip (in CI they fail)." >&2; fi
+
+# The Java oracle alone (docs/testing.md): Maven builds tests/oracle, a JVM per Kafka line checks every message
+# and version and the record batches against kcodec, byte for byte.
+oracle: $(STAMP)
+	$(PY) -m pytest tests/oracle -m oracle $(PYTEST_ARGS)
 
 # The documentation site (mkdocs.yml, docs/), built strictly into site/; tests/test_docs.py builds it too.
 docs: $(STAMP)
@@ -129,4 +137,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build site *.egg-info kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/*.c kcodec/records/*.so tests/interop/js/node_modules
+	rm -rf $(VENV) build site *.egg-info tests/oracle/*/target kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/*.c kcodec/records/*.so tests/interop/js/node_modules

@@ -359,7 +359,7 @@ cdef int write_tagged(_Writer w, _Plan plan, object obj, bint slots) except -1:
     unknown = getattr(obj, "unknown_tagged_fields", None)
     if unknown:
         for tag, raw in unknown.items():
-            if not PyLong_Check(tag) or tag < 0 or tag > 0xFFFFFFFF or tag in plan.tags:
+            if not PyLong_Check(tag) or tag < 0 or tag > 0xFFFFFFFF or tag in plan.tags or tag in plan.other_tags:
                 raise _Invalid()
             items.append((tag, raw, None))
     items.sort(key=_first)

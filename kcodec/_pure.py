@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .exceptions import DecodeError
 from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
-                 UINT32, UUID, FieldOp, Program, StructProgram, default_of, min_field_size)
+                 UINT32, UUID, FieldOp, Program, StructProgram, default_of, min_field_size, other_tag)
 
 _FMT: dict[int, str] = {BOOL: "?", INT8: "b", INT16: "h", UINT16: "H", INT32: "i", UINT32: "I", INT64: "q",
                         FLOAT64: "d"}
@@ -328,9 +328,12 @@ def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: i
         raise _Fail(f"{count} tagged fields need at least {count * 2} bytes, {max(end - pos, 0)} left", pos)
     unknown = None
     for _ in range(count):
+        start = pos
         tag, pos = _uvarint(buf, pos, end)
         size, pos = _uvarint(buf, pos, end)
         known = plan.tag_readers.get(tag)
+        if known is None and tag in plan.sp.other_tags:
+            raise _Fail(other_tag(plan.sp, tag), start)
         try:
             _need(pos, size, end, f"tagged field {tag}")
         except _Fail as e:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 from ._pure import MAX_STRING, _FMT, _Fail, _I16, _I32, _Plan, _element, _plans, as_bytes_view
 from .exceptions import EncodeError
 from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
-                 UINT32, UUID, FieldOp, Program, is_default)
+                 UINT32, UUID, FieldOp, Program, is_default, other_tag)
 
 
 # ---------------------------------------------------------------------------------------- writing
@@ -307,6 +307,8 @@ def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, Fie
             if tag in plan.sp.tags:
                 raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
                             f"{plan.sp.tags[tag].attr}")
+            if tag in plan.sp.other_tags:
+                raise _Fail(other_tag(plan.sp, tag))
             items.append((tag, raw, None, None))
     items.sort(key=lambda t: t[0])
     return items

@@ -51,6 +51,9 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("internal", "boolean", "false", "KIP-619: a user-defined internal topic"),
     _k("max.compaction.lag.ms", "long", "9223372036854775807"),
     _k("max.message.bytes", "int", "1048588"),
+    _k("message.timestamp.after.max.ms", "long", "3600000", "how far ahead of the broker's clock a CreateTime "
+       "record may be (Kafka 4's default: one hour)"),
+    _k("message.timestamp.before.max.ms", "long", "9223372036854775807"),
     _k("message.timestamp.type", "string", "CreateTime", "", ("CreateTime", "LogAppendTime")),
     _k("min.cleanable.dirty.ratio", "double", "0.5"),
     _k("min.compaction.lag.ms", "long", "0"),

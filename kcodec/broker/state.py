@@ -8,6 +8,7 @@ given, saved atomically after every change and loaded at start.
 from __future__ import annotations
 
 import base64
+import glob
 import json
 import logging
 import os
@@ -134,8 +135,10 @@ class ClusterState:
         self.client_metrics = ClientMetricsResources()  # KIP-714 subscriptions; kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
-        if self.state_file is not None and self.state_file.exists():
-            self._load(self.state_file)
+        if self.state_file is not None:
+            self._remove_leftovers(self.state_file)
+            if self.state_file.exists():
+                self._load(self.state_file)
         for name in SYSTEM_TOPICS:
             if name not in self.topics:
                 rf = min(3, len(self.broker_ids))
@@ -554,6 +557,17 @@ class ClusterState:
         except (OSError, ValueError, KeyError, TypeError, AdminError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)
+
+    @staticmethod
+    def _remove_leftovers(path: Path) -> None:
+        """Temporary files of saves a kill interrupted (save's ``.NAME.*.tmp``): never renamed, so never
+        the state; nothing else removes them."""
+        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+            try:
+                tmp.unlink()
+                log.info("removed %s, left by an interrupted save", tmp)
+            except OSError:
+                pass
 
     def save(self) -> None:
         """Write the state file atomically: a temporary file in the same directory, fsync, rename."""

@@ -42,6 +42,9 @@ class CodecError(ValueError):
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # the block size of the Java client's SnappyOutputStream
+# The gzip header's OS byte as Java's GZIPOutputStream (Kafka's producer) and Python's gzip module write it
+# (255, unknown): a gzip batch at the default level is then byte for byte the Java client's (tests/oracle).
+_GZIP_OS_UNKNOWN = 255
 _LZ4_MAGIC = 0x184D2204
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_MAX_BLOCK = 128 * 1024
@@ -53,7 +56,9 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
     """Compress a records payload (magic 2) or an inner message set (magic 0/1) with a codec."""
     if codec == Compression.GZIP:
         c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
+        out = bytearray(c.compress(data) + c.flush())
+        out[9] = _GZIP_OS_UNKNOWN  # zlib writes the OS it runs on; no checksum covers the byte
+        return bytes(out)
     if codec == Compression.SNAPPY:  # xerial framing, as the Java client writes it
         view = memoryview(data)
         parts = [_XERIAL_HEADER]

@@ -70,8 +70,11 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
                 aborted_transactions=[] if committed else None, preferred_read_replica=-1, records=b"")
     if ctx.version >= 13:
         topic = next((t for t in state.topics.values() if t.topic_id == name_or_id), None)
-        if topic is None or not ctx.allowed("Read", "topic", topic.name):
+        if topic is None:  # Kafka: an unknown id first, then Read on the topic it names
             out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            return out, 0, False
+        if not ctx.allowed("Read", "topic", topic.name):
+            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             return out, 0, False
     else:
         topic = state.topics.get(name_or_id)

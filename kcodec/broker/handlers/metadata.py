@@ -70,6 +70,11 @@ def _by_name(ctx: Context, req: Any, name: str) -> MetadataResponse.Topic:
             topic = ctx.state.add_topic(ctx.state.plan_topic(name))
         except AdminError as e:
             return _error(ctx, e.code, name)
+        # Kafka's AutoTopicCreationManager asks the controller and answers at once, without partitions:
+        # the client's next Metadata finds the topic
+        entry = _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+        entry.is_internal = topic.internal
+        return entry
     return _topic(ctx, req, topic)
 
 

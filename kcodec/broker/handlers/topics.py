@@ -84,8 +84,8 @@ def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple
     try:
         if name is None:
             topic = state.topic_by_id(topic_id)
-            if not ctx.allowed("Describe", "topic", topic.name):
-                return None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {topic_id}"
+            if not ctx.allowed("Describe", "topic", topic.name):  # Kafka: the id is no secret, the name is
+                return None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
         else:
             if not ctx.allowed("Delete", "topic", name):
                 return name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
