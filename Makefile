@@ -82,8 +82,8 @@ bench-report: $(STAMP) bench-tools
 bench-native: $(STAMP) bench-tools
 	$(PY) benchmarks/native/run.py $(BENCH_RUN) --rounds $(BENCH_ROUNDS)
 
-# Instruction counts of every Metadata and record batch case, kcodec and each peer (valgrind's callgrind;
-# about 15 minutes on 2 cores), into BENCH_RUN.
+# Instruction counts of every Metadata and record batch case, kcodec and each peer (valgrind's callgrind,
+# slow: every counted call and its set-up run under valgrind), into BENCH_RUN.
 bench-callgrind: $(STAMP) bench-tools
 	$(PY) benchmarks/callgrind.py $(BENCH_RUN)
 
