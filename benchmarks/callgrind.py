@@ -72,30 +72,34 @@ def records_cases() -> Cases:
         yield tr.case_id((op, size, codec)), make
 
 
-def child(out: Path, suite: str, sizes: tuple[str, ...], pure: bool, only: str = "") -> None:
-    """Under callgrind: every case's functions, each warmed up then counted once; labels on stdout."""
-    lib = ctypes.CDLL(str(marker()))
-    lib.kcb_stop.argtypes = [ctypes.c_char_p]
-    start, stop = lib.kcb_start, lib.kcb_stop
-    labels = []
+class Counter:
+    """Counts calls in a process run under callgrind (``under_callgrind``): ``count(label, fn)`` calls ``fn``
+    between the marker's start and stop, so that the dump labelled ``label`` holds that call alone."""
 
-    def count(label: str, fn: Callable[[], Any]) -> None:
+    def __init__(self) -> None:
+        lib = ctypes.CDLL(str(marker()))
+        lib.kcb_stop.argtypes = [ctypes.c_char_p]
+        self._start, self._stop = lib.kcb_start, lib.kcb_stop
+        self.count("baseline", lambda: None)  # the marker calls' own cost, subtracted from every count
+
+    def count(self, label: str, fn: Callable[[], Any]) -> None:
         name = label.encode()
         gc.collect()
-        start()
+        self._start()
         fn()  # its result is dropped at once, inside the counted region
-        stop(name)
-        labels.append(label)
+        self._stop(name)
 
-    count("baseline", lambda: None)
+
+def child(suite: str, sizes: tuple[str, ...], pure: bool, only: str = "") -> None:
+    """Under callgrind: every case's functions, each warmed up then counted once."""
+    counter = Counter()
     cases = records_cases() if suite == "records" else metadata_cases(sizes, pure)
     for case_id, make in cases:
         if only and not re.search(only, case_id):
             continue
         for name, fn in make().items():
             fn()  # warm-up (also what the timed benchmark's check call does)
-            count(f"{case_id}|{name}", fn)
-    (out / "labels").write_text("\n".join(labels))
+            counter.count(f"{case_id}|{name}", fn)
 
 
 DESC = re.compile(r"^desc: Trigger: Client Request: (.*)$", re.M)
@@ -112,22 +116,26 @@ def parse(folder: Path) -> dict[str, int]:
     return counts
 
 
+def under_callgrind(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, int]:
+    """{label: instructions} of each call a ``Counter`` counted in ``cmd`` (run under callgrind), less the
+    baseline's."""
+    with tempfile.TemporaryDirectory(prefix="kcodec-callgrind-") as d:
+        subprocess.run(["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--callgrind-out-file={d}/cg.out",
+                        *cmd], env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        counts = parse(Path(d))
+    base = counts.pop("baseline", 0)
+    return {label: max(n - base, 0) for label, n in counts.items()}
+
+
 def measure(suite: str, sizes: tuple[str, ...], pure: bool = False, only: str = "") -> dict[str, dict[str, int]]:
     """{case id: {implementation: instructions}} from one child under callgrind."""
-    with tempfile.TemporaryDirectory(prefix="kcodec-callgrind-") as d:
-        tmp = Path(d)
-        env = dict(os.environ, KCODEC_PURE="1") if pure else {k: v for k, v in os.environ.items()
-                                                                if k != "KCODEC_PURE"}
-        cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-               f"--callgrind-out-file={tmp}/cg.out", sys.executable, __file__, "--child", str(tmp), "--suites",
-               suite, "--sizes", ",".join(sizes), "--only", only]
-        subprocess.run(cmd, env=env, check=True, stderr=subprocess.DEVNULL)
-        counts = parse(tmp)
-    base = counts.pop("baseline", 0)
+    env = dict(os.environ, KCODEC_PURE="1") if pure else {k: v for k, v in os.environ.items() if k != "KCODEC_PURE"}
+    counts = under_callgrind([sys.executable, __file__, "--child", "--suites", suite, "--sizes", ",".join(sizes),
+                              "--only", only], env)
     out: dict[str, dict[str, int]] = {}
     for label, n in counts.items():
         case_id, name = label.rsplit("|", 1)
-        out.setdefault(case_id, {})[name] = max(n - base, 0)
+        out.setdefault(case_id, {})[name] = n
     return out
 
 
@@ -137,11 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default="metadata,records")
     ap.add_argument("--sizes", default=os.environ.get("KCODEC_BENCH_SIZES", "1k,10k,100k"))
     ap.add_argument("--only", default="", help="a regular expression: only the case ids it finds")
-    ap.add_argument("--child")
+    ap.add_argument("--child", action="store_true", help="(run under callgrind by measure)")
     args = ap.parse_args(argv)
     sizes = tuple(args.sizes.split(","))
     if args.child:
-        child(Path(args.child), args.suites, sizes, os.environ.get("KCODEC_PURE") == "1", args.only)
+        child(args.suites, sizes, os.environ.get("KCODEC_PURE") == "1", args.only)
         return 0
     if shutil.which("valgrind") is None:
         print("callgrind: valgrind is not installed (apt-get install valgrind); no instruction counts",

@@ -5,12 +5,13 @@ rate outside those sections. The generators themselves are checked on runs made 
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
 
 import pytest
-from needs import missing
+from needs import missing, need_tool
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "benchmarks"
@@ -145,3 +146,29 @@ def test_a_run_is_described_when_it_starts(tmp_path):
     began = json.loads((tmp_path / store.START).read_text())
     store.collect(tmp_path, tmp_path / "results", None)
     assert store.runs("records", tmp_path / "results")[0]["started"] == began["started"]
+
+
+COUNTED = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import callgrind
+
+counter = callgrind.Counter()
+for label, n in (("one", 20_000), ("two", 40_000), ("one again", 20_000)):
+    counter.count(label, lambda n=n: sum(range(n)))
+"""
+
+
+def test_callgrind_counts_the_measured_call_alone(tmp_path):
+    """benchmarks/callgrind.py's counter: each dump is one call (twice the work, twice the instructions, within
+    the loop's set-up), the marker calls' own cost subtracted, the same count for the same call."""
+    need_tool("valgrind", "apt-get install valgrind")
+    need_tool("cc", "a C compiler builds benchmarks/native/callgrind/marker.c")
+    script = tmp_path / "counted.py"
+    script.write_text(COUNTED)
+    import callgrind
+
+    counts = callgrind.under_callgrind([sys.executable, str(script), str(BENCH)], dict(os.environ, PYTHONHASHSEED="0"))
+    assert set(counts) == {"one", "two", "one again"}
+    assert 1.9 < counts["two"] / counts["one"] < 2.1
+    assert counts["one again"] == counts["one"]
