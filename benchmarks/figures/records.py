@@ -61,10 +61,12 @@ def targets_rows(runs: list[dict]) -> list[str]:
 def cases_table(run: dict) -> list[str]:
     out = ["| operation | payload | codec | bytes | kcodec | aiokafka | kafka-python | kio | vs aiokafka |",
            "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for c in run["cases"]:
-        p = c.get("params", {})
-        if p.get("operation") not in ("decode", "columnar", "encode"):
-            continue
+    ops = ("decode", "columnar", "encode")
+    shown = [c for c in run["cases"] if c.get("params", {}).get("operation") in ops]
+    for c in sorted(shown, key=lambda c: (ops.index(c["params"]["operation"]),
+                                          PAYLOADS.index(c["params"]["payload"].replace(" ", "")),
+                                          CODECS.index(c["params"]["codec"]))):
+        p = c["params"]
 
         def cell(name: str) -> str:
             f = c["impls"].get(name)
