@@ -8,7 +8,7 @@ function is called once to warm up, then once between ``kcb_start`` and ``kcb_st
 (benchmarks/native/callgrind/marker.c, built here with the system's C compiler: zero the counters and
 collect, then stop and dump them under a label), so each dump is one call plus dropping its result. An
 empty call measured the same way is subtracted (the two ctypes calls' own cost). The counts go to
-``OUT/<suite>.callgrind[-pure].json``
+``OUT/<suite>.callgrind[-pure].part.json``
 (partials, benchmarks/figures/store.py); the Metadata object cases run a second time under KCODEC_PURE=1
 for the pure reference's counts. Instruction counts are repeatable where timings on a shared machine are not.
 """

@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     if command == "collect":
         folder = Path(args[0])
         if "--fresh" in args:
-            for part in folder.glob("*.json"):
+            for part in folder.glob(f"*{store.PART}"):
                 suite = part.name.split(".", 1)[0]
                 (store.RESULTS / f"{suite}.jsonl").unlink(missing_ok=True)
         for path in store.collect(folder):

