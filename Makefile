@@ -57,9 +57,9 @@ bench: $(STAMP)
 # benchmarks/figures/store.py). `make bench-report` measures one run into BENCH_RUN: every benchmark
 # (kcodec beside kio, kafka-python, aiokafka, Tansu; 1k, 10k, 100k topics), the Metadata 1k object cases
 # again under KCODEC_PURE=1, the native anchors (bench-native) and every case's instruction count
-# (bench-callgrind); then appends the run and regenerates every figure in README.md and docs/
-# (benchmarks/report.py; tests/test_figures.py holds the text to the files). BENCH_FRESH=1 starts a new set
-# of runs instead of adding to the kept ones.
+# (bench-callgrind; BENCH_CALLGRIND_ARGS e.g. "--only REGEX"); then appends the run and regenerates every
+# figure in README.md and docs/ (benchmarks/report.py; tests/test_figures.py holds the text to the files).
+# BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones.
 BENCH_RUN ?= build/bench-run
 BENCH_FRESH ?=
 BENCH_ROUNDS ?= 41
@@ -84,8 +84,9 @@ bench-native: $(STAMP) bench-tools
 
 # Instruction counts of every Metadata and record batch case, kcodec and each peer (valgrind's callgrind,
 # slow: every counted call and its set-up run under valgrind), into BENCH_RUN.
+BENCH_CALLGRIND_ARGS ?=
 bench-callgrind: $(STAMP) bench-tools
-	$(PY) benchmarks/callgrind.py $(BENCH_RUN)
+	$(PY) benchmarks/callgrind.py $(BENCH_RUN) $(BENCH_CALLGRIND_ARGS)
 
 # valgrind (callgrind and its header for benchmarks/native/callgrind/marker.c), from apt when root.
 bench-tools:

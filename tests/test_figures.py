@@ -173,3 +173,9 @@ def test_callgrind_counts_the_measured_call_alone(tmp_path):
     assert set(counts) == {"one", "two", "one again"}
     assert 1.9 < counts["two"] / counts["one"] < 2.1
     assert counts["one again"] == counts["one"]
+
+
+def test_a_run_that_did_not_measure_a_target_keeps_it_unmet():
+    assert sections.verdict([2.0, None], lambda x: x >= 1) == "**not met**: met in 1 of 1 run, not measured in 1"
+    assert sections.verdict([2.0, 3.0], lambda x: x >= 1) == "met in 2 of 2 runs"
+    assert sections.verdict([None], lambda x: x >= 1) == "not measured"

@@ -133,6 +133,8 @@ def verdict(values: Sequence[Optional[float]], ok: Callable[[float], bool]) -> s
         return "not measured"
     n = sum(1 for v in xs if ok(v))
     text = f"met in {n} of {len(xs)} run{'s' if len(xs) > 1 else ''}"
+    if len(xs) < len(values):  # a kept run that did not measure the case cannot count as meeting it
+        return f"**not met**: {text}, not measured in {len(values) - len(xs)}"
     return text if n == len(xs) else f"**not met**: {text}"
 
 
