@@ -2,7 +2,8 @@
 
     python .ci/test_wheel.py [--both] [pytest args...]
 
-Copies tests/ (but CHECKOUT_ONLY), pyproject.toml (pytest's settings), README.md, mkdocs.yml, docs/, .github/ and fuzz/ (tested) into a temporary
+Copies tests/ (but CHECKOUT_ONLY), pyproject.toml (pytest's settings), README.md, CHANGELOG.md, mkdocs.yml, docs/,
+examples/, .github/ and fuzz/ (tested) into a temporary
 directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
 are there (kcodec._columnar always; kcodec._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
 has kcodec/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
@@ -78,8 +79,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="kcodec-wheel-tests-") as d:
         tmp = Path(d)
         shutil.copytree(REPO / "tests", tmp / "tests", ignore=_tests_ignored)
-        for name in ("pyproject.toml", "README.md", "mkdocs.yml"):
+        for name in ("pyproject.toml", "README.md", "mkdocs.yml", "CHANGELOG.md"):
             shutil.copy(REPO / name, tmp / name)
+        shutil.copytree(REPO / "examples", tmp / "examples")  # tests/protocol/test_protocol_examples.py
         shutil.copytree(REPO / "docs", tmp / "docs")  # tests/test_docs.py: the examples and the site's build
         shutil.copytree(REPO / ".github", tmp / ".github")  # tests/test_ci_policy.py: the hosted workflow
         shutil.copytree(REPO / "fuzz", tmp / "fuzz",  # tests/test_fuzz_campaign.py: the campaign's runner

@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from kcodec.security import SaslError
-from kcodec.security.scram import ScramClient, ScramCredential, ScramServer, salted_password
+from kcodec.protocol.sasl import SaslError
+from kcodec.protocol.sasl.scram import ScramClient, ScramCredential, ScramServer, salted_password
 
 # (mechanism, client nonce, server nonce part, salt, client-final, server-final): the RFCs' examples,
 # user "user", password "pencil", 4096 iterations.

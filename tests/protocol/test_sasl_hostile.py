@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcodec.security import SaslError, oauthbearer
-from kcodec.security.scram import ScramClient, ScramCredential, ScramServer
+from kcodec.protocol.sasl import SaslError, oauthbearer
+from kcodec.protocol.sasl.scram import ScramClient, ScramCredential, ScramServer
 
 pytestmark = pytest.mark.fuzz
 CRED = ScramCredential.from_password("SCRAM-SHA-256", "pw")

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from kcodec.security import SaslError
-from kcodec.security.oauthbearer import (client_message, error_challenge, parse_client_message, unsecured_token,
+from kcodec.protocol.sasl import SaslError
+from kcodec.protocol.sasl.oauthbearer import (client_message, error_challenge, parse_client_message, unsecured_token,
                                          validate_unsecured_token)
 
 NOW = 1_800_000_000.0
