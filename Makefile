@@ -7,7 +7,7 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump bench bench-report fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
@@ -53,21 +53,47 @@ tcpdump:
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
 
-# Every benchmark (kcodec beside kio and kafka-python, in interleaved rounds; 1k, 10k, 100k topics) and peak
-# memory, the 1k cases again under KCODEC_PURE=1 (the reference backend), then
-# benchmarks/results/{results.md,chart.png} and the table in README.md. BENCH_STAT=min reports each case's
-# least disturbed round instead of the median (for a loaded machine).
-BENCH_DIR ?= benchmarks/results
-BENCH_STAT ?= median
-bench-report: $(STAMP)
-	mkdir -p $(BENCH_DIR)
-	KCODEC_BENCH_DIR=$(BENCH_DIR) $(PY) -m pytest benchmarks -q -W ignore::DeprecationWarning \
-		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
-	KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k $(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning \
-		-k "decode or encode" --benchmark-json=$(BENCH_DIR)/benchmark-pure.json $(PYTEST_ARGS)
-	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md --headline --stat $(BENCH_STAT)
-	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md --stat $(BENCH_STAT)
-	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
+# Every published figure comes from benchmarks/results/<suite>.jsonl (one line per run, appended; the format:
+# benchmarks/figures/store.py). `make bench-report` measures one run into BENCH_RUN: every benchmark
+# (kcodec beside kio, kafka-python, aiokafka, Tansu; 1k, 10k, 100k topics), the Metadata 1k object cases
+# again under KCODEC_PURE=1, the native anchors (bench-native) and every case's instruction count
+# (bench-callgrind; BENCH_CALLGRIND_ARGS e.g. "--only REGEX"); then appends the run and regenerates every
+# figure in README.md and docs/ (benchmarks/report.py; tests/test_figures.py holds the text to the files).
+# BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones.
+BENCH_RUN ?= build/bench-run
+BENCH_FRESH ?=
+BENCH_ROUNDS ?= 41
+bench-report: $(STAMP) bench-tools
+	rm -rf $(BENCH_RUN) && $(PY) benchmarks/report.py start $(BENCH_RUN)
+	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) $(PY) -m pytest benchmarks -q \
+		-W ignore::DeprecationWarning --benchmark-json=$(BENCH_RUN)/pytest-benchmark.json \
+		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
+	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k \
+		$(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning -k "decode or encode" \
+		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory bench-native bench-callgrind BENCH_RUN=$(BENCH_RUN)
+	$(PY) benchmarks/report.py collect $(BENCH_RUN) $(if $(BENCH_FRESH),--fresh)
+	$(PY) benchmarks/report.py write
+	$(PY) benchmarks/report.py chart $(BENCH_RUN)/chart.png
+	@echo "benchmarks: a run appended to benchmarks/results/*.jsonl; figures regenerated in README.md and docs/"
+
+# The native anchors (benchmarks/native/: Rust's kafka-protocol, franz-go's kmsg; cargo and go) timed over
+# BENCH_ROUNDS calls of each payload and counted by callgrind, into BENCH_RUN.
+bench-native: $(STAMP) bench-tools
+	$(PY) benchmarks/native/run.py $(BENCH_RUN) --rounds $(BENCH_ROUNDS)
+
+# Instruction counts of every Metadata and record batch case, kcodec and each peer (valgrind's callgrind,
+# slow: every counted call and its set-up run under valgrind), into BENCH_RUN.
+BENCH_CALLGRIND_ARGS ?=
+bench-callgrind: $(STAMP) bench-tools
+	$(PY) benchmarks/callgrind.py $(BENCH_RUN) $(BENCH_CALLGRIND_ARGS)
+
+# valgrind (callgrind and its header for benchmarks/native/callgrind/marker.c), from apt when root.
+bench-tools:
+	@command -v valgrind >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get install -y -q valgrind >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }; } \
+		|| { echo "valgrind is missing: install it for the instruction counts"; exit 1; }; }
 
 # The fuzzing campaign (fuzz/campaign.py): mutated real and generated inputs through every decoder on both
 # backends, the columnar and record readers, FrameSplitter and an in-process broker, for MINUTES minutes from
