@@ -96,6 +96,15 @@ def validate_topic_name(name: Optional[str]) -> str:
     return name
 
 
+def system_topic_configs(name: str, brokers: int) -> dict[str, str]:
+    """The configs Kafka's coordinators create their topics with (GroupCoordinator's and TransactionLog's
+    defaults: offsets.topic.*, transaction.state.log.*, the minimum ISR capped by the broker count)."""
+    if name == "__consumer_offsets":
+        return {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
+    return {"cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": str(min(2, brokers)),
+            "segment.bytes": "104857600", "unclean.leader.election.enable": "false"}
+
+
 class ClusterState:
     """Brokers and topics of one cluster, guarded by ``lock`` (the server holds it per request)."""
 
@@ -140,7 +149,7 @@ class ClusterState:
             if name not in self.topics:
                 rf = min(3, len(self.broker_ids))
                 self.topics[name] = Topic(name, uuid.uuid4(), self.assign(system_topic_partitions, rf),
-                                          {"cleanup.policy": "compact"})
+                                          system_topic_configs(name, len(self.broker_ids)))
         # the data (batches, log starts) lives in a journal beside the state file: FILE.data
         self.logs = LogStore(self.data_file, max_partition_bytes, producer_id_expiration_ms)
         self.logs.load({t.topic_id for t in self.topics.values()})

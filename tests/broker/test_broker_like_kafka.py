@@ -1,0 +1,76 @@
+"""What the conformance diffs against Apache Kafka 4.4 (tests/kafka) found in kcodec broker, each pinned here
+by a fast test that needs no JVM: the answers Kafka gave, field by field."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+from broker_wire import Wire
+
+from kcodec.broker import Cluster
+from kcodec.messages import CreateTopicsRequest, DescribeConfigsRequest
+
+CT = CreateTopicsRequest.CreatableTopic
+
+# Kafka 4.4's topic configs of a default cluster, with what it answers for a topic that sets none:
+# (value, ConfigSource): 5 DEFAULT_CONFIG; 3 DYNAMIC_DEFAULT_BROKER_CONFIG (written at format time, KIP-966)
+KAFKA_TOPIC_DEFAULTS = {
+    "cleanup.policy": ("delete", 5), "compression.gzip.level": ("-1", 5), "compression.lz4.level": ("9", 5),
+    "compression.type": ("producer", 5), "compression.zstd.level": ("3", 5), "delete.retention.ms": ("86400000", 5),
+    "errors.deadletterqueue.group.enable": ("false", 5), "file.delete.delay.ms": ("60000", 5),
+    "flush.messages": ("9223372036854775807", 5), "flush.ms": ("9223372036854775807", 5),
+    "follower.replication.throttled.replicas": ("", 5), "index.interval.bytes": ("4096", 5),
+    "leader.replication.throttled.replicas": ("", 5), "local.retention.bytes": ("-2", 5),
+    "local.retention.ms": ("-2", 5), "max.compaction.lag.ms": ("9223372036854775807", 5),
+    "max.decompressed.message.bytes": ("2147483639", 5), "max.message.bytes": ("1048588", 5),
+    "message.timestamp.after.max.ms": ("3600000", 5), "message.timestamp.before.max.ms": ("9223372036854775807", 5),
+    "message.timestamp.type": ("CreateTime", 5), "min.cleanable.dirty.ratio": ("0.5", 5),
+    "min.compaction.lag.ms": ("0", 5), "min.insync.replicas": ("1", 3), "preallocate": ("false", 5),
+    "remote.copy.lag.bytes": ("-1", 5), "remote.copy.lag.ms": ("0", 5), "remote.log.copy.disable": ("false", 5),
+    "remote.log.delete.on.disable": ("false", 5), "remote.storage.enable": ("false", 5),
+    "retention.bytes": ("-1", 5), "retention.ms": ("604800000", 5), "segment.bytes": ("1073741824", 5),
+    "segment.index.bytes": ("10485760", 5), "segment.jitter.ms": ("0", 5), "segment.ms": ("604800000", 5),
+    "unclean.leader.election.enable": ("false", 5),
+}
+
+
+@pytest.fixture(scope="module")
+def one() -> Iterator[Cluster]:
+    with Cluster(1, system_topic_partitions=2) as c:
+        yield c
+
+
+def _configs(entries) -> dict[str, tuple[str, int]]:
+    return {c.name: (c.value, c.config_source) for c in entries}
+
+
+def test_a_new_topic_lists_kafka_4_4s_configs(one):
+    with Wire(one.addresses[0]) as w:
+        made = w.call(CreateTopicsRequest(topics=[CT(name="configs-listed", num_partitions=1, replication_factor=1)],
+                                          timeout_ms=1000), 7).topics[0]
+        described = w.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=2, resource_name="configs-listed", configuration_keys=None)]), 4).results[0]
+    assert _configs(made.configs) == KAFKA_TOPIC_DEFAULTS
+    assert _configs(described.configs) == KAFKA_TOPIC_DEFAULTS
+
+
+def test_internal_is_listed_only_where_a_topic_sets_it(one):
+    with Wire(one.addresses[0]) as w:
+        made = w.call(CreateTopicsRequest(topics=[CT(name="configs-internal", num_partitions=1, replication_factor=1,
+                                                     configs=[CreateTopicsRequest.CreatableTopicConfig(
+                                                         name="internal", value="true")])], timeout_ms=1000), 7)
+    assert _configs(made.topics[0].configs) == {**KAFKA_TOPIC_DEFAULTS, "internal": ("true", 1)}
+
+
+def test_system_topics_have_the_configs_kafkas_coordinators_give_them(one):
+    with Wire(one.addresses[0]) as w:
+        results = w.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=2, resource_name=n, configuration_keys=None)
+            for n in ("__consumer_offsets", "__transaction_state")]), 4).results
+    offsets, txn = (_configs(r.configs) for r in results)
+    assert {k: v for k, v in offsets.items() if v[1] == 1} == {
+        "cleanup.policy": ("compact", 1), "compression.type": ("producer", 1), "segment.bytes": ("104857600", 1)}
+    assert {k: v for k, v in txn.items() if v[1] == 1} == {
+        "cleanup.policy": ("compact", 1), "compression.type": ("uncompressed", 1), "min.insync.replicas": ("1", 1),
+        "segment.bytes": ("104857600", 1), "unclean.leader.election.enable": ("false", 1)}
