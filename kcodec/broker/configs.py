@@ -46,7 +46,7 @@ def _k(name: str, type_: str, default: Optional[str], doc: str = "", choices: tu
 # topic of a default cluster), plus KIP-619's `internal` (the seed's; Kafka has no such config), which is
 # listed only for topics that set it.
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
-    _k("cleanup.policy", "list", "delete", "delete and/or compact", ("delete", "compact")),
+    _k("cleanup.policy", "list", "delete", "delete and/or compact", ("compact", "delete")),
     _k("compression.gzip.level", "int", "-1"),
     _k("compression.lz4.level", "int", "9"),
     _k("compression.type", "string", "producer", "",
@@ -96,27 +96,29 @@ class ConfigError(ValueError):
 
 
 def check_value(key: ConfigKey, value: Optional[str]) -> str:
-    """The value if it parses as the key's type, else ConfigError naming the key."""
+    """The value if it parses as the key's type, else ConfigError worded as Kafka's ConfigDef words it."""
     if value is None:
         raise ConfigError(f"Null value not supported for topic config '{key.name}'")
     t = key.type
+    if t == "boolean" and value.strip().lower() not in ("true", "false"):
+        raise ConfigError(_invalid(key, value, "Expected value to be either true or false"))
     try:
-        if t == "boolean":
-            if value.lower() not in ("true", "false"):
-                raise ValueError
-        elif t in _INT_BOUNDS:
-            n = int(value)
+        if t in _INT_BOUNDS:
+            n = int(value.strip())
             if not -_INT_BOUNDS[t] <= n < _INT_BOUNDS[t]:
                 raise ValueError
         elif t == "double":
             float(value)
     except ValueError:
-        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: not a {t}") from None
+        raise ConfigError(_invalid(key, value, f"Not a number of type {t.upper()}")) from None
     items = [v.strip() for v in value.split(",") if v.strip()] if t == "list" else [value]
     if key.choices and any(v not in key.choices for v in items):
-        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: "
-                          f"must be one of {', '.join(key.choices)}")
+        raise ConfigError(_invalid(key, value, f"String must be one of: {', '.join(key.choices)}"))
     return value
+
+
+def _invalid(key: ConfigKey, value: str, why: str) -> str:
+    return f"Invalid value {value} for configuration {key.name}: {why}"
 
 
 def topic_key(name: str) -> ConfigKey:

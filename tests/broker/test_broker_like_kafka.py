@@ -74,3 +74,19 @@ def test_system_topics_have_the_configs_kafkas_coordinators_give_them(one):
     assert {k: v for k, v in txn.items() if v[1] == 1} == {
         "cleanup.policy": ("compact", 1), "compression.type": ("uncompressed", 1), "min.insync.replicas": ("1", 1),
         "segment.bytes": ("104857600", 1), "unclean.leader.election.enable": ("false", 1)}
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("retention.ms", "soon", "Invalid value soon for configuration retention.ms: Not a number of type LONG"),
+    ("segment.bytes", "x", "Invalid value x for configuration segment.bytes: Not a number of type INT"),
+    ("cleanup.policy", "sometimes",
+     "Invalid value sometimes for configuration cleanup.policy: String must be one of: compact, delete"),
+    ("preallocate", "yes", "Invalid value yes for configuration preallocate: Expected value to be either true or false"),
+    ("no.such.config", "1", "Unknown topic config name: no.such.config"),
+])
+def test_config_errors_are_worded_as_kafkas(one, name, value, message):
+    with Wire(one.addresses[0]) as w:
+        [r] = w.call(CreateTopicsRequest(topics=[CT(name="bad-config", num_partitions=1, replication_factor=1,
+                                                   configs=[CreateTopicsRequest.CreatableTopicConfig(
+                                                       name=name, value=value)])], timeout_ms=1000), 7).topics
+    assert (r.error_code, r.error_message) == (40, message)
