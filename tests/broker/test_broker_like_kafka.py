@@ -3,13 +3,14 @@ by a fast test that needs no JVM: the answers Kafka gave, field by field."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Iterator
 
 import pytest
 from broker_wire import Wire
 
 from kcodec.broker import Cluster
-from kcodec.messages import CreateTopicsRequest, DescribeConfigsRequest
+from kcodec.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest
 
 CT = CreateTopicsRequest.CreatableTopic
 
@@ -90,3 +91,51 @@ def test_config_errors_are_worded_as_kafkas(one, name, value, message):
                                                    configs=[CreateTopicsRequest.CreatableTopicConfig(
                                                        name=name, value=value)])], timeout_ms=1000), 7).topics
     assert (r.error_code, r.error_message) == (40, message)
+
+
+def test_topic_names_are_refused_in_kafka_4_4s_words(one):
+    names = ["", ".", "..", "x" * 250, "bad/name"]
+    with Wire(one.addresses[0]) as w:
+        results = w.call(CreateTopicsRequest(topics=[CT(name=n, num_partitions=1, replication_factor=1) for n in names],
+                                             timeout_ms=1000), 7).topics
+    assert [(r.error_code, r.error_message) for r in results] == [
+        (17, "Topic name is invalid: the empty string is not allowed"),
+        (17, "Topic name is invalid: '.' is not allowed"), (17, "Topic name is invalid: '..' is not allowed"),
+        (17, f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed length 249"),
+        (17, "Topic name is invalid: 'bad/name' contains one or more characters other than ASCII alphanumerics, "
+             "'.', '_' and '-'")]
+
+
+def test_a_name_given_twice_is_answered_once(one):
+    one.create_topic("given-twice", 1, 1)
+    with Wire(one.addresses[0]) as w:
+        made = w.call(CreateTopicsRequest(topics=[CT(name="twice", num_partitions=1, replication_factor=1)] * 2,
+                                          timeout_ms=1000), 7).topics
+        grown = w.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="given-twice", count=3, assignments=None)] * 2, timeout_ms=1000, validate_only=True), 3).results
+        gone = w.call(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="given-twice")] * 2 + [
+            DeleteTopicsRequest.DeleteTopicState(topic_id=uuid.UUID(int=3))] * 2, timeout_ms=1000), 6).responses
+    assert [(r.name, r.error_code, r.error_message) for r in made] == [("twice", 42, "Duplicate topic name.")]
+    assert [(r.name, r.error_code, r.error_message) for r in grown] == [("given-twice", 42, "Duplicate topic name.")]
+    assert [(r.name, r.error_code, r.error_message) for r in gone] == [
+        ("given-twice", 42, "Duplicate topic name."), (None, 42, "Duplicate topic id.")]
+
+
+def test_unknown_topics_and_ids_in_kafkas_words(one):
+    with Wire(one.addresses[0]) as w:
+        gone = w.call(DeleteTopicsRequest(topics=[
+            DeleteTopicsRequest.DeleteTopicState(name="never"),
+            DeleteTopicsRequest.DeleteTopicState(topic_id=uuid.UUID(int=9)),
+            DeleteTopicsRequest.DeleteTopicState(name="both", topic_id=uuid.UUID(int=9)),
+            DeleteTopicsRequest.DeleteTopicState(name=None)], timeout_ms=1000), 6).responses
+        [grown] = w.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+            name="never", count=3, assignments=None)], timeout_ms=1000, validate_only=False), 3).results
+        [made] = w.call(CreateTopicsRequest(topics=[CT(name="too-many", num_partitions=1, replication_factor=2)],
+                                            timeout_ms=1000), 7).topics
+    assert [(r.error_code, r.error_message) for r in gone] == [
+        (3, "This server does not host this topic-partition."), (100, "This server does not host this topic ID."),
+        (42, "You may not specify both topic name and topic id."), (42, "Neither topic name nor id were specified.")]
+    assert (grown.error_code, grown.error_message) == (3, None)
+    assert made.error_message == ("Unable to replicate the partition 2 time(s): The target replication factor of 2 "
+                                  "cannot be reached because only 1 broker(s) are registered or some brokers have "
+                                  "all their log directories cordoned.")

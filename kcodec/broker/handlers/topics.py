@@ -54,16 +54,25 @@ def _plan(ctx: Context, t: Any) -> Topic:
                                 {c.name: c.value for c in t.configs})
 
 
+def _once(names: list[Any]) -> tuple[Counter, set]:
+    """How often each name comes in a request, and (empty) the set of duplicates already answered: Kafka
+    answers a name given twice once, with INVALID_REQUEST "Duplicate topic name."."""
+    return Counter(names), set()
+
+
 @handles(CreateTopicsRequest, CreateTopicsResponse)
 def create_topics(ctx: Context, req: Any) -> CreateTopicsResponse:
     v = ctx.version
-    counts = Counter(t.name for t in req.topics)
+    counts, answered = _once([t.name for t in req.topics])
     results = []
     for t in req.topics:
+        if t.name in answered:
+            continue
         r = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_message=None)
         results.append(r)
         if counts[t.name] > 1:
-            _fail(r, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.", v, 1)
+            answered.add(t.name)
+            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", v, 1)
         elif not ctx.may_create(t.name):
             _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED, v, 1)
         else:
@@ -80,7 +89,9 @@ def create_topics(ctx: Context, req: Any) -> CreateTopicsResponse:
 def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple[Optional[str], uuid.UUID, ErrorCode, Optional[str]]:
     state = ctx.state
     if name is not None and topic_id != ZERO_UUID:
-        return name, topic_id, ErrorCode.INVALID_REQUEST, "Give a topic name or a topic id, not both"
+        return name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id."
+    if name is None and topic_id == ZERO_UUID:
+        return None, topic_id, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."
     try:
         if name is None:
             topic = state.topic_by_id(topic_id)
@@ -102,12 +113,16 @@ def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple
 def delete_topics(ctx: Context, req: Any) -> DeleteTopicsResponse:
     v = ctx.version
     wanted = [(t.name, t.topic_id) for t in req.topics] if v >= 6 else [(n, ZERO_UUID) for n in req.topic_names]
-    counts = Counter(wanted)
+    counts, answered = _once(wanted)
     results = []
     for name, topic_id in wanted:
         out: tuple[Optional[str], uuid.UUID, ErrorCode, Optional[str]]
+        if (name, topic_id) in answered:
+            continue
         if counts[(name, topic_id)] > 1:
-            out = (name, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            answered.add((name, topic_id))
+            out = (name, topic_id, ErrorCode.INVALID_REQUEST,
+                   "Duplicate topic name." if name is not None else "Duplicate topic id.")
         else:
             out = _delete_one(ctx, name, topic_id)
         r = DeleteTopicsResponse.DeletableTopicResult(name=out[0] if v >= 6 else (out[0] or ""), error_code=out[2])
@@ -121,13 +136,16 @@ def delete_topics(ctx: Context, req: Any) -> DeleteTopicsResponse:
 
 @handles(CreatePartitionsRequest, CreatePartitionsResponse)
 def create_partitions(ctx: Context, req: Any) -> CreatePartitionsResponse:
-    counts = Counter(t.name for t in req.topics)
+    counts, answered = _once([t.name for t in req.topics])
     results = []
     for t in req.topics:
+        if t.name in answered:
+            continue
         r = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
         results.append(r)
         if counts[t.name] > 1:
-            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.", 0, 0)
+            answered.add(t.name)
+            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", 0, 0)
             continue
         if not ctx.allowed("Alter", "topic", t.name):
             _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED, 0, 0)
@@ -138,6 +156,6 @@ def create_partitions(ctx: Context, req: Any) -> CreatePartitionsResponse:
             added = ctx.state.plan_partitions(topic, t.count, assignments)
             if not req.validate_only:
                 ctx.state.add_partitions(topic, added)
-        except AdminError as e:
-            _fail(r, e.code, e.message, 0, 0)
+        except AdminError as e:  # Kafka names no unknown topic here: its message stays null
+            _fail(r, e.code, None if e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else e.message, 0, 0)
     return CreatePartitionsResponse(results=results)
