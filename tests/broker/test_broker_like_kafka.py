@@ -7,10 +7,11 @@ import uuid
 from typing import Iterator
 
 import pytest
-from broker_wire import Wire
+from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster
-from kcodec.messages import CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest
+from kcodec.broker import Cluster, Listener
+from kcodec.messages import (CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+                             DescribeConfigsRequest, FindCoordinatorRequest)
 
 CT = CreateTopicsRequest.CreatableTopic
 
@@ -139,3 +140,44 @@ def test_unknown_topics_and_ids_in_kafkas_words(one):
     assert made.error_message == ("Unable to replicate the partition 2 time(s): The target replication factor of 2 "
                                   "cannot be reached because only 1 broker(s) are registered or some brokers have "
                                   "all their log directories cordoned.")
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[Cluster]:
+    """An authorizer on, bob with no ACL (SASL, the first listener), the plaintext listener all-powerful."""
+    with Cluster(1, users={"bob": "b"}, acls=[], super_users=["ANONYMOUS"], system_topic_partitions=1,
+                 listeners=[Listener("SASL_PLAINTEXT"), Listener("PLAINTEXT")]) as c:
+        c.create_topic("guarded", 1, 1)
+        yield c
+
+
+def test_empty_messages_where_kafka_sends_empty_ones(secured):
+    R = DescribeConfigsRequest.DescribeConfigsResource
+    with Wire(secured.listener_addresses("PLAINTEXT")[0]) as w:
+        configs = w.call(DescribeConfigsRequest(resources=[R(resource_type=2, resource_name="guarded",
+                                                             configuration_keys=["retention.ms"]),
+                                                           R(resource_type=2, resource_name="absent",
+                                                             configuration_keys=None)]), 4).results
+        v4 = w.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4).coordinators
+        v3 = w.call(FindCoordinatorRequest(key="g", key_type=0), 3)
+        acls = w.call(CreateAclsRequest(creations=[CreateAclsRequest.AclCreation(
+            resource_type=2, resource_name="guarded", resource_pattern_type=3, principal="User:bob", host="*",
+            operation=8, permission_type=3)]), 3).results
+    assert [(r.error_code, r.error_message) for r in configs] == [(0, ""), (3, "")]
+    assert [(c.error_code, c.error_message) for c in v4] == [(0, "")]
+    assert (v3.error_code, v3.error_message) == (0, "NONE")
+    assert [(a.error_code, a.error_message) for a in acls] == [(0, "")]
+
+
+def test_refusals_carry_kafkas_messages(secured):
+    with authenticated(secured, "bob", "b") as w:
+        [configs] = w.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=2, resource_name="guarded", configuration_keys=None)]), 4).results
+        [broker] = w.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=4, resource_name="1", configuration_keys=None)]), 4).results
+        [v4] = w.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["g"]), 4).coordinators
+        v3 = w.call(FindCoordinatorRequest(key="g", key_type=0), 3)
+    assert (configs.error_code, configs.error_message) == (29, "Topic authorization failed.")
+    assert (broker.error_code, broker.error_message) == (31, "Cluster authorization failed.")
+    assert (v4.error_code, v4.error_message) == (30, "")
+    assert (v3.error_code, v3.error_message) == (30, "Group authorization failed.")
