@@ -181,3 +181,19 @@ def test_refusals_carry_kafkas_messages(secured):
     assert (broker.error_code, broker.error_message) == (31, "Cluster authorization failed.")
     assert (v4.error_code, v4.error_message) == (30, "")
     assert (v3.error_code, v3.error_message) == (30, "Group authorization failed.")
+
+
+def test_a_creator_without_describe_configs_gets_the_id_and_no_configs():
+    acls = ["bob:Create:topic:made-*"]  # no Describe, no DescribeConfigs
+    with Cluster(1, users={"bob": "b"}, acls=acls, system_topic_partitions=1) as c:
+        with authenticated(c, "bob", "b") as w:
+            [made] = w.call(CreateTopicsRequest(topics=[CT(name="made-by-bob", num_partitions=1, replication_factor=1)],
+                                                timeout_ms=1000), 7).topics
+            [gone] = w.call(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="made-by-bob")],
+                                                timeout_ms=1000), 6).responses
+            [grown] = w.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+                name="made-by-bob", count=2, assignments=None)], timeout_ms=1000, validate_only=True), 3).results
+        topic_id = c.topics()["made-by-bob"].topic_id
+    assert (made.error_code, made.topic_id, made.topic_config_error_code, made.configs) == (0, topic_id, 29, [])
+    assert (gone.error_code, gone.error_message) == (29, "Topic authorization failed.")
+    assert (grown.error_code, grown.error_message) == (29, None)

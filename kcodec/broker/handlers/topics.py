@@ -11,12 +11,14 @@ from kcodec.messages import (CreatePartitionsRequest, CreatePartitionsResponse, 
                              CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse)
 
 from .. import configs as cfg
+from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
 from ..state import AdminError, Topic
 from . import handles
 
 ZERO_UUID = uuid.UUID(int=0)
-DENIED = "Authorization failed."
+DENIED = "Authorization failed."  # CreateTopics' words (ControllerApis)
+TOPIC_DENIED = KAFKA_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED]  # DeleteTopics': the code's own
 
 
 def _fail(result: Any, code: ErrorCode, message: Optional[str], version: int, message_from: int) -> Any:
@@ -27,16 +29,16 @@ def _fail(result: Any, code: ErrorCode, message: Optional[str], version: int, me
 
 
 def _created(ctx: Context, result: Any, topic: Topic) -> None:
-    """KIP-525 (v5+): partitions, replication factor and configs, or TopicConfigErrorCode 29 when the
-    principal may not DescribeConfigs the topic. Topic ids (v7+) only to those who may Describe it."""
+    """KIP-525 (v5+): partitions, replication factor and configs, or TopicConfigErrorCode 29 (and no configs)
+    when the principal may not DescribeConfigs the topic. Its id (v7+) to whoever created it, as Kafka."""
     v = ctx.version
-    if v >= 7 and ctx.allowed("Describe", "topic", topic.name):
+    if v >= 7:
         result.topic_id = topic.topic_id
     if v < 5:
         return
     if not ctx.allowed("DescribeConfigs", "topic", topic.name):
         result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        result.configs = None
+        result.configs = []
         return
     result.num_partitions = len(topic.replicas)
     result.replication_factor = topic.replication_factor
@@ -99,10 +101,10 @@ def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple
                 return None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {topic_id}"
         else:
             if not ctx.allowed("Delete", "topic", name):
-                return name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
+                return name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
             topic = state.topic(name)
         if not ctx.allowed("Delete", "topic", topic.name):
-            return topic.name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
+            return topic.name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
         state.delete_topic(topic)
         return topic.name, topic.topic_id, ErrorCode.NONE, None
     except AdminError as e:
@@ -148,7 +150,7 @@ def create_partitions(ctx: Context, req: Any) -> CreatePartitionsResponse:
             _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", 0, 0)
             continue
         if not ctx.allowed("Alter", "topic", t.name):
-            _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED, 0, 0)
+            _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, 0, 0)  # Kafka: the code alone
             continue
         try:
             topic = ctx.state.topic(t.name)
