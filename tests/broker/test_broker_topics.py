@@ -11,7 +11,6 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest)
 
 CT = CreateTopicsRequest.CreatableTopic
-ZERO = uuid.UUID(int=0)
 
 
 def create(w: Wire, version: int, *topics: CT, validate_only: bool = False):
