@@ -55,7 +55,6 @@ COMMON = {
     "background.threads": "2",
     "num.recovery.threads.per.data.dir": "1",
     "group.initial.rebalance.delay.ms": "0",
-    "log.flush.interval.messages": "9223372036854775807",
 }
 JVM = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 LOG4J = """\
