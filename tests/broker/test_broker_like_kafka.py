@@ -11,7 +11,8 @@ from broker_wire import Wire, authenticated
 
 from kcodec.broker import Cluster, Listener
 from kcodec.messages import (CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-                             DescribeConfigsRequest, FindCoordinatorRequest)
+                             DescribeConfigsRequest, DescribeTopicPartitionsRequest, FindCoordinatorRequest,
+                             MetadataRequest)
 
 CT = CreateTopicsRequest.CreatableTopic
 
@@ -197,3 +198,28 @@ def test_a_creator_without_describe_configs_gets_the_id_and_no_configs():
     assert (made.error_code, made.topic_id, made.topic_config_error_code, made.configs) == (0, topic_id, 29, [])
     assert (gone.error_code, gone.error_message) == (29, "Topic authorization failed.")
     assert (grown.error_code, grown.error_message) == (29, None)
+
+
+def test_metadata_by_id_with_an_empty_name_and_operations_for_unknown_names(one):
+    one.create_topic("by-id", 2, 1)
+    topic_id = one.topics()["by-id"].topic_id
+    with Wire(one.addresses[0]) as w:
+        [by_id] = w.call(MetadataRequest(topics=[MetadataRequest.Topic(topic_id=topic_id)],  # name: "" (default)
+                                         allow_auto_topic_creation=False), 12).topics
+        invalid, unknown = w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="bad/name"),
+                                                          MetadataRequest.Topic(name="no-such")],
+                                                  allow_auto_topic_creation=False,
+                                                  include_topic_authorized_operations=True), 12).topics
+        [described] = w.call(DescribeTopicPartitionsRequest(topics=[
+            DescribeTopicPartitionsRequest.TopicRequest(name="by-id"),
+            DescribeTopicPartitionsRequest.TopicRequest(name="no-such")]), 0).topics[:1]
+        missing = w.call(DescribeTopicPartitionsRequest(topics=[
+            DescribeTopicPartitionsRequest.TopicRequest(name="no-such")]), 0).topics[0]
+    assert (by_id.error_code, by_id.name, len(by_id.partitions)) == (0, "by-id", 2)
+    everything = 3576  # Read, Write, Create, Delete, Alter, Describe, DescribeConfigs, AlterConfigs
+    assert (invalid.error_code, invalid.topic_authorized_operations) == (17, everything)
+    assert (unknown.error_code, unknown.topic_authorized_operations) == (3, everything)
+    assert (missing.error_code, missing.topic_authorized_operations) == (3, everything)
+    assert described.partitions and all(not p.eligible_leader_replicas and p.eligible_leader_replicas is not None
+                                        and not p.last_known_elr and p.last_known_elr is not None
+                                        for p in described.partitions)
