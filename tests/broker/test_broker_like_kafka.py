@@ -4,15 +4,15 @@ by a fast test that needs no JVM: the answers Kafka gave, field by field."""
 from __future__ import annotations
 
 import uuid
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 from broker_wire import Wire, authenticated
 
 from kcodec.broker import Cluster, Listener
 from kcodec.messages import (CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-                             DescribeConfigsRequest, DescribeTopicPartitionsRequest, FindCoordinatorRequest,
-                             MetadataRequest)
+                             DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
+                             FindCoordinatorRequest, MetadataRequest)
 
 CT = CreateTopicsRequest.CreatableTopic
 
@@ -223,3 +223,24 @@ def test_metadata_by_id_with_an_empty_name_and_operations_for_unknown_names(one)
     assert described.partitions and all(not p.eligible_leader_replicas and p.eligible_leader_replicas is not None
                                         and not p.last_known_elr and p.last_known_elr is not None
                                         for p in described.partitions)
+
+
+def test_fetch_errors_carry_kafkas_empty_fields(secured):
+    secured.create_topic("fetched", 1, 1)
+
+    def fetch(topic: str, offset: int = 0, partition: int = 0, isolation: int = 0) -> Any:
+        return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=isolation,
+                            session_id=0, session_epoch=-1, topics=[FetchRequest.FetchTopic(topic=topic, partitions=[
+                                FetchRequest.FetchPartition(partition=partition, fetch_offset=offset,
+                                                            partition_max_bytes=1 << 20)])])
+
+    def part(w: Wire, req: Any) -> Any:
+        return w.call(req, 12).responses[0].partitions[0]
+
+    with Wire(secured.listener_addresses("PLAINTEXT")[0]) as w:
+        past = part(w, fetch("fetched", 5))
+        refused = [part(w, fetch("no-such")), part(w, fetch("fetched", partition=3))]
+    with authenticated(secured, "bob", "b") as w:
+        refused.append(part(w, fetch("fetched")))
+    assert (past.error_code, past.high_watermark, past.last_stable_offset, past.log_start_offset) == (1, -1, -1, -1)
+    assert [(p.error_code, p.aborted_transactions) for p in refused] == [(3, []), (3, []), (29, [])]
