@@ -244,3 +244,24 @@ def test_fetch_errors_carry_kafkas_empty_fields(secured):
         refused.append(part(w, fetch("fetched")))
     assert (past.error_code, past.high_watermark, past.last_stable_offset, past.log_start_offset) == (1, -1, -1, -1)
     assert [(p.error_code, p.aborted_transactions) for p in refused] == [(3, []), (3, []), (29, [])]
+
+
+def test_a_duplicate_is_answered_with_the_stored_batchs_timestamp(one):
+    from kcodec.messages import InitProducerIdRequest, ProduceRequest
+    from kcodec.records import BatchBuilder
+
+    one.create_topic("deduplicated", 1, 1)
+
+    def produce(w: Wire, seq: int) -> Any:
+        b = BatchBuilder(producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, base_sequence=seq)
+        for i in range(2):
+            b.append(b"k", b"v", timestamp=1_600_000_000_000 + seq + i)
+        req = ProduceRequest(acks=-1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+            name="deduplicated", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b.build())])])
+        return w.call(req, 9).responses[0].partition_responses[0]
+
+    with Wire(one.addresses[0]) as w:
+        pid = w.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1), 4)
+        first, second, again = produce(w, 0), produce(w, 2), produce(w, 0)
+    assert [(p.error_code, p.base_offset, p.log_append_time_ms) for p in (first, second, again)] == [
+        (0, 0, -1), (0, 2, -1), (0, 0, 1_600_000_000_001)]  # CreateTime: -1 for appends; the duplicate's max
