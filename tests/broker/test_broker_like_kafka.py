@@ -265,3 +265,15 @@ def test_a_duplicate_is_answered_with_the_stored_batchs_timestamp(one):
         first, second, again = produce(w, 0), produce(w, 2), produce(w, 0)
     assert [(p.error_code, p.base_offset, p.log_append_time_ms) for p in (first, second, again)] == [
         (0, 0, -1), (0, 2, -1), (0, 0, 1_600_000_000_001)]  # CreateTime: -1 for appends; the duplicate's max
+
+
+def test_a_partition_asked_for_twice_is_answered_once_with_invalid_request(one):
+    from kcodec.messages import ListOffsetsRequest
+
+    one.create_topic("listed", 2, 1)
+    P = ListOffsetsRequest.ListOffsetsPartition
+    with Wire(one.addresses[0]) as w:
+        [topic] = w.call(ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequest.ListOffsetsTopic(
+            name="listed", partitions=[P(partition_index=0, timestamp=-2), P(partition_index=1, timestamp=-1),
+                                       P(partition_index=0, timestamp=-1)])]), 9).topics
+    assert [(p.partition_index, p.error_code, p.offset) for p in topic.partitions] == [(0, 42, -1), (1, 0, 0)]
