@@ -277,3 +277,11 @@ def test_a_partition_asked_for_twice_is_answered_once_with_invalid_request(one):
             name="listed", partitions=[P(partition_index=0, timestamp=-2), P(partition_index=1, timestamp=-1),
                                        P(partition_index=0, timestamp=-1)])]), 9).topics
     assert [(p.partition_index, p.error_code, p.offset) for p in topic.partitions] == [(0, 42, -1), (1, 0, 0)]
+
+
+def test_a_groups_authorized_operations_include_its_configs(one):
+    from kcodec.messages import DescribeGroupsRequest
+
+    with Wire(one.addresses[0]) as w:
+        [group] = w.call(DescribeGroupsRequest(groups=["described"], include_authorized_operations=True), 5).groups
+    assert group.authorized_operations == 3400  # Read, Delete, Describe, DescribeConfigs, AlterConfigs
