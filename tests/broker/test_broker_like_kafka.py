@@ -285,3 +285,25 @@ def test_a_groups_authorized_operations_include_its_configs(one):
     with Wire(one.addresses[0]) as w:
         [group] = w.call(DescribeGroupsRequest(groups=["described"], include_authorized_operations=True), 5).groups
     assert group.authorized_operations == 3400  # Read, Delete, Describe, DescribeConfigs, AlterConfigs
+
+
+def test_consumer_group_heartbeat_errors_and_leaving_as_kafka_answers(one):
+    from kcodec.messages import ConsumerGroupHeartbeatRequest as Beat
+
+    one.create_topic("beaten", 2, 1)
+    member = str(uuid.uuid4())
+
+    def beat(w: Wire, epoch: int, member_id: str = member) -> Any:
+        return w.call(Beat(group_id="beaters", member_id=member_id, member_epoch=epoch, rebalance_timeout_ms=30000,
+                           subscribed_topic_names=["beaten"], topic_partitions=[] if epoch == 0 else None), 1)
+
+    with Wire(one.addresses[0]) as w:
+        joined = beat(w, 0)
+        fenced, unknown, left = beat(w, joined.member_epoch + 10), beat(w, 3, "nobody"), beat(w, -1)
+    assert (fenced.error_code, fenced.member_id, fenced.member_epoch, fenced.heartbeat_interval_ms) == (110, None, 0, 0)
+    assert fenced.error_message == (
+        f"The consumer group member has a greater member epoch ({joined.member_epoch + 10}) than the one known by "
+        f"the group coordinator ({joined.member_epoch}). The member must abandon all its partitions and rejoin.")
+    assert (unknown.error_code, unknown.member_id, unknown.member_epoch) == (25, None, 0)
+    assert unknown.error_message == "Member nobody is not a member of group beaters."
+    assert (left.error_code, left.member_id, left.member_epoch, left.heartbeat_interval_ms) == (0, member, -1, 0)

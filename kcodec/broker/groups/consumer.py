@@ -64,6 +64,11 @@ class HeartbeatResult:
     message: Optional[str] = None
 
 
+def _unknown_member(hb: "Heartbeat") -> HeartbeatResult:
+    return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch,
+                           message=f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+
+
 def _minus(a: Assignment, b: Assignment) -> Assignment:
     out = {t: ps - b.get(t, set()) for t, ps in a.items()}
     return {t: ps for t, ps in out.items() if ps}
@@ -220,7 +225,7 @@ class ConsumerGroups:
         if hb.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             member = group.members.get(hb.member_id) if group is not None else None
             if group is None or member is None:
-                return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch)
+                return _unknown_member(hb)
             self.remove(group, member, "left")
             return HeartbeatResult(E.NONE, hb.member_id, hb.epoch)
         if hb.epoch == 0:
@@ -232,10 +237,12 @@ class ConsumerGroups:
         else:
             member = group.members.get(hb.member_id) if group is not None else None
             if group is None or member is None:
-                return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch)
+                return _unknown_member(hb)
             if hb.epoch not in (member.epoch, member.previous_epoch):
-                return HeartbeatResult(E.FENCED_MEMBER_EPOCH, hb.member_id, hb.epoch,
-                                       message=f"The member epoch {hb.epoch} is not {member.epoch}.")
+                which = "greater" if hb.epoch > member.epoch else "smaller"
+                return HeartbeatResult(E.FENCED_MEMBER_EPOCH, hb.member_id, hb.epoch, message=(
+                    f"The consumer group member has a {which} member epoch ({hb.epoch}) than the one known by the "
+                    f"group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin."))
             force = hb.epoch != member.epoch  # an answer it missed: say it again
         if hb.subscribed is not None and sorted(set(hb.subscribed)) != member.subscribed:
             member.subscribed = sorted(set(hb.subscribed))
