@@ -307,3 +307,27 @@ def test_consumer_group_heartbeat_errors_and_leaving_as_kafka_answers(one):
     assert (unknown.error_code, unknown.member_id, unknown.member_epoch) == (25, None, 0)
     assert unknown.error_message == "Member nobody is not a member of group beaters."
     assert (left.error_code, left.member_id, left.member_epoch, left.heartbeat_interval_ms) == (0, member, -1, 0)
+
+
+def test_the_uniform_assignor_is_sticky(one):
+    from kcodec.messages import ConsumerGroupHeartbeatRequest as Beat
+
+    one.create_topic("shared", 4, 1)
+    topic_id = one.topics()["shared"].topic_id
+
+    def beat(w: Wire, member: str, epoch: int, owned: list[int]) -> Any:
+        return w.call(Beat(group_id="sticky", member_id=member, member_epoch=epoch, rebalance_timeout_ms=30000,
+                           subscribed_topic_names=["shared"], topic_partitions=[
+                               Beat.TopicPartitions(topic_id=topic_id, partitions=owned)]), 1)
+
+    def parts(resp: Any) -> Any:
+        return None if resp.assignment is None else sorted(p for t in resp.assignment.topic_partitions
+                                                           for p in t.partitions)
+
+    with Wire(one.addresses[0]) as w:
+        a = beat(w, "zzz-first", 0, [])  # ids sort against join order: the first keeps its partitions anyway
+        assert parts(a) == [0, 1, 2, 3]
+        b = beat(w, "aaa-second", 0, [])
+        assert parts(beat(w, "zzz-first", a.member_epoch, [0, 1, 2, 3])) == [0, 1]  # Kafka keeps the lowest
+        settled = beat(w, "zzz-first", a.member_epoch, [0, 1])
+        assert parts(beat(w, "aaa-second", b.member_epoch, [])) == [2, 3] and settled.error_code == 0

@@ -97,8 +97,11 @@ class ConsumerGroup:
 
     def compute_target(self, partitions_of: Callable[[str], Optional[tuple[uuid.UUID, int]]],
                        subscriptions: dict[str, set[str]]) -> None:
-        """The uniform assignor: each subscribed topic's partitions spread over its subscribers
-        (``subscriptions``: each member's resolved topic names)."""
+        """The uniform assignor, sticky as Kafka's (UniformHomogeneousAssignmentBuilder): each subscribed topic's
+        partitions spread evenly over its subscribers (``subscriptions``: each member's resolved topic names),
+        each keeping the lowest of the partitions the previous target gave it, up to its share (the members that
+        held more than the even share get the extra partitions first); the rest go, lowest first, to the members
+        still short of their share, in member id order."""
         target: dict[str, Assignment] = {m: {} for m in self.members}
         topics = sorted({t for names in subscriptions.values() for t in names})
         for name in topics:
@@ -107,8 +110,24 @@ class ConsumerGroup:
                 continue
             topic_id, count = found
             subscribers = sorted(m for m, names in subscriptions.items() if name in names)
-            for p in range(count):
-                target[subscribers[p % len(subscribers)]].setdefault(topic_id, set()).add(p)
+            base, extra = divmod(count, len(subscribers))
+            kept: dict[str, list[int]] = {}
+            quota: dict[str, int] = {}
+            for m in subscribers:
+                held = sorted(p for p in self.target.get(m, {}).get(topic_id, ()) if p < count)
+                quota[m] = base + (1 if len(held) > base and extra > 0 else 0)
+                extra -= quota[m] - base
+                kept[m] = held[:quota[m]]
+            for m in subscribers:
+                if extra > 0 and quota[m] == base:
+                    quota[m], extra = base + 1, extra - 1
+            taken = {p for ps in kept.values() for p in ps}
+            free = [p for p in range(count) if p not in taken]
+            for m in subscribers:
+                while len(kept[m]) < quota[m]:
+                    kept[m].append(free.pop(0))
+                if kept[m]:
+                    target[m][topic_id] = set(kept[m])
         self.target = target
         self.target_epoch = self.epoch
 
