@@ -13,8 +13,6 @@ import time
 from collections import Counter
 
 import pytest
-from needs import missing
-
 import kafka_upstream as ku
 import real_traffic
 from test_spark_real import _drained, _stopped, _tcpdump
@@ -55,16 +53,11 @@ def captured(tmp_path_factory, real_kafka):
     for d in ("kcap", "pcap"):
         (base / d).mkdir()
     _leaders_ready(real_kafka)
-    did = {}
     started = time.monotonic()
     dump = _tcpdump(port, "-w", str(base / "pcap" / "kafka.pcap"))
     try:
         with ku.tap(f"127.0.0.1:{port}", base / "kcap") as t:
-            for name, run in real_traffic.CLIENTS.items():
-                try:
-                    did[name] = run(t.bootstrap)
-                except FileNotFoundError as e:
-                    missing(str(e))
+            did = real_traffic.run_all(t.bootstrap)
             t.stop()
         _drained(port, base / "pcap")
     finally:
