@@ -9,8 +9,11 @@ users, configs); both runs use the same names (``Recorder.tag``), so a differenc
 
 What legitimately differs is mapped away by the normalisers below, and nothing else: throttle times, cluster
 ids, uuids and producer ids (each replaced by its order of first appearance, so equal stays equal), ports
-(by node id), fetch session ids, and, on three nodes, where Kafka placed replicas and leaders (its placement
-is random). Every other difference fails the test unless accepted-differences.json lists it with a reason.
+(by node id), fetch session ids, transaction markers' timestamps, the order of collections Kafka keeps in hash
+maps, and, on three nodes, where Kafka placed replicas and leaders (its placement is random). What a real broker
+does a moment later is waited for, not compared: brokers learning topics from the metadata log
+(``Recorder.wait_topics``), answers that say a broker is not ready yet (``NOT_READY``, sent again). Every other
+difference fails the test unless accepted-differences.json lists it with a reason.
 """
 
 from __future__ import annotations
@@ -31,25 +34,6 @@ from kcodec.messages import (FetchResponse, MetadataRequest, SaslAuthenticateReq
 from kcodec.records import read_batches
 
 ACCEPTED = Path(__file__).resolve().parent / "accepted-differences.json"
-# A broker catching up (Recorder.call): LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, COORDINATOR_LOAD_IN_PROGRESS,
-# CONCURRENT_TRANSACTIONS (the previous transaction's markers still being written)
-NOT_READY = {5, 6, 14, 51}
-
-
-def _not_ready(resp: Any) -> bool:
-    return any(code in NOT_READY for code in _error_codes(kcodec.to_dict(resp)))
-
-
-def _error_codes(value: Any) -> Iterable[int]:
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k.endswith("error_code") and isinstance(v, int):  # partition_error_code too
-                yield v
-            else:
-                yield from _error_codes(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _error_codes(v)
 SCENARIOS: dict[str, "Scenario"] = {}
 
 
@@ -238,6 +222,27 @@ class Recorder:
                         return False
             return True
         self.until(f"topics {names} {'appearing' if exist else 'going'} everywhere", settled)
+
+
+# A broker catching up (Recorder.call): LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, COORDINATOR_LOAD_IN_PROGRESS,
+# CONCURRENT_TRANSACTIONS (the previous transaction's markers still being written)
+NOT_READY = {5, 6, 14, 51}
+
+
+def _not_ready(resp: Any) -> bool:
+    return any(code in NOT_READY for code in _error_codes(kcodec.to_dict(resp)))
+
+
+def _error_codes(value: Any) -> Iterable[int]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k.endswith("error_code") and isinstance(v, int):  # partition_error_code too
+                yield v
+            else:
+                yield from _error_codes(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _error_codes(v)
 
 
 # -- what is recorded ---------------------------------------------------------------------------------
