@@ -7,24 +7,24 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs tcpdump
+test: $(STAMP) prereqs tcpdump kafka-libs
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# What `make test` needs beyond Python, named when missing: Java 17+ (a JDK) for Spark and the Java oracle,
-# Maven for the oracle (tests/oracle; it fetches Kafka's jars from Maven Central), Node.js and npm for the
-# kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
+# What `make test` needs beyond Python, named when missing: Java 17+ (a JDK) for Spark, Apache Kafka and the
+# Java oracle, Maven for Kafka's jars (tests/oracle, tests/kafka; fetched from Maven Central), Node.js and npm
+# for the kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
 prereqs:
 	@missing=""; \
 	if ! command -v java >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
-	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Debian: apt-get install openjdk-17-jdk-headless)"; fi; \
+	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Apache Kafka: tests/kafka; Debian: apt-get install openjdk-17-jdk-headless)"; fi; \
 	if ! command -v mvn >/dev/null 2>&1; then \
-	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle; Debian: apt-get install maven)"; fi; \
+	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle, and Apache Kafka's jars, tests/kafka; Debian: apt-get install maven)"; fi; \
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
 	if [ -n "$$missing" ]; then \
@@ -49,6 +49,12 @@ tcpdump:
 		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
 		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
 		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
+
+# Apache Kafka 4.4's jars (tests/kafka/pom.xml) for the tests that run Kafka itself: fetched by mvn into
+# build/kafka-libs once (again when the pom changes), from ~/.m2 or Maven Central.
+kafka-libs: $(STAMP)
+	@if command -v mvn >/dev/null 2>&1; then $(PY) tests/kafka/real_kafka.py fetch; \
+	else echo "mvn is missing: the tests that run Apache Kafka skip (and fail under CI)"; fi
 
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
