@@ -9,6 +9,7 @@ type's default. User and client-id combine, ip stands alone.
 from __future__ import annotations
 
 import ipaddress
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional
 
@@ -54,13 +55,13 @@ class ClientQuotas:
 
     # -- AlterClientQuotas ------------------------------------------------------------------------------
     def alter(self, entity: list[tuple[str, Optional[str]]], ops: list[Op], validate_only: bool) -> None:
-        """Apply one entry's ops (all or none), or raise QuotaError."""
+        """Apply one entry's ops (all or none), or raise QuotaError. ``entity`` names each type once (Kafka
+        reads the request's entity into a map: a type named twice is its last name)."""
         keys = self._keys(entity)
         changes: dict[str, Optional[float]] = {}
         for op in ops:
-            if op.key in changes:
-                raise QuotaError(f"Duplicate quota key {op.key} not updating quota for this entity "
-                                 f"{describe_entity(entity)}")
+            if op.key in changes:  # Kafka's controller reports the entity, not the key (it checks twice)
+                raise QuotaError(f"Ignoring duplicate entity {describe_entity(entity)}")
             changes[op.key] = None if op.remove else op.value
         for key, value in changes.items():
             if value is not None:
@@ -83,8 +84,6 @@ class ClientQuotas:
             raise QuotaError("Invalid empty client quota entity")
         seen: dict[str, Optional[str]] = {}
         for kind, name in entity:
-            if kind in seen:
-                raise QuotaError(f"Invalid client quota entity, duplicate entity entry {kind}")
             if kind not in (USER, CLIENT_ID, IP):
                 raise QuotaError(f"Unhandled client quota entity type: {kind}")
             if name == "":
@@ -151,8 +150,8 @@ def _check_value(keys: dict[str, bool], key: str, value: float) -> None:
     """Kafka's validateQuotaKeyValue: a known key, and a whole number where the config is LONG or INT."""
     if key not in keys:
         raise QuotaError(f"Invalid configuration key {key}")
-    if keys[key] and abs(float(int(value + 1e-6)) - value) > 1e-6:
-        raise QuotaError(f"Configuration {key} must be a Long value")
+    if keys[key] and not (math.isfinite(value) and value == int(value)):
+        raise QuotaError(f"{key} cannot be a fractional value.")  # Kafka 4.4's words
 
 
 def _resolvable(host: str) -> bool:

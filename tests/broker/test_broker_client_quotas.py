@@ -64,7 +64,7 @@ def test_alter_refusals_have_kafkas_messages():
         bad = E.INVALID_REQUEST
         assert alter(w, {"user": "alice"}, {"no_such_key": 1}) == (bad, "Invalid configuration key no_such_key")
         assert alter(w, {"user": "alice"}, {"producer_byte_rate": 1.5}) == (
-            bad, "Configuration producer_byte_rate must be a Long value")
+            bad, "producer_byte_rate cannot be a fractional value.")  # Kafka 4.4's words, as for the rest
         assert alter(w, {"user": "alice"}, {"connection_creation_rate": 1}) == (
             bad, "Invalid configuration key connection_creation_rate")  # an ip's key
         assert alter(w, {"ip": "1.2.3.4", "user": "a"}, {"connection_creation_rate": 1})[0] == bad
@@ -73,6 +73,14 @@ def test_alter_refusals_have_kafkas_messages():
         assert alter(w, {"group": "g"}, {"producer_byte_rate": 1}) == (bad, "Unhandled client quota entity type: group")
         assert alter(w, {"user": ""}, {"producer_byte_rate": 1}) == (bad, "Empty user not supported")
         assert alter(w, {}, {"producer_byte_rate": 1}) == (bad, "Invalid empty client quota entity")
+        twice = w.call(Q(entries=[Q.EntryData(entity=[Q.EntityData(entity_type="user", entity_name="a")], ops=[
+            Q.OpData(key="producer_byte_rate", value=1.0), Q.OpData(key="producer_byte_rate", value=2.0)])]), 1)
+        assert (twice.entries[0].error_code, twice.entries[0].error_message) == (
+            bad, "Ignoring duplicate entity ClientQuotaEntity(entries={user=a})")  # Kafka's, a key twice
+        a_type_twice = w.call(Q(validate_only=True, entries=[Q.EntryData(entity=[
+            Q.EntityData(entity_type="user", entity_name="a"), Q.EntityData(entity_type="user", entity_name="b")],
+            ops=[Q.OpData(key="producer_byte_rate", value=1.0)])]), 1)
+        assert a_type_twice.entries[0].error_code == 0  # Kafka reads the entity into a map: user=b
         assert entries(describe(w)) == {}  # nothing of it applied
         r = describe(w, ("user", EXACT, None))
         assert (r.error_code, r.error_message, r.entries) == (

@@ -23,7 +23,7 @@ def alter_client_quotas(ctx: Context, req: Any) -> AlterClientQuotasResponse:
     quotas = ctx.state.client_quotas
     out, changed = [], False
     for entry in req.entries:
-        entity = [(e.entity_type, e.entity_name) for e in entry.entity]
+        entity = list({e.entity_type: e.entity_name for e in entry.entity}.items())  # Kafka: a map, last wins
         code, message = ErrorCode.NONE, None
         if not allowed:
             code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
