@@ -9,6 +9,8 @@ import os
 import queue
 import subprocess
 import threading
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -134,3 +136,31 @@ def perf(main: str, *args: str, timeout: float = 120) -> subprocess.CompletedPro
     """One of Kafka's perf tools (org.apache.kafka.tools.*) in a JVM of its own."""
     return subprocess.run(java_command(f"org.apache.kafka.tools.{main}", *args), capture_output=True, text=True,
                           timeout=timeout)
+
+
+# Names on the session's shared Apache Kafka are this session's own.
+SESSION = uuid.uuid4().hex[:6]
+
+
+@dataclass
+class Target:
+    """Where a Java scenario runs: kcodec broker (``cluster``, a kcodec.broker.Cluster, whose state the test
+    may look into) or the session's Apache Kafka 4.4 (one node, shared: names get a per-session prefix)."""
+
+    kind: str
+    bootstrap: str
+    java: JavaClients
+    cluster: Any = None
+    prefix: str = ""
+
+    def name(self, base: str) -> str:
+        return self.prefix + base
+
+    def create_topic(self, base: str, partitions: int, replication: int = 1) -> str:
+        """The topic ``base`` (prefixed), created and led; replication 1 on the one-node Kafka."""
+        name = self.name(base)
+        if self.cluster is not None:
+            self.cluster.create_topic(name, partitions, replication)
+        else:
+            self.java.call("create_topics", bootstrap=self.bootstrap, topics={name: [partitions, 1]})
+        return name

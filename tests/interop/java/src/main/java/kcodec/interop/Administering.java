@@ -61,6 +61,44 @@ final class Administering {
         ops.put("admin_groups", Administering::groups);
         ops.put("admin_transactions", Administering::transactions);
         ops.put("admin_cluster", Administering::cluster);
+        ops.put("create_topics", Administering::createTopics);
+    }
+
+    /**
+     * args: topics {name: [partitions, replication factor]}. Creates them and waits until every partition
+     * has a leader that serves it (a real Kafka's brokers learn new topics from the metadata log a moment
+     * later; an acks=0 record sent before would be lost without a word).
+     */
+    static Object createTopics(JsonNode a) throws Exception {
+        List<NewTopic> topics = new ArrayList<>();
+        a.path("topics").fields().forEachRemaining(e -> topics.add(
+                new NewTopic(e.getKey(), e.getValue().get(0).asInt(), (short) e.getValue().get(1).asInt())));
+        try (Admin admin = admin(a)) {
+            admin.createTopics(topics).all().get();
+            List<String> names = new ArrayList<>();
+            for (NewTopic t : topics) names.add(t.name());
+            long deadline = System.currentTimeMillis() + Clients.DEADLINE_MS;
+            while (true) {
+                try {
+                    boolean led = true;
+                    Map<TopicPartition, OffsetSpec> ends = new LinkedHashMap<>();
+                    for (TopicDescription d : admin.describeTopics(names).allTopicNames().get().values()) {
+                        for (TopicPartitionInfo p : d.partitions()) {
+                            led &= p.leader() != null;
+                            ends.put(new TopicPartition(d.name(), p.partition()), OffsetSpec.latest());
+                        }
+                    }
+                    if (led) {
+                        admin.listOffsets(ends).all().get();  // the leaders serve them
+                        return names;
+                    }
+                } catch (Exception e) {
+                    if (System.currentTimeMillis() > deadline) throw e;
+                }
+                if (System.currentTimeMillis() > deadline) throw new IllegalStateException("no leaders for " + names);
+                Thread.sleep(50);
+            }
+        }
     }
 
     static Admin admin(JsonNode a) {
@@ -86,6 +124,8 @@ final class Administering {
         String x = a.path("prefix").asText();
         Map<String, Object> out = new LinkedHashMap<>();
         try (Admin admin = admin(a)) {
+            // a group coordinator lookup: Kafka creates __consumer_offsets on the first (kcodec has it from the start)
+            admin.listConsumerGroupOffsets(x + "nobody").partitionsToOffsetAndMetadata().get();
             NewTopic explicit = new NewTopic(x + "explicit", 3, (short) 1).configs(Map.of("retention.ms", "3600000"));
             NewTopic defaults = new NewTopic(x + "defaults", Optional.empty(), Optional.empty());
             CreateTopicsResult created = admin.createTopics(List.of(explicit, defaults));
@@ -111,7 +151,13 @@ final class Administering {
             admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("cleanup.policy", "compact"), AlterConfigOp.OpType.SET),
                     new AlterConfigOp(new ConfigEntry("retention.ms", ""), AlterConfigOp.OpType.DELETE)))).all().get();
+            // Kafka's brokers learn a topic's configs from the metadata log a moment after (kcodec: at once)
             Config config = admin.describeConfigs(List.of(res)).all().get().get(res);
+            long deadline = System.currentTimeMillis() + Clients.DEADLINE_MS;
+            while (!"compact".equals(config.get("cleanup.policy").value()) && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+                config = admin.describeConfigs(List.of(res)).all().get().get(res);
+            }
             out.put("configs", List.of(entry(config.get("cleanup.policy")), entry(config.get("retention.ms"))));
             out.put("bad_config", Clients.attempt(() -> admin.incrementalAlterConfigs(Map.of(res, List.of(
                     new AlterConfigOp(new ConfigEntry("no.such.config", "1"), AlterConfigOp.OpType.SET)))).all().get()));
@@ -120,7 +166,9 @@ final class Administering {
             out.put("broker_num_partitions", entry(brokerConfig.get("num.partitions")));
             admin.deleteTopics(List.of(x + "defaults")).all().get();
             out.put("delete_missing", Clients.attempt(() -> admin.deleteTopics(List.of(x + "missing")).all().get()));
-            out.put("delete_internal", Clients.attempt(() -> admin.deleteTopics(List.of("__consumer_offsets")).all().get()));
+            if (a.path("delete_internal").asBoolean()) {  // Kafka 4.4 deletes it: not on a shared Kafka
+                out.put("delete_internal", Clients.attempt(() -> admin.deleteTopics(List.of("__consumer_offsets")).all().get()));
+            }
             out.put("listed_after_delete", new TreeSet<>(admin.listTopics().names().get()));
         }
         return out;
@@ -130,27 +178,28 @@ final class Administering {
         return e == null ? null : List.of(e.name(), String.valueOf(e.value()), e.source().name());
     }
 
-    /** Create, describe (all, by filter) and delete ACLs; an invalid binding's error. */
+    /** args: prefix (of every name). Create, describe (all, by filter) and delete ACLs; an invalid binding's error. */
     static Object acls(JsonNode a) throws Exception {
+        String x = a.path("prefix").asText();
         Map<String, Object> out = new LinkedHashMap<>();
-        AclBinding read = new AclBinding(new ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
-                new AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW));
-        AclBinding prefixed = new AclBinding(new ResourcePattern(ResourceType.GROUP, "app-", PatternType.PREFIXED),
-                new AccessControlEntry("User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW));
-        AclBinding deny = new AclBinding(new ResourcePattern(ResourceType.TOPIC, "orders", PatternType.LITERAL),
-                new AccessControlEntry("User:bob", "*", AclOperation.WRITE, AclPermissionType.DENY));
+        AclBinding read = new AclBinding(new ResourcePattern(ResourceType.TOPIC, x + "orders", PatternType.LITERAL),
+                new AccessControlEntry("User:" + x + "alice", "*", AclOperation.READ, AclPermissionType.ALLOW));
+        AclBinding prefixed = new AclBinding(new ResourcePattern(ResourceType.GROUP, x + "app-", PatternType.PREFIXED),
+                new AccessControlEntry("User:" + x + "alice", "*", AclOperation.READ, AclPermissionType.ALLOW));
+        AclBinding deny = new AclBinding(new ResourcePattern(ResourceType.TOPIC, x + "orders", PatternType.LITERAL),
+                new AccessControlEntry("User:" + x + "bob", "*", AclOperation.WRITE, AclPermissionType.DENY));
         try (Admin admin = admin(a)) {
             admin.createAcls(List.of(read, prefixed, deny)).all().get();
             out.put("all", bindings(admin.describeAcls(AclBindingFilter.ANY).values().get()));
             AclBindingFilter orders = new AclBindingFilter(
-                    new ResourcePatternFilter(ResourceType.TOPIC, "orders", PatternType.MATCH), AccessControlEntryFilter.ANY);
+                    new ResourcePatternFilter(ResourceType.TOPIC, x + "orders", PatternType.MATCH), AccessControlEntryFilter.ANY);
             out.put("orders", bindings(admin.describeAcls(orders).values().get()));
             AclBindingFilter bobs = new AclBindingFilter(ResourcePatternFilter.ANY,
-                    new AccessControlEntryFilter("User:bob", null, AclOperation.ANY, AclPermissionType.ANY));
+                    new AccessControlEntryFilter("User:" + x + "bob", null, AclOperation.ANY, AclPermissionType.ANY));
             out.put("deleted", bindings(admin.deleteAcls(List.of(bobs)).all().get()));
             out.put("after_delete", bindings(admin.describeAcls(AclBindingFilter.ANY).values().get()));
-            AclBinding bad = new AclBinding(new ResourcePattern(ResourceType.TOPIC, "x", PatternType.LITERAL),
-                    new AccessControlEntry("alice", "*", AclOperation.READ, AclPermissionType.ALLOW));  // no principal type
+            AclBinding bad = new AclBinding(new ResourcePattern(ResourceType.TOPIC, x + "x", PatternType.LITERAL),
+                    new AccessControlEntry(x + "alice", "*", AclOperation.READ, AclPermissionType.ALLOW));  // no principal type
             out.put("bad_principal", Clients.attempt(() -> admin.createAcls(List.of(bad)).all().get()));
         }
         return out;
@@ -247,7 +296,15 @@ final class Administering {
             }
             out.put("producers", producers);
             p.commitTransaction();
-            out.put("committed_listed", transactionListing(admin.listTransactions().all().get(), id));
+            // Kafka writes the markers after EndTxn's answer: PrepareCommit until they are (kcodec: at once)
+            List<Object> listed = transactionListing(admin.listTransactions().all().get(), id);
+            out.put("just_committed", listed.get(2));
+            long deadline = System.currentTimeMillis() + Clients.DEADLINE_MS;
+            while (!"CompleteCommit".equals(listed.get(2)) && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+                listed = transactionListing(admin.listTransactions().all().get(), id);
+            }
+            out.put("committed_listed", listed);
             out.put("describe_unknown", Clients.attempt(() -> admin.describeTransactions(List.of(id + "-none")).all().get()));
         }
         return out;
@@ -260,8 +317,12 @@ final class Administering {
         return null;
     }
 
-    /** describeCluster, describeFeatures, describeLogDirs of every broker; client quotas altered and described. */
+    /**
+     * args: prefix. describeCluster, describeFeatures, describeLogDirs of every broker; client quotas (user
+     * PREFIXalice) altered and described.
+     */
     static Object cluster(JsonNode a) throws Exception {
+        String x = a.path("prefix").asText();
         Map<String, Object> out = new LinkedHashMap<>();
         try (Admin admin = admin(a)) {
             DescribeClusterResult c = admin.describeCluster();
@@ -276,13 +337,21 @@ final class Administering {
             admin.describeLogDirs(ids(c.nodes().get())).allDescriptions().get()
                     .forEach((broker, byDir) -> dirs.put(String.valueOf(broker), new TreeSet<>(byDir.keySet())));
             out.put("log_dirs", dirs);
-            ClientQuotaEntity alice = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, "alice"));
+            ClientQuotaEntity alice = new ClientQuotaEntity(Map.of(ClientQuotaEntity.USER, x + "alice"));
             admin.alterClientQuotas(List.of(new ClientQuotaAlteration(alice, List.of(
                     new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0),
                     new ClientQuotaAlteration.Op("request_percentage", 12.5))))).all().get();
+            // Kafka's brokers learn quotas from the metadata log a moment after the controller (kcodec: at once)
+            ClientQuotaFilter filter = ClientQuotaFilter.containsOnly(List.of(
+                    org.apache.kafka.common.quota.ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, x + "alice")));
+            Map<ClientQuotaEntity, Map<String, Double>> found = Map.of();
+            long deadline = System.currentTimeMillis() + Clients.DEADLINE_MS;
+            while (found.isEmpty() && System.currentTimeMillis() < deadline) {
+                found = admin.describeClientQuotas(filter).entities().get();
+                if (found.isEmpty()) Thread.sleep(50);
+            }
             Map<String, Object> quotas = new TreeMap<>();
-            admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get()
-                    .forEach((entity, values) -> quotas.put(new TreeMap<>(entity.entries()).toString(), new TreeMap<>(values)));
+            found.forEach((entity, values) -> quotas.put(new TreeMap<>(entity.entries()).toString(), new TreeMap<>(values)));
             out.put("quotas", quotas);
             out.put("bad_quota", Clients.attempt(() -> admin.alterClientQuotas(List.of(new ClientQuotaAlteration(alice,
                     List.of(new ClientQuotaAlteration.Op("producer_byte_rate", 1.5))))).all().get()));
