@@ -92,8 +92,9 @@ class ClientQuotas:
         if IP in seen:
             if len(seen) > 1:  # Kafka's message, its missing space included
                 raise QuotaError("Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId")
-            if seen[IP] is not None and not _resolvable(seen[IP]):
-                raise QuotaError(f"{seen[IP]} is not a valid IP or resolvable host.")
+            ip = seen[IP]
+            if ip is not None and not _resolvable(ip):
+                raise QuotaError(f"{ip} is not a valid IP or resolvable host.")
             return _IP
         return _USER_OR_CLIENT
 

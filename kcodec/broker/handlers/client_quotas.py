@@ -3,7 +3,7 @@ cluster to alter (else every entry is CLUSTER_AUTHORIZATION_FAILED), DescribeCon
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import (AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
@@ -24,7 +24,8 @@ def alter_client_quotas(ctx: Context, req: Any) -> AlterClientQuotasResponse:
     out, changed = [], False
     for entry in req.entries:
         entity = list({e.entity_type: e.entity_name for e in entry.entity}.items())  # Kafka: a map, last wins
-        code, message = ErrorCode.NONE, None
+        code: int = ErrorCode.NONE
+        message: Optional[str] = None
         if not allowed:
             code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED
         else:
