@@ -21,9 +21,10 @@ def _rows(df: DataFrame) -> list[dict[str, Any]]:
 PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
 
 
-def aggregates(ex: DataFrame, frames: DataFrame, batches: Optional[DataFrame] = None) -> dict[str, Any]:
-    """Every figure the report shows, from the exchanges and frames tables (and the batches table's,
-    ``batch_report``, when given)."""
+def aggregates(ex: DataFrame, frames: DataFrame, batches: Optional[DataFrame] = None,
+               files: Optional[DataFrame] = None) -> dict[str, Any]:
+    """Every figure the report shows, from the exchanges, frames and files tables (and the batches
+    table's, ``batch_report``, when given)."""
     total = ex.agg(
         F.count("request_bytes").alias("exchanges"),
         *[F.sum((F.col("pairing") == p).cast("long")).alias(f"pairing_{p}") for p in PAIRINGS],
@@ -35,17 +36,24 @@ def aggregates(ex: DataFrame, frames: DataFrame, batches: Optional[DataFrame] = 
         F.countDistinct("conn").alias("connections"),
         F.countDistinct("client_id").alias("clients"),
     ).collect()[0].asDict()
-    fr = frames.groupBy("direction").agg(F.count("*").alias("n"), F.sum("size").alias("bytes")).collect()
-    by_dir = {r["direction"]: (r["n"], r["bytes"]) for r in fr}
+    fr = frames.groupBy("direction").agg(F.count("*").alias("n"), F.sum("size").alias("bytes"),
+                                         F.count("error").alias("errors")).collect()
+    by_dir = {r["direction"]: (r["n"], r["bytes"], r["errors"]) for r in fr}
+    kinds = ({} if files is None else
+             {r["kind"]: r["n"] for r in files.groupBy(
+                 F.when(F.col("summary").contains('"duplicate_of"'), "duplicate")
+                  .when(F.col("summary").contains('"kind": "empty"'), "empty").otherwise("read").alias("kind"))
+              .agg(F.count("*").alias("n")).collect()})
     for p in PAIRINGS:
         total[f"pairing_{p}"] = total[f"pairing_{p}"] or 0
-    total.update(requests=by_dir.get(0, (0, 0))[0], responses=by_dir.get(1, (0, 0))[0],
+    total.update(requests=by_dir.get(0, (0,))[0], responses=by_dir.get(1, (0,))[0],
                  answered=total["pairing_answered"] + total["pairing_acks0_answered"],
-                 capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=total["pairing_orphan"],
-                 duplicate_files=frames.where((F.col("direction") == -1)
-                                              & F.col("error").contains('"duplicate_of"')).count(),
-                 sasl_v0_tokens=by_dir.get(2, (0, 0))[0] + by_dir.get(3, (0, 0))[0],
-                 header_errors=frames.where(F.col("error").isNotNull() & (F.col("direction") >= 0)).count())
+                 capture_files=sum(kinds.values()), orphan_responses=total["pairing_orphan"],
+                 duplicate_files=kinds.get("duplicate", 0), empty_files=kinds.get("empty", 0),
+                 sasl_v0_tokens=by_dir.get(2, (0,))[0] + by_dir.get(3, (0,))[0],
+                 header_errors=sum(v[2] for d, v in by_dir.items() if d is not None and d >= 0),
+                 trailing_bytes=ex.where(F.col("request_trailing_bytes").isNotNull()
+                                         | F.col("response_trailing_bytes").isNotNull()).count())
 
     span = max(1, (total["t1"] or 0) - (total["t0"] or 0))
     bucket = max(1_000_000, -(-span // MAX_BUCKETS))  # ns, at least 1 ms
@@ -188,8 +196,9 @@ def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> 
           f"Captures: {', '.join(captures)}  \nDecoded with kcodec ({backend} backend) on Spark.\n",
           "\n## Totals\n\n",
           _table([{"what": k, "value": t[k]} for k in (
-              "capture_files", "duplicate_files", "connections", "clients", "requests", "responses", "exchanges",
-              "answered", "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "request_bytes",
+              "capture_files", "duplicate_files", "empty_files", "connections", "clients", "requests", "responses", "exchanges",
+              "answered", "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "trailing_bytes",
+              "request_bytes",
               "response_bytes")], ["what", "value"]),
           "\n## Pairing\n\nPer connection, in wire order, each response answers the earliest waiting request "
           "with its correlation id (see docs/analyze.md).\n\n",
@@ -231,6 +240,11 @@ def console(agg: dict[str, Any], print_: Any = print) -> None:
     print_(f"{t['capture_files']} capture files, {t['connections']} connections, {t['clients']} clients: "
            f"{t['requests']} requests, {t['responses']} responses ({t['orphan_responses']} without a request), "
            f"{t['decode_errors']} exchanges that did not decode")
+    if t.get("empty_files"):
+        print_(f"  {t['empty_files']} empty capture file(s) (0 bytes, no capture in them): see the files table")
+    if t.get("trailing_bytes"):
+        print_(f"  {t['trailing_bytes']} exchanges decoded with trailing bytes after a body "
+               "(request_trailing_bytes, response_trailing_bytes)")
     print_("  pairing: " + ", ".join(f"{t[f'pairing_{p}']} {p}" for p in PAIRINGS)
            + (f"; the broker answered {t['pairing_acks0_answered']} acks=0 Produce requests"
               if t["pairing_acks0_answered"] else ""))
