@@ -96,13 +96,9 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
-        step(2, "aggregating")
-        frames = spark.read.parquet(f"{tables}/frames").select("direction", "size", "error", "conn")
-        ex = spark.read.parquet(f"{tables}/exchanges").cache()
-        batches = spark.read.parquet(f"{tables}/batches")
-        files = spark.read.parquet(f"{tables}/files")
-        agg = report.aggregates(ex, frames, batches, files)
-        ex.unpersist()
+        agg = written["aggregates"]
+    step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
+            f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")
     path = report.write(agg, out, captures, kcodec.BACKEND)
     report.console(agg, print_)
@@ -133,7 +129,7 @@ def run(args: Any) -> int:
     if master and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
     verbose = getattr(args, "verbose", False)
-    spark = pipeline.session(master, quiet=not verbose, conf=conf)
+    spark = pipeline.session(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
     if not verbose:
         spark.sparkContext.setLogLevel("ERROR")
     try:

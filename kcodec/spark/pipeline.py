@@ -27,8 +27,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from . import captures, decode, ranges, record_batches, segments, storage, tasks
+import pyarrow as pa
 
+from . import aggregates, captures, decode, ranges, record_batches, segments, storage, tasks
+
+
+FILES = pa.schema([("source", pa.string()), ("bytes", pa.int64()), ("summary", pa.string())])
 
 # Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
 # level", no NativeCodeLoader or other WARN lines); ``quiet=False`` (``-v``) keeps Spark's own defaults.
@@ -45,13 +49,41 @@ def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
         builder = builder.master(master)
     if not ui:
         builder = builder.config("spark.ui.enabled", "false")
+    conf = dict(conf or {})
     if quiet:  # read when the JVM starts: the driver's (and in local mode the executors') logging
         option = f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}"
-        builder = (builder.config("spark.driver.extraJavaOptions", option)
-                   .config("spark.executor.extraJavaOptions", option))
-    for k, v in (conf or {}).items():
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            conf[key] = f"{option} {conf[key]}" if conf.get(key) else option
+    for k, v in conf.items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+SMALL_INPUT = 256 << 20  # below this many bytes of local input, the JVM compiles with C1 only (it starts faster)
+
+
+def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
+    """Spark settings sized from the input, when it is local files (their sizes known before Spark
+    starts): a small input gets a JVM that spends less on compiling (``-XX:TieredStopAtLevel=1``), which
+    is most of what a job of a few MB costs; a large one keeps the JIT's best code. ``--conf`` wins."""
+    import glob
+
+    total = 0
+    for p in paths:
+        local = storage.local_path(p)
+        if local is None:
+            return {}
+        for name in glob.glob(local) or [local]:
+            if os.path.isdir(name):
+                total += sum(e.stat().st_size for e in os.scandir(name) if e.is_file())
+            elif os.path.isfile(name):
+                total += os.path.getsize(name)
+    if total >= SMALL_INPUT:
+        return {}
+    out = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}
+    if not (master or "").startswith("local"):
+        out["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+    return out
 
 
 def _setting(spark: SparkSession, key: str, default: int) -> int:
@@ -95,7 +127,7 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
         job = _job(p, ports, tables)
         out = segment_rows(spark, p).mapInArrow(functools.partial(tasks.write_tables, job=job),
                                                  from_arrow_schema(tasks.SUMMARY)).collect()
-        parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": []}
+        parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
         for r in out:
             parts[r["what"]].append(json.loads(r["data"]))
         bad = ranges.check(parts["range"])
@@ -105,15 +137,20 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
     for name, schema in tasks.SCHEMAS.items():  # a table no task wrote to is still there, empty
         storage.ensure_table(f"{tables}/{name}", schema)
     summaries = ranges.file_summaries(p, parts["range"], parts["reassembly"])
-    files_df = spark.createDataFrame([(path, s.get("bytes"), ranges.as_json(s)) for path, s in sorted(summaries.items())],
-                                     "source string, bytes long, summary string")
-    files_df.coalesce(1).write.mode("overwrite").parquet(f"{tables}/files")
-    _name_topics(spark, tables)
+    files_table = storage.TableFile(f"{tables}/files", "part-00000.parquet", FILES)
+    files_table.write(pa.RecordBatch.from_arrays(
+        [pa.array(sorted(summaries), pa.string()), pa.array([summaries[k].get("bytes") for k in sorted(summaries)], pa.int64()),
+         pa.array([ranges.as_json(summaries[k]) for k in sorted(summaries)], pa.string())], schema=FILES))
+    files_table.close()
+    merged = aggregates.merge(parts["aggregates"])
+    if merged.c.get("b_unnamed") and aggregates.topic_names(merged):
+        _name_topics(spark, tables)
     rows: dict[str, int] = {}
     for counts in parts["rows"]:
         for k, v in counts.items():
             rows[k] = rows.get(k, 0) + v
-    return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit)}
+    return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit),
+            "aggregates": aggregates.finish(merged, summaries)}
 
 
 def _name_topics(spark: SparkSession, tables: str) -> None:
@@ -121,8 +158,6 @@ def _name_topics(spark: SparkSession, tables: str) -> None:
     responses: the batches table is rewritten with them (only when some are missing and known)."""
     ids = spark.read.parquet(f"{tables}/topic_ids").dropDuplicates(["topic_id"])
     rb = spark.read.parquet(f"{tables}/batches")
-    if not ids.limit(1).count() or not rb.where(F.col("topic").isNull() & F.col("topic_id").isNotNull()).limit(1).count():
-        return
     named = (rb.join(F.broadcast(ids), on="topic_id", how="left")
              .select(*[F.coalesce("topic", "topic_name").alias("topic") if c == "topic" else F.col(c)
                        for c in record_batches.BATCHES.names]))

@@ -5,7 +5,8 @@ connections -> Parquet files of every table (`kcodec analyze`), or -> Arrow batc
 `kcodec analyze` writes each table in one pass: a task writes its rows to ``TABLES/<table>/part-<n>.parquet``
 (``storage.TableFile``, named by the task's partition so that a retried task replaces its file) and
 returns only summaries (``SUMMARY``: the ranges it met, what reassembly skipped per file, rows
-written), which the driver merges into the ``files`` table.
+written, the report's partial sums: ``aggregates``), which the driver merges into the ``files`` table and
+the report.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Iterable, Iterator, Optional
 import pyarrow as pa
 
 from . import decode, record_batches, storage
+from .aggregates import Aggregates
 from .conversation import Connections, Conversation, Tables
 
 SCHEMAS = {"frames": decode.FRAMES, "exchanges": decode.EXCHANGES, "batches": record_batches.BATCHES,
@@ -39,9 +41,10 @@ class Job:
 class _Buffers(Tables):
     """Rows per table, handed to ``sink(table, batch)`` as Arrow batches when enough have gathered."""
 
-    def __init__(self, schemas: dict[str, pa.Schema], sink: Any, only: Optional[str] = None) -> None:
+    def __init__(self, schemas: dict[str, pa.Schema], sink: Any, only: Optional[str] = None,
+                 aggregates: Optional[Aggregates] = None) -> None:
         super().__init__(self._emit)
-        self.schemas, self.sink, self.only = schemas, sink, only
+        self.schemas, self.sink, self.only, self.aggregates = schemas, sink, only, aggregates
         self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in schemas}
         self.bytes = 0
         self.counts: dict[str, int] = {name: 0 for name in schemas}
@@ -49,6 +52,8 @@ class _Buffers(Tables):
     def _emit(self, table: str, row: dict[str, Any]) -> None:
         if self.only is not None and table != self.only:
             return
+        if self.aggregates is not None:
+            self.aggregates.add(table, row)
         rows = self.rows[table]
         rows.append(row)
         if table == "frames":
@@ -86,7 +91,8 @@ def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Rec
             f = files[table] = storage.TableFile(f"{job.tables}/{table}", name, job.schemas[table])
         f.write(batch)
 
-    out = _Buffers(job.schemas, sink)
+    aggregates = Aggregates()
+    out = _Buffers(job.schemas, sink, aggregates=aggregates)
     conns = Connections(job.captures, job.files, job.ports, out)
     summaries: list[str] = []
     for batch in batches:
@@ -98,6 +104,7 @@ def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Rec
     rows = [("range", s) for s in summaries]
     rows += [("reassembly", json.dumps({"path": p, **s}, sort_keys=True)) for p, s in conns.file_stats().items()]
     rows.append(("rows", json.dumps(out.counts, sort_keys=True)))
+    rows.append(("aggregates", json.dumps(aggregates.partial())))
     yield pa.RecordBatch.from_arrays([pa.array([r[0] for r in rows], pa.string()),
                                       pa.array([r[1] for r in rows], pa.string())], schema=SUMMARY)
 
