@@ -7,12 +7,12 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test docs prereqs tcpdump bench bench-report fuzz fuzz-atheris definitions clean
+.PHONY: run test docs prereqs tcpdump tshark bench bench-report fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs tcpdump
+test: $(STAMP) prereqs tcpdump tshark
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -41,6 +41,16 @@ tcpdump:
 		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
 		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
 		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
+
+# tshark for the comparison with Wireshark's Kafka dissector (tests/test_spark_tshark.py,
+# benchmarks/analyze_bench.py): installed with apt-get when missing and root, wireshark-common's question
+# (a setuid dumpcap) answered no beforehand; otherwise that test skips (and fails under CI).
+tshark:
+	@command -v tshark >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections \
+		&& { DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null; }; } \
+		|| echo "tshark is missing: tests/test_spark_tshark.py skips (and fails under CI)"; }
 
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)

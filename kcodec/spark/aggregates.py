@@ -25,8 +25,16 @@ _LOG = math.log(1.02)
 NS_PER_MS = 1_000_000
 
 
-def _key(*parts: Any) -> str:
-    return json.dumps(parts)
+def _key(*parts: Any) -> tuple[Any, ...]:
+    return parts
+
+
+def _json(groups: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: {json.dumps(list(k)): v for k, v in g.items()} for name, g in groups.items()}
+
+
+def _tuples(groups: dict[str, Any]) -> dict[str, Counter[Any]]:
+    return {name: Counter({tuple(json.loads(k)): v for k, v in g.items()}) for name, g in groups.items()}
 
 
 class Aggregates:
@@ -34,14 +42,14 @@ class Aggregates:
 
     def __init__(self) -> None:
         self.c: Counter[str] = Counter()  # plain totals
-        self.groups: dict[str, Counter[str]] = {}  # name -> key (JSON list) -> value
+        self.groups: dict[str, Counter[Any]] = {}  # name -> key (a tuple) -> value
         self.t0: Optional[int] = None
         self.t1: Optional[int] = None
         self.width = 1  # ms per over_time key
         self.conns: set[str] = set()
         self.clients: set[str] = set()
 
-    def _g(self, name: str, key: str, value: float = 1) -> None:
+    def _g(self, name: str, key: tuple[Any, ...], value: float = 1) -> None:
         g = self.groups.get(name)
         if g is None:
             g = self.groups[name] = Counter()
@@ -112,10 +120,9 @@ class Aggregates:
 
     def _coarsen(self, width: int) -> None:
         old = self.groups.get("over_time", Counter())
-        new: Counter[str] = Counter()
-        for k, v in old.items():
-            api, ms = json.loads(k)
-            new[_key(api, ms // width * width)] += v
+        new: Counter[Any] = Counter()
+        for (api, ms), v in old.items():
+            new[(api, ms // width * width)] += v
         self.groups["over_time"], self.width = new, width
 
     def batches(self, r: dict[str, Any]) -> None:
@@ -155,7 +162,7 @@ class Aggregates:
             g("b_size_bytes", _key(d, size.bit_length() - 1))
 
     def partial(self) -> dict[str, Any]:
-        return {"c": dict(self.c), "groups": {k: dict(v) for k, v in self.groups.items()}, "t0": self.t0,
+        return {"c": dict(self.c), "groups": _json(self.groups), "t0": self.t0,
                 "t1": self.t1, "width": self.width, "conns": sorted(self.conns), "clients": sorted(self.clients)}
 
 
@@ -165,12 +172,11 @@ def merge(partials: list[dict[str, Any]]) -> Aggregates:
     width = max([p["width"] for p in partials] or [1])
     for p in partials:
         out.c.update(p["c"])
-        for name, values in p["groups"].items():
+        for name, values in _tuples(p["groups"]).items():
             g = out.groups.setdefault(name, Counter())
             if name == "over_time" and p["width"] != width:
-                for k, v in values.items():
-                    api, ms = json.loads(k)
-                    g[_key(api, ms // width * width)] += v
+                for (api, ms), v in values.items():
+                    g[(api, ms // width * width)] += v
             else:
                 g.update(values)
         for bound, pick in (("t0", min), ("t1", max)):
@@ -185,13 +191,13 @@ def merge(partials: list[dict[str, Any]]) -> Aggregates:
 
 def _rows(a: Aggregates, names: dict[str, str], fields: tuple[str, ...]) -> list[dict[str, Any]]:
     """Rows from groups keyed alike: ``names`` maps column -> group name, ``fields`` names the key's parts."""
-    empty: Counter[str] = Counter()
-    keys: set[str] = set()
+    empty: Counter[Any] = Counter()
+    keys: set[tuple[Any, ...]] = set()
     for g in names.values():
         keys.update(a.groups.get(g, empty))
     out = []
     for k in keys:
-        row = dict(zip(fields, json.loads(k)))
+        row = dict(zip(fields, k))
         for col, g in names.items():
             row[col] = a.groups.get(g, empty).get(k, 0)
         out.append(row)
@@ -199,8 +205,7 @@ def _rows(a: Aggregates, names: dict[str, str], fields: tuple[str, ...]) -> list
 
 
 def _p99(a: Aggregates, api: Any, key: Any) -> Optional[float]:
-    hist = [(json.loads(k)[2], v) for k, v in a.groups.get("api_latency_hist", {}).items()
-            if json.loads(k)[:2] == [api, key]]
+    hist = [(k[2], v) for k, v in a.groups.get("api_latency_hist", {}).items() if k[:2] == (api, key)]
     n = sum(v for _, v in hist)
     if not n:
         return None
@@ -215,7 +220,7 @@ def _p99(a: Aggregates, api: Any, key: Any) -> Optional[float]:
 def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """The report's figures (``kcodec.spark.report.write``) from the merged sums and the files' summaries."""
     c = a.c
-    frames = {json.loads(k)[0]: v for k, v in a.groups.get("frames", {}).items()}
+    frames = {k[0]: v for k, v in a.groups.get("frames", {}).items()}
     kinds = Counter("duplicate" if "duplicate_of" in s else "empty" if s.get("kind") == "empty" else "read"
                     for s in files.values())
     total: dict[str, Any] = {f"pairing_{p}": c.get(f"pairing_{p}", 0) for p in PAIRINGS}
@@ -231,8 +236,7 @@ def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     span = max(1, (a.t1 or 0) - (a.t0 or 0))
     bucket = max(NS_PER_MS * a.width, -(-span // MAX_BUCKETS))
     over: Counter[tuple[Any, int]] = Counter()
-    for k, v in a.groups.get("over_time", {}).items():
-        api, ms = json.loads(k)
+    for (api, ms), v in a.groups.get("over_time", {}).items():
         over[(api, (ms * NS_PER_MS - (a.t0 or 0)) // bucket)] += v
     over_time = [{"bucket": max(0, b), "api_name": api, "bytes": v} for (api, b), v in sorted(over.items(), key=lambda x: x[0][1])]
     by_api = _rows(a, {"requests": "api_requests", "request_bytes": "api_request_bytes",
@@ -259,7 +263,7 @@ def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def topic_names(a: Aggregates) -> dict[str, str]:
-    return {json.loads(k)[0]: json.loads(k)[1] for k in a.groups.get("topic_ids", {})}
+    return {k[0]: k[1] for k in a.groups.get("topic_ids", {})}
 
 
 def _batches(a: Aggregates) -> dict[str, Any]:
@@ -274,7 +278,7 @@ def _batches(a: Aggregates) -> dict[str, Any]:
         rows: dict[Any, dict[str, Any]] = {}
         for w in ("batches", "records", "bytes"):
             for k, v in a.groups.get(f"{name}_{w}", {}).items():
-                *who, d = json.loads(k)
+                *who, d = k
                 who_ = rename(who)
                 row = rows.setdefault(who_, {label: who_, **{f"{x}_{y}": 0 for x in DIRECTIONS
                                                              for y in ("batches", "records", "bytes")}})

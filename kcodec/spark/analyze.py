@@ -1,8 +1,8 @@
 """`kcodec analyze CAPTURE... --out DIR [--master local[*]]`: captures -> Parquet tables and a report.
 
 Writes ``DIR/tables/{frames,exchanges,batches,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
-HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit, leave
-``--master`` out: the master spark-submit was given is used.
+HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit
+(``kcodec/spark/submit.py``), leave ``--master`` out: the master spark-submit was given is used.
 """
 
 from __future__ import annotations
@@ -129,6 +129,8 @@ def run(args: Any) -> int:
     if master and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
     verbose = getattr(args, "verbose", False)
+    if under_submit and not verbose:  # its JVM started with spark-submit's logging: errors only from here on
+        conf.setdefault("spark.log.level", "ERROR")
     spark = pipeline.session(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
     if not verbose:
         spark.sparkContext.setLogLevel("ERROR")
@@ -145,12 +147,9 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM and hands Python its gateway
 
 
-def main() -> int:
-    """Entry point for spark-submit: ``spark-submit ... kcodec/spark/submit.py CAPTURE... --out DIR``."""
+def main(argv: Optional[list[str]] = None) -> int:
+    """`kcodec analyze` from arguments (spark-submit runs ``kcodec/spark/submit.py``, which calls this)."""
     parser = argparse.ArgumentParser(prog="kcodec analyze")
     add_arguments(parser)
-    return run(parser.parse_args())
+    return run(parser.parse_args(argv))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

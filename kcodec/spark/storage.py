@@ -52,6 +52,12 @@ def makedirs(uri: str) -> None:
         filesystem.create_dir(inner, recursive=True)
 
 
+def _compression(schema: Any) -> dict[str, str]:
+    """Snappy, but for the frames' bytes: Kafka's payloads mostly come compressed, and snappy over them
+    costs as much as the rest of the table and saves little."""
+    return {name: "none" if name == "frame" else "snappy" for name in schema.names}
+
+
 class TableFile:
     """One Parquet file of a table, written batch by batch under a temporary name and moved to
     ``directory/name`` by ``close``, so that a reader never sees half a file."""
@@ -66,12 +72,12 @@ class TableFile:
         if path is not None:
             os.makedirs(path, exist_ok=True)
             self.fs, self.dir = None, path
-            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, compression="snappy")
+            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, compression=_compression(schema))
         else:
             self.fs, self.dir = _filesystem(directory)
             self.fs.create_dir(self.dir, recursive=True)
             self.writer = pq.ParquetWriter(posixpath.join(self.dir, temporary), schema, filesystem=self.fs,
-                                           compression="snappy")
+                                           compression=_compression(schema))
         self.temporary = temporary
 
     def write(self, batch: Any) -> None:
