@@ -196,7 +196,9 @@ def _identities(spark: SparkSession, listing: list[tuple[str, int]],
         known, unread = {}, [path for path, _ in listing]
     else:
         known, unread = captures.identities([(path, length, heads[path]) for path, length in listing])
-    if unread:
+    if unread and heads is not None:  # packet files of equal lengths: digested by the workers, streaming
+        known.update(spark.sparkContext.parallelize(unread, len(unread)).map(storage.digest).collect())
+    elif unread:  # no JVM at hand (Spark Connect): Spark's binaryFile source reads them whole
         digests = spark.read.format("binaryFile").load(unread).select(
             "path", captures.identity(F.col("content")).alias("digest")).collect()
         known.update((r["path"], r["digest"]) for r in digests)

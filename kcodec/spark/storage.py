@@ -43,13 +43,16 @@ def open_input(uri: str) -> BinaryIO:
     return filesystem.open_input_file(inner)  # type: ignore[no-any-return]
 
 
-def makedirs(uri: str) -> None:
-    path = local_path(uri)
-    if path is not None:
-        os.makedirs(path, exist_ok=True)
-    else:
-        filesystem, inner = _filesystem(uri)
-        filesystem.create_dir(inner, recursive=True)
+def digest(uri: str) -> tuple[str, str]:
+    """(uri, "sha256:<hex>") of a file read in 1 MiB steps: a packet file's identity
+    (``kcodec.spark.captures.identity`` gives the same string from Spark's whole-file rows)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open_input(uri) as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return uri, f"sha256:{h.hexdigest()}"
 
 
 def _compression(schema: Any) -> dict[str, str]:
