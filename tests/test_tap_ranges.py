@@ -92,3 +92,21 @@ def test_segments_as_dpkt_reads_them(tmp_path):
         segment(1, arp)
     with pytest.raises(ValueError):
         segment(1, b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 5)
+
+
+def test_a_range_that_starts_with_a_simple_packet_block_is_reported(tmp_path):
+    """A Simple Packet Block has no time: its predecessor's, which a range starting at it does not know."""
+    data = _files(tmp_path)["pcapng"].read_bytes()
+    pkt = b"\0" * 60
+    spb = struct.pack("<III", 3, 16 + len(pkt), len(pkt)) + pkt + struct.pack("<I", 16 + len(pkt))
+    path = tmp_path / "spb.pcapng"
+    path.write_bytes(data + spb)
+    with open(path, "rb") as f:
+        fmt = pcapsplit.read_format(f)
+        got = pcapsplit.RangeResult()
+        assert [p.ts_ns for p in pcapsplit.packets(f, fmt, len(data), len(data) + len(spb), got)] == [0]
+    assert got.late_header
+    _, summaries = _split(path, len(data))  # the second range starts at the Simple Packet Block
+    assert ranges.check(summaries) == {str(path)}
+    _, summaries = _split(path, len(data) + len(spb))
+    assert ranges.check(summaries) == set()

@@ -14,7 +14,8 @@ found and that file read whole instead, never misread.
 
 A pcapng file's interfaces (link type, time resolution and offset) come from the blocks before its
 first packet; a reader that meets a section or interface block later reports it (``late_header``), and
-such a file is read whole too.
+such a file is read whole too; so is one where a range starts with a Simple Packet Block (it has no time
+of its own: its predecessor's, in the range before).
 """
 
 from __future__ import annotations
@@ -242,6 +243,8 @@ def _pcapng_range(src: Source, fmt: Format, pos: int, end: int, result: RangeRes
             result.packets += 1
             yield Packet(pos, got.linktype, got.ts_ns, got.data)
         elif btype == SPB and body_end - body >= 4 and interfaces:
+            if not result.packets and pos > fmt.first:
+                result.late_header = True  # its time is its predecessor's, in the range before: read whole
             orig = struct.unpack_from(order + "I", data, body)[0]
             result.packets += 1  # no timestamp of its own: its predecessor's
             yield Packet(pos, interfaces[0][0], last_ts, bytes(data[body + 4:body + 4 + min(orig, body_end - body - 4)]))
