@@ -67,7 +67,7 @@ CI_ALLOWED_SKIPS: dict[str, str] = {
     "tests/test_spark_cluster.py::test_submitted_to_a_standalone_cluster":
         "the cluster test runs once, in the checkout run (three JVMs and spark-submit; no backend of its own)",
     **{f"tests/client/test_client_interop.py::test_sasl_plain[{b}]": "a broker without SASL PLAIN users"
-       for b in ("tansu", "rdkafka_mock", "kcodec_broker")},
+       for b in ("tansu", "rdkafka_mock", "kcodec_broker", "kafka")},
 }
 
 

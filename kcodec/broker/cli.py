@@ -83,6 +83,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="auto.leader.rebalance.enable=false: a restarted broker leads nothing until a preferred "
                         "leader election (ElectLeaders, kafka-leader-election.sh) moves leadership back")
     p.add_argument("--max-frame-size", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--sasl-max-receive-size", type=int, metavar="N",
+                   help="the largest frame a SASL listener reads before the client has authenticated; a larger "
+                        "one closes the connection (sasl.server.max.receive.size; default 524288)")
     p.add_argument("--max-partition-bytes", type=int, metavar="N",
                    help="a partition's bytes in memory at most (default 256 MiB); the oldest batches go first")
     p.add_argument("--producer-id-expiration-ms", type=int, metavar="MS",
@@ -161,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     from kcodec import definitions
 
     from .cluster import Cluster
-    from .context import DEFAULT_FETCH_MAX_BYTES
+    from .context import DEFAULT_FETCH_MAX_BYTES, DEFAULT_SASL_MAX_RECEIVE_SIZE
     from .copies import DEFAULT_REPLICA_LAG_TIME_MAX_MS
     from .listeners import parse_listen
     from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS
@@ -198,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
                           auto_create_topics=not args.no_auto_create, users=users,
                           acls=[] if args.authorizer and args.acl is None else args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
+                          sasl_max_receive_size=_given(args.sasl_max_receive_size, DEFAULT_SASL_MAX_RECEIVE_SIZE),
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,
                           tls_client_auth=args.tls_client_auth, tls_client_ca=args.tls_client_ca,

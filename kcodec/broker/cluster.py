@@ -21,7 +21,7 @@ from kcodec.security.tls import ClientAuth, PathLike, ServerTls
 
 from . import client_metrics
 from .acl import Acl, AclLike, Authorizer
-from .context import DEFAULT_FETCH_MAX_BYTES, ClusterRuntime
+from .context import DEFAULT_FETCH_MAX_BYTES, DEFAULT_SASL_MAX_RECEIVE_SIZE, ClusterRuntime
 from .listeners import ClusterSecurity, Listener
 from .mechanisms import DEFAULT_MECHANISMS
 from .groups import GroupSettings
@@ -127,7 +127,7 @@ class Cluster:
                  tls_client_auth: Optional[ClientAuth] = None, tls_client_ca: Optional[PathLike] = None,
                  tls_principal_rules: Optional[str] = None, listeners: Optional[Sequence[Listener]] = None,
                  system_topic_partitions: int = 50, max_partitions_per_topic: int = 10_000,
-                 max_frame_size: int = 8 * 1024 * 1024,
+                 max_frame_size: int = 8 * 1024 * 1024, sasl_max_receive_size: int = DEFAULT_SASL_MAX_RECEIVE_SIZE,
                  idle_timeout: float = 600.0, forward_admin: bool = True,
                  racks: Optional[dict[int, str]] = None, groups: Optional[GroupSettings] = None,
                  max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES,
@@ -147,6 +147,8 @@ class Cluster:
             raise ValueError("max_partition_bytes must be positive")
         if producer_id_expiration_ms < 1:
             raise ValueError("producer_id_expiration_ms must be positive")
+        if sasl_max_receive_size < 1:
+            raise ValueError("sasl_max_receive_size must be positive")
         if replica_lag_time_max_ms < 1:
             raise ValueError("replica_lag_time_max_ms must be positive")
         if listeners is None and tls is None and (tls_client_auth not in (None, "none") or tls_client_ca is not None
@@ -174,6 +176,7 @@ class Cluster:
         resolved = security.resolve(self.listeners)
         authorizer = Authorizer(acls, super_users, state.created_acls)  # CreateAcls' ACLs live in the state
         self.runtime = ClusterRuntime(state, authorizer, max_frame_size=max_frame_size,
+                                      sasl_max_receive_size=sasl_max_receive_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),

@@ -57,6 +57,7 @@ def java_host_address(address: str) -> str:
 # The most record bytes one Fetch response carries, whatever the request allows: Kafka's broker config
 # fetch.max.bytes (KIP-541) and its default, 55 MiB.
 DEFAULT_FETCH_MAX_BYTES = 55 * 1024 * 1024
+DEFAULT_SASL_MAX_RECEIVE_SIZE = 512 * 1024  # Kafka's sasl.server.max.receive.size
 
 
 @dataclass
@@ -132,6 +133,7 @@ class ClusterRuntime:
     authorizer: Authorizer
     usage: Usage = field(default_factory=Usage)
     max_frame_size: int = 8 * 1024 * 1024
+    sasl_max_receive_size: int = DEFAULT_SASL_MAX_RECEIVE_SIZE  # the largest frame before SASL authentication
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # Kafka's broker fetch.max.bytes (KIP-541)
     replica_selector: Optional[str] = None  # Kafka's replica.selector.class (KIP-392; replicas.py); None: none
     idle_timeout: float = 600.0

@@ -156,7 +156,10 @@ class BrokerServer:
         ip = peer[0] if isinstance(peer, tuple) else ""
         session = Session(listener, host=f"/{ip}" if ip else "", address=java_host_address(ip),
                           port=peer[1] if isinstance(peer, tuple) else 0)
-        splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.max_frame_size)
+        # Kafka's sasl.server.max.receive.size: what an unauthenticated peer may make the broker buffer
+        pre_auth = listener.sasl and self.runtime.sasl_max_receive_size < self.runtime.max_frame_size
+        splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.sasl_max_receive_size if pre_auth
+                                        else self.runtime.max_frame_size)
         first = True
         try:
             if _HANDSHAKE_IN_SERVE and listener.tls is not None:
@@ -172,7 +175,13 @@ class BrokerServer:
                                 "listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
                 first = False
                 for frame in splitter.feed(data):
+                    # Kafka mutes a connection while its request is served and round-robins connections:
+                    # each request yields first, so a connection with many buffered (pipelined) requests
+                    # takes one turn among all that have one ready, never the loop.
+                    await asyncio.sleep(0)
                     out = self.handle_frame(frame, session)
+                    if pre_auth and session.authenticated:
+                        splitter.max_frame_size, pre_auth = self.runtime.max_frame_size, False
                     if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
                         out = await out.encoded()
                     if isinstance(out, list):  # pieces (handlers.Encoded): no joined copy of them
@@ -261,6 +270,8 @@ class BrokerServer:
         if session.listener.sasl and not session.authenticated and key not in SASL_KEYS:
             during = f" ended (SASL {session.mechanism} exchange unfinished)" if session.exchange else ""
             raise Close(f"{_api_name(key)} request before SASL authentication{during}")
+        if session.exchange is not None and key not in SASL_KEYS:  # Kafka: IllegalSaslStateException
+            raise Close(f"{_api_name(key)} request during a SASL {session.mechanism} re-authentication exchange")
         if session.expires_at is not None and key not in REAUTH_KEYS and session_expired(session):
             raise Close(f"{_api_name(key)} request after the SASL session expired without re-authentication "
                         "(KIP-368)")

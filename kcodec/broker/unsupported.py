@@ -16,6 +16,7 @@ from kcodec import definitions
 from kcodec.definitions import FieldDef
 
 
+ALTER_REPLICA_LOG_DIRS = 34  # its answer's topics are those of every directory of the request
 ALTER_USER_SCRAM_CREDENTIALS = 51  # its answer's users come from two lists of the request
 
 # The error codes Kafka's getErrorResponse sets (AddPartitionsToTxn v0-3 names its partitions' one so).
@@ -104,6 +105,11 @@ def error_response(api_key: int, version: int, request: Any, code: int) -> Optio
         users = sorted({c["name"] for c in (req.get("deletions") or []) + (req.get("upsertions") or [])})
         body["results"] = [{"user": u, "error_code": code} for u in users]
         hit = bool(users)
+    if api_key == ALTER_REPLICA_LOG_DIRS:  # Kafka: a result per topic of each directory, in request order
+        body["results"] = [{"topic_name": t["name"], "partitions": [{"partition_index": p, "error_code": code}
+                                                                    for p in t["partitions"]]}
+                           for d in req.get("dirs") or [] for t in d["topics"]]
+        hit = any(r["partitions"] for r in body["results"])
     if not hit:
         return None
     return kcodec.from_dict(kcodec.message_class(api_key, "response"), body)

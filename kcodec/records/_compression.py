@@ -42,6 +42,9 @@ class CodecError(ValueError):
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # the block size of the Java client's SnappyOutputStream
+# The gzip header's OS byte as Java's GZIPOutputStream (Kafka's producer) and Python's gzip module write it
+# (255, unknown): a gzip batch at the default level is then byte for byte the Java client's (tests/oracle).
+_GZIP_OS_UNKNOWN = 255
 _LZ4_MAGIC = 0x184D2204
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_MAX_BLOCK = 128 * 1024
@@ -53,7 +56,9 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
     """Compress a records payload (magic 2) or an inner message set (magic 0/1) with a codec."""
     if codec == Compression.GZIP:
         c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
+        out = bytearray(c.compress(data) + c.flush())
+        out[9] = _GZIP_OS_UNKNOWN  # zlib writes the OS it runs on; no checksum covers the byte
+        return bytes(out)
     if codec == Compression.SNAPPY:  # xerial framing, as the Java client writes it
         view = memoryview(data)
         parts = [_XERIAL_HEADER]
@@ -97,6 +102,14 @@ def _zstd_compressor(level: int):
 
 def decompress(codec: int, data, cap: int, magic: int = 2) -> bytes:
     """Inflate ``data`` (any buffer); a result that would pass ``cap`` bytes is a CodecError."""
+    out = inflate(codec, data, cap, magic)
+    return out if type(out) is bytes else bytes(out)
+
+
+def inflate(codec: int, data, cap: int, magic: int = 2):
+    """As :func:`decompress`, without a last copy: bytes, or a read-only memoryview of the buffer the codec
+    wrote into (what the readers keep as a batch's records). At most ``cap`` bytes plus a constant
+    (``_CHUNK``) are allocated on the way, whatever ``data`` declares or holds."""
     try:
         if codec == Compression.GZIP:
             return _gunzip(data, cap)
@@ -118,27 +131,65 @@ def _too_big(size: int, cap: int) -> CodecError:
                       "(max_uncompressed)")
 
 
-def _gunzip(data, cap: int) -> bytes:
-    out: list[bytes] = []
-    total = 0
-    rest = bytes(data)
-    while rest:
-        d = zlib.decompressobj(47)  # gzip or zlib header; Java's GZIPInputStream reads concatenated members
-        chunk = d.decompress(rest, cap + 1 - total)
-        total += len(chunk)
-        out.append(chunk)
+_FIRST = 256 * 1024  # a gzip batch up to this size is inflated by one call
+_CHUNK = 64 * 1024  # larger ones this much at a time
+
+
+def _gunzip(data, cap: int):
+    """Members one after another (Java's GZIPInputStream reads concatenated ones), gzip or zlib headers.
+
+    A batch of up to ``_FIRST`` bytes is one call (zlib's bytes, no copy). A larger one is inflated chunk by
+    chunk into one buffer of the size its last member's ISIZE gives, when that size is within the cap;
+    when the data makes more than that (several members, or an ISIZE that lies), a first pass counts the
+    bytes (stopping past the cap) and a second writes them into a buffer of that size. So the most ever
+    allocated is the output, or the cap, plus a few chunks."""
+    d = zlib.decompressobj(47)
+    first = d.decompress(data, min(cap, _FIRST) + 1)
+    if len(first) > cap:
+        raise _too_big(len(first), cap)
+    if d.eof and not d.unused_data:
+        return first
+    del first, d
+    view = memoryview(data)
+    hint = _u32le.unpack_from(view, len(view) - 4)[0] if len(view) >= 18 else 0
+    if _FIRST < hint <= cap:
+        out = bytearray(hint)
+        n = _gunzip_into(view, out, cap)
+        if n >= 0:
+            del out[n:]
+            return memoryview(out).toreadonly()
+        del out
+    out = bytearray(_gunzip_into(view, None, cap))
+    _gunzip_into(view, out, cap)
+    return memoryview(out).toreadonly()
+
+
+def _gunzip_into(view: memoryview, out: Optional[bytearray], cap: int) -> int:
+    """Inflate every member of ``view`` in chunks into ``out`` (None: only count): the bytes made, or -1
+    when they do not fit ``out``; a CodecError past the cap. The input is fed a chunk at a time too, as zlib
+    copies what a call leaves of it."""
+    total = pos = 0
+    d = zlib.decompressobj(47)
+    while True:
+        piece = view[pos:pos + _CHUNK]
+        chunk = d.decompress(piece, _CHUNK)
+        used = len(piece) - len(d.unused_data if d.eof else d.unconsumed_tail)
+        pos += used
+        n = len(chunk)
+        if out is not None:
+            if total + n > len(out):
+                return -1
+            out[total:total + n] = chunk
+        del chunk  # (before the next one is made)
+        total += n
         if total > cap:
             raise _too_big(total, cap)
-        while d.unconsumed_tail:  # output was capped: continue, still capped
-            chunk = d.decompress(d.unconsumed_tail, cap + 1 - total)
-            total += len(chunk)
-            out.append(chunk)
-            if total > cap:
-                raise _too_big(total, cap)
-        if not d.eof:
+        if d.eof:
+            if pos >= len(view):
+                return total
+            d = zlib.decompressobj(47)
+        elif not n and not used:
             raise CodecError("gzip data ends before its end marker")
-        rest = d.unused_data
-    return b"".join(out)
 
 
 def _varint_len(buf: memoryview, pos: int) -> int:
@@ -155,17 +206,37 @@ def _varint_len(buf: memoryview, pos: int) -> int:
     raise CodecError("snappy length preamble longer than 5 bytes")
 
 
-def _unsnappy(buf: memoryview, cap: int) -> bytes:
+def _unsnappy(buf: memoryview, cap: int):
+    """Raw snappy (one block, its length preamble first) or the xerial framing (blocks of raw snappy, each
+    with its preamble): the output's size is known exactly before anything is inflated, and every block is
+    inflated straight into its place in one buffer of that size."""
     if bytes(buf[:8]) != XERIAL_MAGIC:
         size = _varint_len(buf, 0)
         if size > cap:
             raise _too_big(size, cap)
-        return bytes(cramjam.snappy.decompress_raw(buf))
+        blocks = [(buf, size)]
+    else:
+        blocks = _xerial_blocks(buf, cap)
+        size = sum(n for _, n in blocks)
+    out = bytearray(size)
+    view = memoryview(out)
+    at = 0
+    for block, n in blocks:
+        if cramjam.snappy.decompress_raw_into(block, view[at:at + n]) != n:
+            raise CodecError(f"snappy block at byte {at} of the output makes fewer bytes than it declares")
+        at += n
+    view.release()
+    return memoryview(out).toreadonly()
+
+
+def _xerial_blocks(buf: memoryview, cap: int) -> list:
+    """The blocks of xerial snappy (concatenated streams too, as xerial's reader allows) and the size each
+    declares, their sum checked against the cap."""
     pos, blocks, total = 16, [], 0
     if len(buf) < 16:
         raise CodecError("xerial snappy header past the end")
     while pos < len(buf):
-        if bytes(buf[pos:pos + 8]) == XERIAL_MAGIC:  # concatenated streams, as xerial's reader allows
+        if bytes(buf[pos:pos + 8]) == XERIAL_MAGIC:
             pos += 16
             continue
         if pos + 4 > len(buf):
@@ -175,12 +246,13 @@ def _unsnappy(buf: memoryview, cap: int) -> bytes:
         if n < 0 or pos + n > len(buf):
             raise CodecError(f"xerial snappy block of {n} bytes at byte {pos - 4} runs past the end")
         block = buf[pos:pos + n]
-        total += _varint_len(block, 0)
+        size = _varint_len(block, 0)
+        total += size
         if total > cap:
             raise _too_big(total, cap)
-        blocks.append(bytes(cramjam.snappy.decompress_raw(block)))
+        blocks.append((block, size))
         pos += n
-    return b"".join(blocks)
+    return blocks
 
 
 _SKIPPABLE_LOW, _SKIPPABLE_HIGH = 0x184D2A50, 0x184D2A5F  # lz4 and zstd share these skippable frames
@@ -255,12 +327,10 @@ def _lz4_frames(buf: memoryview, magic: int) -> tuple[list[tuple[int, int, int]]
     return frames, bound, (bytes(fixed) if fixed is not None else None)
 
 
-def _capped(module, data, bound: int, cap: int) -> bytes:
-    """Inflate whole when the walked bound is within the cap; else into a buffer of cap + 1 bytes, which
-    the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose)."""
-    if bound <= cap:
-        return bytes(module.decompress(data))
-    out = bytearray(cap + 1)
+def _capped(module, data, bound: int, cap: int):
+    """Inflate into one buffer of the walked bound's size, or of cap + 1 bytes when the bound passes the cap,
+    which the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose)."""
+    out = bytearray(min(bound, cap + 1))  # (within the cap: the bound; the output is trimmed to its size)
     try:
         n = module.decompress_into(data, out)
     except cramjam.DecompressionError as e:
@@ -270,13 +340,13 @@ def _capped(module, data, bound: int, cap: int) -> bytes:
     if n > cap:
         raise _too_big(n, cap)
     del out[n:]
-    return bytes(out)
+    return memoryview(out).toreadonly()
 
 
-def _unlz4(buf: memoryview, cap: int, magic: int) -> bytes:
+def _unlz4(buf: memoryview, cap: int, magic: int):
     frames, bound, fixed = _lz4_frames(buf, magic)
     data = memoryview(fixed) if fixed is not None else buf
-    if lz4_frame is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
+    if lz4_frame is None or bound > min(cap, _FIRST):  # large: cramjam inflates into one buffer, no copy
         return _capped(cramjam.lz4, data, bound, cap)
     parts = []
     for start, end, most in frames:  # frame by frame: a decompressor stops after one frame
@@ -341,7 +411,7 @@ def _zstd_frames(buf: memoryview) -> list[tuple[int, int, int]]:
     return frames
 
 
-def _unzstd(buf: memoryview, cap: int) -> bytes:
+def _unzstd(buf: memoryview, cap: int):
     frames = _zstd_frames(buf)
     bound = sum(b for _, _, b in frames)
     if zstandard is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes

@@ -2,7 +2,7 @@
 builds them: used by fail_next, for requests the broker does not implement and when a handler fails. A
 request that lists names or ids (DescribeGroups' groups, AddPartitionsToTxn v0-3's partitions) gets one
 struct per item, keyed by it, carrying the error. AlterUserScramCredentials answers each user named by its
-deletions or upsertions once (sorted)."""
+deletions or upsertions once (sorted); AlterReplicaLogDirs each topic of each directory."""
 
 from __future__ import annotations
 
@@ -130,6 +130,15 @@ def test_scram_credentials_answer_each_user_once():
         {"name": "bob", "mechanism": 2, "iterations": 4096, "salt": "", "salted_password": ""}]})
     resp = error_response(51, 0, request_, CODE)
     assert [(r.user, r.error_code) for r in resp.results] == [("alice", CODE), ("bob", CODE)]
+
+
+def test_alter_replica_log_dirs_answers_each_topic_of_each_directory():
+    request_ = kcodec.from_dict(kcodec.message_class(34, "request"), {"dirs": [
+        {"path": "/a", "topics": [{"name": "t1", "partitions": [0, 1]}, {"name": "t2", "partitions": [3]}]},
+        {"path": "/b", "topics": [{"name": "t3", "partitions": [2]}]}]})
+    resp = error_response(34, 2, request_, CODE)
+    assert [(r.topic_name, [(p.partition_index, p.error_code) for p in r.partitions]) for r in resp.results] == [
+        ("t1", [(0, CODE), (1, CODE)]), ("t2", [(3, CODE)]), ("t3", [(2, CODE)])]
 
 
 def test_lists_whose_answers_carry_no_error_are_not_mirrored():

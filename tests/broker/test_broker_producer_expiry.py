@@ -18,6 +18,8 @@ from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeProducersRequest, InitProducerIdRequest
 
 HOUR = 3600 * 1000
+# records stamped hours ahead pass Kafka 4's one-hour message.timestamp.after.max.ms
+AHEAD = {"message.timestamp.after.max.ms": str(10 * HOUR)}
 
 
 def _cluster(state: Path | None = None, expiration_ms: int = HOUR) -> Cluster:
@@ -27,7 +29,7 @@ def _cluster(state: Path | None = None, expiration_ms: int = HOUR) -> Cluster:
 @pytest.fixture
 def one():
     with _cluster() as c:
-        c.create_topic("t", 1)
+        c.create_topic("t", 1, configs=AHEAD)
         yield c
 
 
@@ -139,7 +141,7 @@ def test_the_check_waits_for_the_earliest_due_time(one, monkeypatch):
 def test_a_restart_does_not_bring_an_expired_producer_back(tmp_path, monkeypatch):
     state = tmp_path / "state.json"
     with _cluster(state) as c:
-        c.create_topic("t", 1)
+        c.create_topic("t", 1, configs=AHEAD)
         with Wire(c.addresses[0]) as w:
             _, idle, _ = _init(w)
             _, busy, _ = _init(w)

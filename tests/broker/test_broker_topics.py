@@ -11,7 +11,6 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest, MetadataRequest)
 
 CT = CreateTopicsRequest.CreatableTopic
-ZERO = uuid.UUID(int=0)
 
 
 def create(w: Wire, version: int, *topics: CT, validate_only: bool = False):
@@ -177,7 +176,8 @@ def test_batch_results_already_exists_invalid_names_duplicates_validate_only(clu
         [collide] = create(w, 5, CT(name="a_b", num_partitions=1, replication_factor=1))
     codes = [r.error_code for r in results]
     assert codes == [ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.INVALID_TOPIC_EXCEPTION,
-                     ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.INVALID_REQUEST, ErrorCode.INVALID_REQUEST, 0, 0]
+                     ErrorCode.INVALID_TOPIC_EXCEPTION, ErrorCode.INVALID_REQUEST, 0, 0]  # a name given twice: once
+    assert results[3].error_message == "Duplicate topic name."
     assert dry.error_code == 0 and dry.num_partitions == 2 and "dry" not in cluster.topics()
     assert collide.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION and "collides" in collide.error_message
 
@@ -194,11 +194,12 @@ def test_kip_525_tagged_config_error_when_describe_configs_is_denied():
 
             raw = kcodec.encode(CreateTopicsResponse(topics=[r]), 5)
         assert r.error_code == 0 and r.topic_config_error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        assert r.configs is None and r.num_partitions == -1
+        assert r.configs == [] and r.num_partitions == -1  # as Kafka 4.4 answers: empty, not null
         assert b"\x01\x00\x02\x00\x1d" in raw  # one tagged field: tag 0, 2 bytes, 29
         with authenticated(c, "bob", "b") as w:
             [r] = create(w, 7, CT(name="t2", num_partitions=1, replication_factor=1))
-        assert r.topic_config_error_code == 0 and r.configs and r.topic_id == ZERO  # bob may not Describe
+        # bob may not Describe the topic, yet he made it: Kafka gives him its id
+        assert r.topic_config_error_code == 0 and r.configs and r.topic_id == c.topics()["t2"].topic_id
 
 
 @pytest.mark.parametrize("version", range(0, 7))
@@ -286,7 +287,9 @@ def test_metadata_every_version(cluster, version):
         assert everything.controller_id == 1
     m, nope = named.topics
     assert m.error_code == 0 and [list(p.replica_nodes) for p in m.partitions] == t.replicas
-    assert nope.error_code == (0 if version < 4 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    # before v4 "nope" is created, and the creating request answered without partitions, as Kafka's
+    assert nope.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not nope.partitions
+    assert ("nope" in cluster.topics()) == (version < 4)
     if version >= 10:
         assert m.topic_id == t.topic_id
     if version >= 2:
@@ -305,8 +308,11 @@ def test_metadata_by_topic_id_auto_creation_and_authorized_operations(cluster):
     found, unknown = r.topics
     assert found.name == "ided" and found.topic_authorized_operations > 0
     assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_ID and unknown.name is None
-    assert auto.topics[0].error_code == 0 and len(auto.topics[0].partitions) == 2  # num.partitions
-    assert v3.topics[0].error_code == 0 and "auto2" in cluster.topics()  # before v4: always auto-create
+    # Kafka answers the creating request without partitions; the topic is there for the next one
+    assert auto.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and not auto.topics[0].partitions
+    assert len(cluster.topics()["auto1"].replicas) == 2  # num.partitions
+    assert v3.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert "auto2" in cluster.topics()  # before v4: always auto-create
     assert invalid.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 

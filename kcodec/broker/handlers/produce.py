@@ -1,9 +1,8 @@
 """Produce v3 and later: one validated v2 batch per partition, appended as received.
 
 acks=0 gets no response at all (``NO_RESPONSE``), or, when a partition failed, a closed connection as in
-Kafka (``CLOSE_CONNECTION``): the client's only way to learn of it. A refused batch leaves the log untouched: a frame or CRC
-that does not check is CORRUPT_MESSAGE, a batch Kafka's validator refuses (not magic 2, not exactly one
-batch, a count that disagrees with the offset range, a control batch) INVALID_RECORD.
+Kafka (``CLOSE_CONNECTION``): the client's only way to learn of it. A refused batch leaves the log
+untouched; the checks and their codes are Kafka's (log/validator.py).
 
 Transactional batches need the request's transactional id, Write on it, and the partition in that
 id's ongoing transaction (INVALID_TXN_STATE otherwise, as Kafka's partition verification says); from v12
@@ -22,11 +21,11 @@ from typing import Any, Optional
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import ProduceRequest, ProduceResponse
-from kcodec.records import RecordsError, iter_batches
 
 from .. import configs as cfg
 from ..context import Context
 from ..isr import acks_all_result, refuse_append
+from ..log.validator import Rules, validate
 from ..log.transactions import TRANSACTIONAL_BIT
 from ..state import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, Later, handles
@@ -35,6 +34,7 @@ from .transactions import epoch_error
 
 INTERNAL_PRODUCER = "__admin_client"  # Kafka lets only its admin client write system topics
 _Partition = ProduceResponse.PartitionProduceResponse
+_RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
 def _config(topic: Topic, name: str) -> str:
@@ -42,32 +42,11 @@ def _config(topic: Topic, name: str) -> str:
     return value if value is not None else (cfg.TOPIC_CONFIGS[name].default or "")
 
 
-def check_batch(records: Optional[bytes], max_message_bytes: int) -> tuple[ErrorCode, Optional[str], Any]:
-    """(error, message, batch header) for a Produce v3+ records field: exactly one whole v2 batch."""
-    if not records:
-        return ErrorCode.INVALID_RECORD, "Produce requests must contain exactly one record batch", None
-    try:
-        batches = list(iter_batches(records, verify_crc=True))
-    except RecordsError as e:
-        return ErrorCode.CORRUPT_MESSAGE, str(e), None
-    if len(batches) != 1 or batches[0].size != len(records):
-        if sum(b.size for b in batches) != len(records):
-            return ErrorCode.CORRUPT_MESSAGE, "The records end inside a batch", None
-        return ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above must contain exactly one " \
-            "record batch per partition", None
-    b = batches[0]
-    if b.magic != 2:
-        return ErrorCode.INVALID_RECORD, "Produce requests with version 3 and above are only allowed to " \
-            f"contain record batches with magic version 2, not {b.magic}", None
-    if b.record_count < 1 or b.record_count != b.last_offset_delta + 1:
-        return ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range (last offset delta " \
-            f"{b.last_offset_delta}) and count of records ({b.record_count})", None
-    if b.is_control:
-        return ErrorCode.INVALID_RECORD, "Clients may not write control batches", None
-    if b.size > max_message_bytes:
-        return ErrorCode.MESSAGE_TOO_LARGE, f"The batch of {b.size} bytes exceeds max.message.bytes " \
-            f"{max_message_bytes}", None
-    return ErrorCode.NONE, None, b
+def _rules(topic: Topic) -> Rules:
+    return Rules(int(_config(topic, "max.message.bytes")), _config(topic, "message.timestamp.type") == "LogAppendTime",
+                 int(_config(topic, "message.timestamp.before.max.ms")),
+                 int(_config(topic, "message.timestamp.after.max.ms")),
+                 "compact" in _config(topic, "cleanup.policy").split(","))
 
 
 def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: tuple[str, int]) -> ErrorCode:
@@ -98,7 +77,12 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
             out.current_leader = current_leader(ctx, topic, index, ProduceResponse.LeaderIdAndEpoch,
                                                 ProduceResponse.NodeEndpoint, endpoints)
         return out
-    code, message, batch = check_batch(records, int(_config(topic, "max.message.bytes")))
+    refused, batch = validate(records, ctx.version, _rules(topic), f"{topic.name}-{index}", int(time.time() * 1000))
+    code, message = (refused.code, refused.message) if refused is not None else (ErrorCode.NONE, None)
+    if refused is not None and refused.record_errors and ctx.version >= 8:
+        out.record_errors = [_RecordError(batch_index=i, batch_index_error_message=m) for i, m in refused.record_errors]
+    if not code and records is not None and batch.size != len(records):
+        records = records[:batch.size]  # a cut-off batch after the one whole batch: Kafka trims it
     if not code and batch.is_transactional:
         code = _in_transaction(ctx, transactional_id or "", batch, (topic.name, index))
     if not code and acks == -1:
@@ -122,7 +106,7 @@ def _topic(ctx: Context, t: Any) -> tuple[Optional[Topic], ErrorCode]:
     state = ctx.state
     if ctx.version >= 13:
         topic = next((x for x in state.topics.values() if x.topic_id == t.topic_id), None)
-        if topic is None or not ctx.allowed("Describe", "topic", topic.name):
+        if topic is None:  # Kafka: an unknown id first, then Write on the topic it names
             return None, ErrorCode.UNKNOWN_TOPIC_ID
     else:
         topic = state.topics.get(t.name)

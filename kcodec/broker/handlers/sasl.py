@@ -101,11 +101,17 @@ def _finish(s: Session, *, reauth: bool) -> int:
     return max(1, round((s.expires_at - now) * 1000)) if s.expires_at is not None else 0
 
 
+MAX_ECHOED = 512  # characters of the client's input an error message repeats (a user name may be 40 KB)
+
+
 def failure_message(mechanism: Optional[str], e: SaslError) -> str:
+    detail = str(e)
+    if len(detail) > MAX_ECHOED:  # an error string over 32,767 bytes cannot be encoded at all
+        detail = detail[:MAX_ECHOED] + f"... ({len(detail) - MAX_ECHOED} more characters)"
     if e.reason in ("credentials", "unknown-user", "token"):
         return (f"Authentication failed during authentication due to invalid credentials with SASL mechanism "
-                f"{mechanism}: {e}")
-    return f"Authentication failed with SASL mechanism {mechanism}: {e}"
+                f"{mechanism}: {detail}")
+    return f"Authentication failed with SASL mechanism {mechanism}: {detail}"
 
 
 def session_expired(session: Session) -> bool:

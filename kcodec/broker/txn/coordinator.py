@@ -17,6 +17,7 @@ a restarted coordinator resumes it. Everything runs under the cluster state's lo
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Optional
 from kcodec.errors import ErrorCode as E
 from kcodec.records import ControlType, control_batch
 
+from ..crash import kill_point
 from ..groups.offsets import Committed
 from ..log.producers import MAX_EPOCH
 from ..log.transactions import COORDINATOR_EPOCH
@@ -33,6 +35,8 @@ from .metadata import TopicPartition, Transaction, TxnState
 if TYPE_CHECKING:
     from ..state import ClusterState
 
+
+log = logging.getLogger("kcodec.broker")
 
 SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coordinator serves
 
@@ -309,27 +313,47 @@ class TransactionCoordinator:
         self._complete(txn, commit=False, rotate=rotate)
 
     def _complete(self, txn: Transaction, commit: bool, bump: bool = False, rotate: bool = False) -> None:
-        """Write the markers, apply or drop the offsets. ``bump`` (transaction version 2): the markers
-        carry the next epoch, which the producer continues with (a new producer id when exhausted).
-        ``rotate``: a new producer id once the markers are written."""
-        kind = ControlType.COMMIT if commit else ControlType.ABORT
-        marker_epoch = min(txn.producer_epoch + 1, MAX_EPOCH) if bump else txn.producer_epoch
-        for topic_name, index in sorted(txn.partitions):
-            topic = self.state.topics.get(topic_name)
-            if topic is not None and 0 <= index < len(topic.replicas):  # else deleted meanwhile
-                self._write_marker(topic.topic_id, index, kind, txn.producer_id, marker_epoch)
+        """End the transaction as Kafka's coordinator does: the decision first (PREPARE_COMMIT or
+        PREPARE_ABORT, journaled and fsynced with the markers' producer id and epoch), then the markers
+        and the offsets, then COMPLETE. A kill after the decision leaves it for the restart to finish
+        (``_finish``), so the markers and the offsets are applied all or not at all. ``bump`` (transaction
+        version 2): the markers carry the next epoch, which the producer continues with (a new producer
+        id when exhausted). ``rotate``: a new producer id, the markers carrying the old one."""
+        kill_point("txn.deciding")
+        marker = (txn.producer_id, min(txn.producer_epoch + 1, MAX_EPOCH) if bump else txn.producer_epoch)
         if bump:
             self._bump_epoch(txn)
         elif rotate:
             self._rotate(txn)
+        txn.prepare(commit, marker)
+        self._save(txn)
+        kill_point("txn.prepared")
+        self._finish(txn)
+
+    def _finish(self, txn: Transaction, recovering: bool = False) -> None:
+        """A prepared transaction's markers, its offsets on commit, then COMPLETE (the markers in the same
+        write). ``recovering``: after a restart, a marker goes only where the producer's transaction is
+        still open (one the kill left unwritten)."""
+        commit = txn.state is TxnState.PREPARE_COMMIT
+        kind = ControlType.COMMIT if commit else ControlType.ABORT
+        pid, epoch = txn.marker
+        for topic_name, index in sorted(txn.partitions):
+            topic = self.state.topics.get(topic_name)
+            if topic is None or not 0 <= index < len(topic.replicas):  # deleted meanwhile
+                continue
+            if not recovering or pid in self.state.logs.log(topic.topic_id, index).txns.open:
+                self._write_marker(topic.topic_id, index, kind, pid, epoch)
+                kill_point("txn.marker")
         if commit and txn.offsets:
             for group, offsets in txn.offsets.items():
                 for (topic_name, index), committed in offsets.items():
                     if topic_name in self.state.topics:
                         self.state.offsets.commit(group, topic_name, index, committed)
             self.state.save()
+            kill_point("txn.offsets")
         txn.finish(commit)
         self._save(txn)  # in the same write as the markers
+        kill_point("txn.completed")
 
     def _write_marker(self, topic_id: Any, index: int, kind: ControlType, pid: int, epoch: int) -> None:
         """A marker, in the partition leader's epoch (Kafka's leader stamps every batch it appends)."""
@@ -362,6 +386,9 @@ class TransactionCoordinator:
             self.transactions[tid] = txn
             self.state.logs.producer_ids.seen(txn.producer_id, txn.producer_epoch, now)
             self.state.logs.producer_ids.set_epoch(txn.producer_id, txn.producer_epoch, now)
+            if txn.preparing:  # decided before a kill: finish what the decision says
+                log.info("completing the %s of transactional id %r a restart interrupted", txn.state.value, tid)
+                self._finish(txn, recovering=True)
             self._check_at = min(self._check_at, self._due(txn))
 
     def _abort_orphans(self) -> None:

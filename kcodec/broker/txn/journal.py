@@ -23,6 +23,7 @@ def encode(txn: Transaction) -> bytes:
         "pid": txn.producer_id, "epoch": txn.producer_epoch, "previous_pid": txn.previous_producer_id,
         "last_epoch": txn.last_epoch, "updated_ms": txn.updated_ms, "tv": txn.transaction_version,
         "timeout_ms": txn.timeout_ms, "state": txn.state.value, "start_ms": txn.start_ms,
+        **({"marker": list(txn.marker)} if txn.preparing else {}),
         "partitions": sorted(txn.partitions), "groups": sorted(txn.groups),
         "offsets": [[g, t, p, c.offset, c.leader_epoch, c.metadata, c.timestamp_ms]
                     for g, offsets in txn.offsets.items() for (t, p), c in offsets.items()],
@@ -37,6 +38,9 @@ def decode(transactional_id: str, data: bytes) -> Optional[Transaction]:
                           {(str(t), int(p)) for t, p in d["partitions"]}, {str(g) for g in d["groups"]},
                           previous_producer_id=int(d["previous_pid"]), last_epoch=int(d.get("last_epoch", -1)),
                           updated_ms=int(d.get("updated_ms", -1)), transaction_version=int(d.get("tv", 1)))
+        if txn.preparing:
+            pid, epoch = d["marker"]
+            txn.marker = (int(pid), int(epoch))
         for g, t, p, offset, leader_epoch, metadata, ts in d["offsets"]:
             txn.offsets.setdefault(str(g), {})[(str(t), int(p))] = Committed(int(offset), int(leader_epoch),
                                                                              str(metadata), int(ts))

@@ -14,6 +14,8 @@ class TxnState(enum.Enum):
     """Kafka's TransactionState names (DescribeTransactions and ListTransactions say them)."""
     EMPTY = "Empty"
     ONGOING = "Ongoing"
+    PREPARE_COMMIT = "PrepareCommit"  # the decision journaled; its markers and offsets may be half written
+    PREPARE_ABORT = "PrepareAbort"
     COMPLETE_COMMIT = "CompleteCommit"
     COMPLETE_ABORT = "CompleteAbort"
 
@@ -39,6 +41,8 @@ class Transaction:
     # the transaction version of the last add that began or grew the transaction (Kafka's
     # clientTransactionVersion): 2 makes its timeout or fence move an exhausted epoch to a new producer id
     transaction_version: int = 1
+    # while PREPARE_COMMIT / PREPARE_ABORT: the producer id and epoch its markers carry
+    marker: tuple[int, int] = (-1, -1)
 
     @property
     def ongoing(self) -> bool:
@@ -48,8 +52,16 @@ class Transaction:
         if not self.ongoing:
             self.state, self.start_ms = TxnState.ONGOING, now_ms
 
+    @property
+    def preparing(self) -> bool:
+        return self.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
+
+    def prepare(self, commit: bool, marker: tuple[int, int]) -> None:
+        self.state, self.marker = (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT), marker
+
     def finish(self, committed: bool) -> None:
         self.state = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        self.marker = (-1, -1)
         self.start_ms = -1
         self.partitions.clear()
         self.groups.clear()

@@ -1,0 +1,213 @@
+"""Kafka's checks of a Produce v3+ partition's records before anything is appended, in Kafka's order:
+``ProduceRequest.validateRecords`` (the request's version), ``UnifiedLog.analyzeAndValidateRecords`` (the
+batch), ``LogValidator`` (the batch header, then every record, decompressed within a bound).
+
+Each refusal is the code Kafka answers; the message is Kafka's where Kafka sends one (record errors: the
+records refused, with ``record_errors``), else None, as Kafka's (the reason is logged at INFO).
+
+The codes (see docs/broker-data.md):
+- CORRUPT_MESSAGE: a batch length under 14 bytes or a magic outside 0..2 (Kafka's batch iterator), a v2
+  batch under its 61-byte header, a CRC32C that does not match.
+- INVALID_RECORD: no whole batch, magic 0/1 (v3+ carries v2 batches only), more than one batch, a base
+  offset other than 0, a last offset delta or record count that disagree or are not positive, a control
+  batch, a producer id without a base sequence, records that do not parse (lengths, varints, headers, a
+  count that disagrees with the records present, bytes left after them, compressed bytes that are not
+  records), more than ``max_uncompressed`` bytes once inflated (kcodec's bound: Kafka streams them),
+  a record without a key on a compacted topic (a record error).
+- UNSUPPORTED_COMPRESSION_TYPE: zstd before Produce v7.
+- MESSAGE_TOO_LARGE: a batch over the topic's max.message.bytes.
+- INVALID_TIMESTAMP: a CreateTime record outside message.timestamp.before.max.ms / after.max.ms of now, or
+  a batch that says LogAppendTime where it may not (record errors).
+- UNKNOWN_SERVER_ERROR: compression codec 5-7, or compressed bytes that do not inflate (Kafka's
+  IllegalArgumentException and KafkaException escape its validator as they do).
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any, NamedTuple, Optional
+
+from kcodec.errors import ErrorCode
+from kcodec.records import DEFAULT_MAX_UNCOMPRESSED, RecordsError, crc32c, iter_batches
+
+log = logging.getLogger("kcodec.broker")
+
+_BASE_OFFSET = struct.Struct(">q")
+_LENGTH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
+LOG_OVERHEAD = 12           # base offset and length
+MIN_BATCH_LENGTH = 14       # Kafka's LegacyRecord.RECORD_OVERHEAD_V0: the least a length may say
+V2_OVERHEAD = 61            # a v2 batch header, up to and including its record count
+ZSTD = 4
+NO_TIMESTAMP = -1
+_I64 = 1 << 64
+
+
+class Refusal(NamedTuple):
+    code: ErrorCode
+    message: Optional[str] = None
+    record_errors: tuple[tuple[int, str], ...] = ()  # (batch index, message) per refused record
+
+
+class Rules(NamedTuple):
+    """The topic's settings the records are checked against."""
+    max_message_bytes: int
+    log_append_time: bool          # message.timestamp.type=LogAppendTime
+    before_max_ms: int             # message.timestamp.before.max.ms
+    after_max_ms: int              # message.timestamp.after.max.ms
+    compacted: bool                # cleanup.policy has compact
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+
+
+def _refuse(code: ErrorCode, reason: str) -> Refusal:
+    """A refusal Kafka answers without a message (its exception is not a RecordValidationException)."""
+    log.info("produce refused with %s: %s", code.name, reason)
+    return Refusal(code)
+
+
+def _whole_batches(records: Any) -> tuple[Optional[Refusal], list[tuple[int, int]]]:
+    """Kafka's ByteBufferLogInputStream: the (position, size) of each whole batch; a cut-off one at the
+    end is left out (Kafka trims it), a length or magic no batch can have is CORRUPT_MESSAGE."""
+    out: list[tuple[int, int]] = []
+    pos, n = 0, len(records)
+    while n - pos >= LOG_OVERHEAD:
+        (length,) = _LENGTH.unpack_from(records, pos + 8)
+        if length < MIN_BATCH_LENGTH:
+            return _refuse(ErrorCode.CORRUPT_MESSAGE, f"batch length {length} is less than the minimum record "
+                                                      f"overhead ({MIN_BATCH_LENGTH})"), out
+        if n - pos < 17:
+            break
+        magic = struct.unpack_from(">b", records, pos + 16)[0]
+        if not 0 <= magic <= 2:
+            return _refuse(ErrorCode.CORRUPT_MESSAGE, f"invalid magic found in record: {magic}"), out
+        if n - pos < LOG_OVERHEAD + length:
+            break
+        out.append((pos, LOG_OVERHEAD + length))
+        pos += LOG_OVERHEAD + length
+    return None, out
+
+
+def validate(records: Optional[Any], version: int, rules: Rules, topic_partition: str,
+             now_ms: int) -> tuple[Optional[Refusal], Any]:
+    """(refusal, None) or (None, the batch: a kcodec.records.RecordBatch) for one partition's records."""
+    if not records:
+        return _refuse(ErrorCode.INVALID_RECORD, "no records"), None
+    refused, batches = _whole_batches(records)
+    if refused is not None:
+        return refused, None
+    # ProduceRequest.validateRecords
+    if not batches:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} must have at least "
+                                                 "one record batch per partition"), None
+    pos, size = batches[0]
+    if records[pos + 16] != 2:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                 "contain record batches with magic version 2"), None
+    codec = records[pos + 22] & 0x07 if size > 22 else 0
+    if version < 7 and codec > ZSTD:
+        return _refuse(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression type id: {codec}"), None
+    if version < 7 and codec == ZSTD:
+        return _refuse(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version {version} are not "
+                                                               "allowed to use ZStandard compression"), None
+    if len(batches) > 1:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Produce requests with version {version} are only allowed to "
+                                                 "contain exactly one record batch per partition"), None
+    # UnifiedLog.analyzeAndValidateRecords
+    base_offset = _BASE_OFFSET.unpack_from(records, pos)[0]
+    if base_offset != 0:
+        return _refuse(ErrorCode.INVALID_RECORD, f"The baseOffset of the record batch in the append to "
+                                                 f"{topic_partition} should be 0, but it is {base_offset}"), None
+    if size > rules.max_message_bytes:
+        return _refuse(ErrorCode.MESSAGE_TOO_LARGE, f"The record batch size in the append to {topic_partition} is "
+                                                    f"{size} bytes which exceeds the maximum configured value of "
+                                                    f"{rules.max_message_bytes}."), None
+    view = memoryview(records)[pos:pos + size]
+    if size < V2_OVERHEAD or _CRC.unpack_from(view, 17)[0] != crc32c(view[21:]):
+        return _refuse(ErrorCode.CORRUPT_MESSAGE, f"Record is corrupt in topic partition {topic_partition}"), None
+    if codec > ZSTD:
+        return _refuse(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression type id: {codec}"), None
+    return _validate_batch(view, rules, topic_partition, now_ms)
+
+
+def _validate_batch(view: memoryview, rules: Rules, topic_partition: str,
+                    now_ms: int) -> tuple[Optional[Refusal], Any]:
+    """LogValidator.validateBatch, then every record (validateRecord) of the one v2 batch in ``view``."""
+    last_offset_delta, = struct.unpack_from(">i", view, 23)
+    count, = struct.unpack_from(">i", view, 57)
+    if last_offset_delta + 1 <= 0:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Batch has an invalid offset range: [0, {last_offset_delta}] in "
+                                                 f"topic partition {topic_partition}"), None
+    if count <= 0:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Invalid reported count for record batch: {count} in topic "
+                                                 f"partition {topic_partition}"), None
+    if last_offset_delta + 1 != count:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Inconsistent batch offset range [0, {last_offset_delta}] and "
+                                                 f"count of records {count} in topic partition {topic_partition}"), None
+    try:
+        batch = next(iter_batches(view, verify_crc=False, zero_copy=True, max_uncompressed=rules.max_uncompressed))
+    except RecordsError as e:  # a record count the records cannot hold
+        return _refuse(ErrorCode.INVALID_RECORD, str(e)), None
+    if batch.is_control:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Clients are not allowed to write control records in topic "
+                                                 f"partition {topic_partition}"), None
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        return _refuse(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence} in record batch "
+                                                 f"with producerId {batch.producer_id} in topic partition "
+                                                 f"{topic_partition}"), None
+    try:
+        batch.payload()
+    except RecordsError as e:
+        over = "over the limit" in str(e)
+        return _refuse(ErrorCode.INVALID_RECORD if over else ErrorCode.UNKNOWN_SERVER_ERROR, str(e)), None
+    try:
+        records = batch.records()
+    except RecordsError as e:  # Kafka's DefaultRecord.readFrom and the batch's record iterator
+        return _refuse(ErrorCode.INVALID_RECORD, str(e)), None
+    errors = _record_errors(batch, records, rules, topic_partition, now_ms)
+    return (_record_refusal(errors) if errors else None), batch
+
+
+def _java_long(v: int) -> int:
+    """``v`` as Java's long arithmetic leaves it (wrapped to 64 bits)."""
+    v &= _I64 - 1
+    return v - _I64 if v >= 1 << 63 else v
+
+
+def _record_errors(batch: Any, records: list, rules: Rules, topic_partition: str,
+                   now_ms: int) -> list[tuple[int, str, ErrorCode]]:
+    """LogValidator.validateKey and validateTimestamp for each record: (batch index, message, code)."""
+    out = []
+    append_time_batch = bool(batch.attributes & 0x08)
+    for index, r in enumerate(records):
+        if rules.compacted and r.key is None:
+            out.append((index, f"Compacted topic cannot accept message without key in topic partition "
+                               f"{topic_partition}", ErrorCode.INVALID_RECORD))
+        elif not rules.log_append_time and r.timestamp != NO_TIMESTAMP:
+            diff = _java_long(now_ms - r.timestamp)
+            if diff > rules.before_max_ms or _java_long(-diff) > rules.after_max_ms:
+                out.append((index, f"Timestamp {r.timestamp} of message with offset {r.offset} is out of range. "
+                                   f"The timestamp should be within [{_java_long(now_ms - rules.before_max_ms)}, "
+                                   f"{_java_long(now_ms + rules.after_max_ms)}]", ErrorCode.INVALID_TIMESTAMP))
+        elif append_time_batch:
+            out.append((index, f"Invalid timestamp type in message {_java_record(r)}. Producer should not set "
+                               "timestamp type to LogAppendTime.", ErrorCode.INVALID_TIMESTAMP))
+    return out
+
+
+def _java_record(r: Any) -> str:
+    """Kafka's DefaultRecord.toString."""
+    key, value = len(r.key) if r.key is not None else 0, len(r.value) if r.value is not None else 0
+    return f"DefaultRecord(offset={r.offset}, timestamp={r.timestamp}, key={key} bytes, value={value} bytes)"
+
+
+def _record_refusal(errors: list[tuple[int, str, ErrorCode]]) -> Refusal:
+    """LogValidator.processRecordErrors: INVALID_TIMESTAMP if any record's is, else INVALID_RECORD."""
+    record_errors = tuple((index, message) for index, message, _ in errors)
+    if any(code == ErrorCode.INVALID_TIMESTAMP for _, _, code in errors):
+        return Refusal(ErrorCode.INVALID_TIMESTAMP, "One or more records have been rejected due to invalid timestamp",
+                       record_errors)
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+    return Refusal(ErrorCode.INVALID_RECORD, f"One or more records have been rejected due to {len(errors)} record "
+                                             f"errors in total, and only showing the first three errors at most: "
+                                             f"[{shown}]", record_errors)
