@@ -62,10 +62,6 @@ CI_ALLOWED_SKIPS: dict[str, str] = {
         "the wheel runs (.ci/test_wheel.py) have no source tree to build from",
     "tests/broker/test_broker_cluster.py::test_a_fixed_port_and_the_ones_after_it":
         "five tries found no three consecutive free ports on 127.0.0.1: the machine's, not kcodec's",
-    "tests/test_analyze_figures.py::test_the_docs_table_is_the_results_files":
-        "the wheel runs have no benchmarks/ folder: the table is checked in the checkout run",
-    "tests/test_spark_cluster.py::test_submitted_to_a_standalone_cluster":
-        "the cluster test runs once, in the checkout run (three JVMs and spark-submit; no backend of its own)",
     **{f"tests/client/test_client_interop.py::test_sasl_plain[{b}]": "a broker without SASL PLAIN users"
        for b in ("tansu", "rdkafka_mock", "kcodec_broker", "kafka")},
 }
