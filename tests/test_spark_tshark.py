@@ -3,8 +3,9 @@ confluent-kafka produces (LZ4 batches), consumes in a group and lists topics aga
 
 Every request tshark dissects, kcodec finds with the same correlation id, API key and version; every
 request/response pair tshark links (``kafka.request_frame``), kcodec pairs too. What kcodec finds beyond
-tshark is explained: requests tshark leaves undissected (a version or API its dissector does not know
-whole; it marks those malformed) and responses it cannot link (the request not dissected).
+tshark is explained: tshark 4.0's dissector marks many packets of modern versions malformed and links
+only some answers to their requests (here it finds every request but links fewer pairs), and a request
+it could not dissect would be one of those malformed packets.
 """
 
 from __future__ import annotations
