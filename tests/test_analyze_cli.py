@@ -51,7 +51,9 @@ def test_defaults_are_sized_from_the_input(tmp_path):
     small.write_bytes(b"\0" * 1000)
     assert "TieredStopAtLevel=1" in pipeline.defaults([str(small)], "local[2]")["spark.driver.extraJavaOptions"]
     assert "spark.executor.extraJavaOptions" in pipeline.defaults([str(tmp_path)], None)
-    assert pipeline.defaults(["hdfs:///captures/*.pcap"], None) == {}  # unknown size: Spark's own defaults
+    assert pipeline.defaults([str(small)], "local[2]")["spark.ui.enabled"] == "false"
+    remote = pipeline.defaults(["hdfs:///captures/*.pcap"], None)  # size unknown: the web UI stays
+    assert "spark.ui.enabled" not in remote and "TieredStopAtLevel=1" in remote["spark.executor.extraJavaOptions"]
 
 
 def test_the_submit_helpers_print_what_the_command_needs():

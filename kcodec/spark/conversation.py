@@ -200,8 +200,11 @@ class Connections:
 
     def rows(self, batch: Any) -> Iterator[bytes]:
         """Feed one Arrow batch of SEGMENTS rows; yields the summaries (JSON) of the ranges it meets."""
-        cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
-        for key, cid, order, kind, ts, src, sport, dst, dport, seq, flags, data in zip(*cols):
+        return self.feed(zip(*[batch.column(i).to_pylist() for i in range(batch.num_columns)]))
+
+    def feed(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[bytes]:
+        """Feed SEGMENTS rows as tuples, sorted by connection key and capture order."""
+        for key, cid, order, kind, ts, src, sport, dst, dport, seq, flags, data in rows:
             if kind == SUMMARY:
                 yield data
                 continue

@@ -11,8 +11,9 @@ boundary, and a request and its answer in different ranges all meet in one task,
 capture had been read whole, while no task holds more than a range and a connection's state.
 
 `kcodec analyze` (``write_tables``) writes every table in that one pass: each task writes its own
-Parquet files (``tasks``). The DataFrame functions below (``read_frames``, ``exchanges``, ``batches``)
-give the same rows to programs that want DataFrames.
+Parquet files (``tasks``), and the shuffle goes through Arrow files the workers write and read
+(``_one_pass``), not through the JVM. The DataFrame functions below (``read_frames``, ``exchanges``,
+``batches``) give the same rows to programs that want DataFrames, through Spark's own shuffle.
 """
 
 from __future__ import annotations
@@ -59,32 +60,33 @@ def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
     return builder.getOrCreate()
 
 
-SMALL_INPUT = 256 << 20  # below this many bytes of local input, the JVM compiles with C1 only (it starts faster)
+SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
-    """Spark settings sized from the input, when it is local files (their sizes known before Spark
-    starts): a small input gets a JVM that spends less on compiling (``-XX:TieredStopAtLevel=1``) and on
-    collecting (the serial collector), which is most of what a job of a few MB costs, and no web UI; a
-    large one keeps the JIT's best code and Spark's defaults. ``--conf`` wins."""
+    """Spark settings for `kcodec analyze`: its JVMs carry no capture bytes (the workers hand them to
+    each other through files, ``_one_pass``), so they start lean: C1 compiles only and the serial
+    collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
+    needs. A small local input (its size known before Spark starts) also goes without the web UI.
+    ``--conf`` wins."""
     import glob
 
+    out = {"spark.driver.extraJavaOptions": QUICK_JVM}
+    if not (master or "").startswith("local"):
+        out["spark.executor.extraJavaOptions"] = QUICK_JVM
     total = 0
     for p in paths:
         local = storage.local_path(p)
         if local is None:
-            return {}
+            return out
         for name in glob.glob(local) or [local]:
             if os.path.isdir(name):
                 total += sum(e.stat().st_size for e in os.scandir(name) if e.is_file())
             elif os.path.isfile(name):
                 total += os.path.getsize(name)
-    if total >= SMALL_INPUT:
-        return {}
-    quick = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-    out = {"spark.driver.extraJavaOptions": quick, "spark.ui.enabled": "false"}
-    if not (master or "").startswith("local"):
-        out["spark.executor.extraJavaOptions"] = quick
+    if total < SMALL_INPUT:
+        out["spark.ui.enabled"] = "false"
     return out
 
 
@@ -127,11 +129,9 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
         for name in (*tasks.SCHEMAS, "files"):
             storage.remove_dir(f"{tables}/{name}")
         job = _job(p, ports, tables)
-        out = segment_rows(spark, p).mapInArrow(functools.partial(tasks.write_tables, job=job),
-                                                 from_arrow_schema(tasks.SUMMARY)).collect()
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
-        for r in out:
-            parts[r["what"]].append(json.loads(r["data"]))
+        for what, data in _one_pass(spark, p, job):
+            parts[what].append(json.loads(data))
         bad = ranges.check(parts["range"])
         if not bad:
             break
@@ -153,6 +153,29 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
             rows[k] = rows.get(k, 0) + v
     return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit),
             "aggregates": aggregates.finish(merged, summaries)}
+
+
+def _one_pass(spark: SparkSession, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
+    """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
+    ``TABLES/_shuffle``; Spark hands each partition's file names (not their bytes) to a pass-2 task, which
+    merges them and writes the tables. The bytes go from one Python worker to another through those
+    files, never through the JVM: cheaper than Spark's shuffle of the same rows, and the JVM's memory
+    stays small. (The DataFrame functions below use Spark's shuffle.)"""
+    scratch = f"{job.tables}/_shuffle"
+    storage.remove_dir(scratch)
+    n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
+    try:
+        return (spark.sparkContext.parallelize(p.ranges, max(1, len(p.ranges)))
+                .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
+                .partitionBy(n, _identity)
+                .mapPartitions(functools.partial(tasks.write_partition, job=job))
+                .collect())
+    finally:
+        storage.remove_dir(scratch)
+
+
+def _identity(p: int) -> int:
+    return p
 
 
 def _name_topics(spark: SparkSession, tables: str) -> None:

@@ -154,3 +154,45 @@ def read_ranges(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     last = out.flush()
     if last is not None:
         yield last
+
+
+def _sorted(batches: list[pa.RecordBatch]) -> pa.Table:
+    return pa.Table.from_batches(batches, SEGMENTS).sort_by(
+        [("key", "ascending"), ("capture", "ascending"), ("order", "ascending")])
+
+
+def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int) -> Iterator[tuple[int, Any]]:
+    """Pass 1 without Spark's shuffle (`kcodec analyze`): the SEGMENTS rows of each range, sorted, written
+    to one Arrow file per connection partition (``scratch/p<partition>/r<range>.arrow``; a range's rows,
+    at most about its size, are held until it ends). Yields (partition, file) for each file written and
+    (0, summary) for each range, which Spark hands on by partition to pass 2 (``merged_rows``)."""
+    for r in ranges:
+        parts: dict[int, list[pa.RecordBatch]] = {}
+        summary: Optional[bytes] = None
+        for batch in read_ranges([pa.RecordBatch.from_pylist([r], schema=RANGES)]):
+            kinds = batch.column("kind").to_pylist()
+            if SUMMARY in kinds:  # the range's last row
+                summary = batch.column("data")[kinds.index(SUMMARY)].as_py()
+                batch = batch.filter(pa.array([k != SUMMARY for k in kinds]))
+            if not batch.num_rows:
+                continue
+            keys = batch.column("key").to_pylist()
+            for p in set(k % partitions for k in keys):
+                parts.setdefault(p, []).append(batch.filter(pa.array([k % partitions == p for k in keys])))
+        for p, batches in sorted(parts.items()):
+            path = f"{scratch}/p{p:05d}/r{r['capture']:05d}-{r['rank']:06d}-{r['index']:06d}.arrow"
+            storage.write_arrow(path, _sorted(batches))
+            yield p, path
+        yield 0, summary
+
+
+def merged_rows(paths: list[str]) -> Iterator[tuple[Any, ...]]:
+    """The SEGMENTS rows of a partition's files (each sorted) as one sorted stream of tuples: a merge
+    that holds one batch per file."""
+    import heapq
+
+    def rows(path: str) -> Iterator[tuple[Any, ...]]:
+        for batch in storage.read_arrow(path):
+            yield from zip(*[batch.column(i).to_pylist() for i in range(batch.num_columns)])
+
+    return heapq.merge(*(rows(p) for p in paths), key=lambda t: (t[0], t[1], t[2]))

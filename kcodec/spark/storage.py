@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator
 from urllib.parse import unquote, urlparse
 
 
@@ -53,6 +53,32 @@ def digest(uri: str) -> tuple[str, str]:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return uri, f"sha256:{h.hexdigest()}"
+
+
+def write_arrow(uri: str, table: Any) -> None:
+    """``table`` as an Arrow IPC file at ``uri`` (pass 1's rows for pass 2), in batches of 8,192 rows."""
+    import pyarrow as pa
+
+    path = local_path(uri)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        sink: Any = pa.OSFile(path, "wb")
+    else:
+        filesystem, inner = _filesystem(uri)
+        filesystem.create_dir(posixpath.dirname(inner), recursive=True)
+        sink = filesystem.open_output_stream(inner)
+    with sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=8192)
+
+
+def read_arrow(uri: str) -> Iterator[Any]:
+    """The record batches of an Arrow IPC file, one at a time."""
+    import pyarrow as pa
+
+    with open_input(uri) as f:
+        reader = pa.ipc.open_file(f)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
 
 
 def _compression(schema: Any) -> dict[str, str]:

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
-from . import decode, record_batches, storage
+from . import decode, record_batches, segments, storage
 from .aggregates import Aggregates
 from .conversation import Connections, Conversation, Tables
 
@@ -79,9 +79,28 @@ def _partition() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
+def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tuple[str, str]]:
+    """Pass 2 of `kcodec analyze` over one partition's files of pass 1 (``segments.spill_ranges``; the
+    range summaries come along as bytes): every table written, out come (what, JSON) summaries."""
+    paths: list[str] = []
+    summaries: list[bytes] = []
+    for _, item in items:
+        if isinstance(item, bytes):
+            summaries.append(item)
+        elif item is not None:
+            paths.append(item)
+    return _write(iter([segments.merged_rows(sorted(paths))]), job, summaries, rows_given=True)
+
+
 def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
     """mapInArrow over a partition of SEGMENTS rows (whole connections, sorted): every table written as
     Parquet under ``job.tables``; out come the SUMMARY rows."""
+    out = list(_write(iter(batches), job, []))
+    yield pa.RecordBatch.from_arrays([pa.array([r[0] for r in out], pa.string()),
+                                      pa.array([r[1] for r in out], pa.string())], schema=SUMMARY)
+
+
+def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_given: bool = False) -> Iterator[tuple[str, str]]:
     name = f"part-{_partition():05d}.parquet"
     files: dict[str, storage.TableFile] = {}
 
@@ -94,19 +113,17 @@ def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Rec
     aggregates = Aggregates()
     out = _Buffers(job.schemas, sink, aggregates=aggregates)
     conns = Connections(job.captures, job.files, job.ports, out)
-    summaries: list[str] = []
-    for batch in batches:
-        summaries += [s.decode() for s in conns.rows(batch)]
+    summaries = [s.decode() for s in summaries_in]
+    for given in inputs:
+        summaries += [s.decode() for s in (conns.feed(given) if rows_given else conns.rows(given))]
     conns.close()
     out.flush()
     for f in files.values():
         f.close()
-    rows = [("range", s) for s in summaries]
-    rows += [("reassembly", json.dumps({"path": p, **s}, sort_keys=True)) for p, s in conns.file_stats().items()]
-    rows.append(("rows", json.dumps(out.counts, sort_keys=True)))
-    rows.append(("aggregates", json.dumps(aggregates.partial())))
-    yield pa.RecordBatch.from_arrays([pa.array([r[0] for r in rows], pa.string()),
-                                      pa.array([r[1] for r in rows], pa.string())], schema=SUMMARY)
+    yield from (("range", s) for s in summaries)
+    yield from (("reassembly", json.dumps({"path": p, **s}, sort_keys=True)) for p, s in conns.file_stats().items())
+    yield ("rows", json.dumps(out.counts, sort_keys=True))
+    yield ("aggregates", json.dumps(aggregates.partial()))
 
 
 def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
