@@ -7,12 +7,12 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump tshark kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs tcpdump kafka-libs
+test: $(STAMP) prereqs tcpdump tshark kafka-libs
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -51,6 +51,16 @@ tcpdump:
 		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
 		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
 		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
+
+# tshark for the comparison with Wireshark's Kafka dissector (tests/test_spark_tshark.py,
+# benchmarks/analyze_bench.py): installed with apt-get when missing and root, wireshark-common's question
+# (a setuid dumpcap) answered no beforehand; otherwise that test skips (and fails under CI).
+tshark:
+	@command -v tshark >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections \
+		&& { DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null; }; } \
+		|| echo "tshark is missing: tests/test_spark_tshark.py skips (and fails under CI)"; }
 
 # Apache Kafka 4.4's jars (tests/kafka/pom.xml) for the tests that run Kafka itself: fetched by mvn into
 # build/kafka-libs once (again when the pom changes), from ~/.m2 or Maven Central.
