@@ -27,6 +27,8 @@ prereqs:
 	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle, and Apache Kafka's jars, tests/kafka; Debian: apt-get install maven)"; fi; \
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
+	if ! command -v go >/dev/null 2>&1; then \
+	  missing="$$missing\n  - Go 1.21+ (franz-go's and kafka-go's own suites, tests/interop/go; it fetches the toolchain their go.mod names; https://go.dev/dl/)"; fi; \
 	if [ -n "$$missing" ]; then \
 	  printf "make test: missing on this machine:$$missing\n" >&2; \
 	  if [ -n "$$CI" ]; then echo "CI needs them: stopping." >&2; exit 1; fi; \
