@@ -98,9 +98,8 @@ class AsyncConnection:
                 # The stream broke under the write (a TLS alert, the peer's close): the reading side learns
                 # why and fails the answer's future with that cause, which says more than "Connection lost".
                 if fut is None:
-                    if self.error is None:
-                        self.fail(e)
-                    raise self.error from None
+                    self.fail(e)  # (keeps the reader's cause when it came first)
+                    raise (self.error or e) from None
         else:
             assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
             self._transport.writelines(outgoing.buffers)
