@@ -28,8 +28,14 @@ cdef list trail_path(_Reader r):
 
 cdef inline int need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
     if n > end - pos:
-        raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
+        short(pos, n, end, what)
     return 0
+
+
+cdef int short(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
+    """Raises need's failure (callers whose ``what`` is made with the value check first, so that the
+    text is made only when it fails: a name's int16 length was a string concatenation per topic)."""
+    raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
 
 
 cdef uint64_t uvarint(_Reader r, Py_ssize_t* pos, Py_ssize_t end) except? 0xFFFFFFFFFFFFFFFF:
@@ -64,12 +70,14 @@ cdef int64_t read_length(_Reader r, bint compact, bint nullable, Py_ssize_t* pos
             return <int64_t>r.buf[p] - 1
         n = <int64_t>uvarint(r, pos, end) - 1
     elif wide:
-        need(p, 4, end, f"the length of {what}")
+        if 4 > end - p:
+            short(p, 4, end, f"the length of {what}")
         b = r.buf + p
         n = <int32_t>((<uint32_t>b[0] << 24) | (<uint32_t>b[1] << 16) | (<uint32_t>b[2] << 8) | b[3])
         pos[0] = p + 4
     else:
-        need(p, 2, end, f"the length of {what}")
+        if 2 > end - p:
+            short(p, 2, end, f"the length of {what}")
         b = r.buf + p
         n = <int16_t>((<uint16_t>b[0] << 8) | b[1])
         pos[0] = p + 2
@@ -250,7 +258,8 @@ cdef object read_field(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     if op.array:
         return read_array(r, op, pos, end)
     if op.fixed:
-        need(pos[0], op.fixed, end, "an " + ("int" if kind != K_BOOL else "bool"))
+        if op.fixed > end - pos[0]:
+            short(pos[0], op.fixed, end, "an " + ("int" if kind != K_BOOL else "bool"))
         v = fixed_value(kind, r.buf + pos[0])
         pos[0] += op.fixed
         return v
@@ -283,7 +292,7 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     cdef _Plan plan = <_Plan>PyList_GET_ITEM(r.plans, index)
     cdef tuple fields = plan.fields
     cdef _Op op = None
-    cdef Py_ssize_t i, p
+    cdef Py_ssize_t i, p, n
     cdef int kind, d = r.depth
     cdef bint slots = plan.slots
     if slots:
@@ -313,6 +322,12 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
                 # a one-byte length and ASCII (topic names): straight into the slot
                 if kc_store_ascii(obj, op.offset, r.buf + p + 1, r.buf[p] - 1):
                     pos[0] = p + r.buf[p]
+                    continue
+            elif slots and not op.compact and end - p >= 2 and r.buf[p] < 0x80:
+                # an int16 length, not null (so at most MAX_STRING), and ASCII (v0-v8 names): the same
+                n = (<Py_ssize_t>r.buf[p] << 8) | r.buf[p + 1]
+                if n <= end - p - 2 and kc_store_ascii(obj, op.offset, r.buf + p + 2, n):
+                    pos[0] = p + 2 + n
                     continue
             v = read_string(r, op.compact, op.nullable, pos, end)
         elif kind == K_STRUCT:
@@ -362,7 +377,8 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
         if known is not None:
             r.trail_op[d] = <PyObject*>known
             r.depth = d + 1
-        need(p, size, end, f"tagged field {tag}")
+        if <Py_ssize_t>size > end - p:
+            short(p, size, end, f"tagged field {tag}")
         stop = p + <Py_ssize_t>size
         if known is None:
             if unknown is None:
