@@ -165,7 +165,7 @@ cdef inline object fixed_value(int kind, const unsigned char* b):
     return PyFloat_FromDouble(kc_double(kc_be64(b)))
 
 
-cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
+cdef object read_struct(_Reader r, const ReadOp* op, Py_ssize_t* pos, Py_ssize_t end):
     if op.nullable:
         need(pos[0], 1, end, "a struct's null marker")
         if r.buf[pos[0]] >= 0x80:
@@ -175,7 +175,7 @@ cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     return decode_struct(r, op.struct_index, pos, end)
 
 
-cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
+cdef object read_array(_Reader r, const ReadOp* op, Py_ssize_t* pos, Py_ssize_t end):
     cdef int64_t n
     cdef Py_ssize_t i = 0, p = pos[0], size
     cdef int kind = op.kind, d
@@ -215,7 +215,7 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     return out
 
 
-cdef tuple read_scalars(_Reader r, _Op op, int64_t n, Py_ssize_t* pos, Py_ssize_t end):
+cdef tuple read_scalars(_Reader r, const ReadOp* op, int64_t n, Py_ssize_t* pos, Py_ssize_t end):
     cdef Py_ssize_t i, p = pos[0], size
     cdef int kind = op.kind, d
     cdef const unsigned char* b
@@ -256,7 +256,7 @@ cdef object read_field(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     """One field, as a tagged field's body reads it (the reference's single-field readers)."""
     cdef int kind = op.kind
     if op.array:
-        return read_array(r, op, pos, end)
+        return read_array(r, &op.c, pos, end)
     if op.fixed:
         if op.fixed > end - pos[0]:
             short(pos[0], op.fixed, end, "an " + ("int" if kind != K_BOOL else "bool"))
@@ -266,7 +266,7 @@ cdef object read_field(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     if kind == K_STRING:
         return read_string(r, op.compact, op.nullable, pos, end)
     if kind == K_STRUCT:
-        return read_struct(r, op, pos, end)
+        return read_struct(r, &op.c, pos, end)
     if kind == K_UUID:
         return read_uuid(r, pos, end)
     return read_bytes(r, op.compact, op.nullable, pos, end)
@@ -280,18 +280,18 @@ cdef inline object default_of(_Op op):
     return op.default
 
 
-cdef inline int store(object obj, _Plan plan, _Op op, object v) except -1:
+cdef inline int store(object obj, _Plan plan, const ReadOp* op, object v) except -1:
     if plan.slots:
         kc_set_slot(obj, op.offset, v)
     else:
-        setattr(obj, op.attr, v)
+        setattr(obj, (<_Op>op.op).attr, v)
     return 0
 
 
 cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize_t end):
     cdef _Plan plan = <_Plan>PyList_GET_ITEM(r.plans, index)
-    cdef tuple fields = plan.fields
-    cdef _Op op = None
+    cdef const ReadOp* op
+    cdef _Op made
     cdef Py_ssize_t i, p, n
     cdef int kind, d = r.depth
     cdef bint slots = plan.slots
@@ -300,9 +300,9 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     else:
         obj = plan.cls.__new__(plan.cls)
     r.depth = d + 1
-    for i in range(PyTuple_GET_SIZE(fields)):
-        op = <_Op>PyTuple_GET_ITEM(fields, i)
-        r.trail_op[d] = <PyObject*>op
+    for i in range(plan.nreads):
+        op = plan.reads + i
+        r.trail_op[d] = op.op
         kind = op.kind
         if op.array:
             v = read_array(r, op, pos, end)
@@ -333,13 +333,24 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
         elif kind == K_STRUCT:
             v = read_struct(r, op, pos, end)
         elif kind == K_UUID:
-            v = read_uuid(r, pos, end)
+            p = pos[0]
+            if 16 > end - p:
+                v = read_uuid(r, pos, end)  # (fails)
+            elif slots and kc_be64(r.buf + p) == 0 and kc_be64(r.buf + p + 8) == 0:
+                kc_set_slot(obj, op.offset, ZERO_UUID)  # a request's "no topic id" (make_uuid's shared one)
+                pos[0] = p + 16
+                continue
+            else:
+                v = make_uuid(r.buf + p)
+                pos[0] = p + 16
         else:
             v = read_bytes(r, op.compact, op.nullable, pos, end)
         store(obj, plan, op, v)
     r.depth = d
-    for op in plan.absent:
-        store(obj, plan, op, default_of(op))
+    for i in range(plan.nshared):  # (slots only: the reader's copy keeps none otherwise)
+        kc_set_slot(obj, plan.shared_offsets[i], <object>plan.shared_values[i])
+    for made in plan.made:
+        store(obj, plan, &made.c, default_of(made))
     if plan.flexible:
         p = pos[0]
         if p < end and r.buf[p] == 0 and not plan.tagged:
@@ -363,7 +374,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
     cdef Py_ssize_t p, stop
     cdef int d = r.depth
     for op in plan.tagged:
-        store(obj, plan, op, default_of(op))
+        store(obj, plan, &op.c, default_of(op))
     count = uvarint(r, pos, end)
     p = pos[0]
     if <int64_t>count * 2 > end - p:
@@ -389,7 +400,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
             v = read_field(r, op, pos, stop)
             if pos[0] != stop:
                 raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
-            store(obj, plan, op, v)
+            store(obj, plan, &op.c, v)
             r.depth = d
         pos[0] = stop
     return unknown
