@@ -10,18 +10,21 @@ Importing kcodec is cheap: definitions load, message classes import and programs
 
 from __future__ import annotations
 
-from ._api import decode, decode_from, encode, encode_into, encoded_size, message_class
+from ._api import decode, decode_from, encode, encode_buffers, encode_into, encoded_size, message_class
 from ._backend import BACKEND
+from .buffers import Buffers
 from .convert import from_dict, to_dict
 from .exceptions import DecodeError, EncodeError, KcodecError, TrailingBytesWarning, UnsupportedVersionError
 from .framing import (FrameSplitter, decode_request, decode_request_header, decode_response, encode_request,
-                      encode_response, request_header_version, response_header_version)
+                      encode_request_buffers, encode_response, encode_response_buffers, request_header_version,
+                      response_header_version)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BACKEND", "DecodeError", "EncodeError", "FrameSplitter", "KcodecError", "TrailingBytesWarning",
+    "BACKEND", "Buffers", "DecodeError", "EncodeError", "FrameSplitter", "KcodecError", "TrailingBytesWarning",
     "UnsupportedVersionError", "decode", "decode_from", "decode_request", "decode_request_header",
-    "decode_response", "encode", "encode_into", "encode_request", "encode_response", "encoded_size", "from_dict",
-    "message_class", "request_header_version", "response_header_version", "to_dict",
+    "decode_response", "encode", "encode_buffers", "encode_into", "encode_request", "encode_request_buffers",
+    "encode_response", "encode_response_buffers", "encoded_size", "from_dict", "message_class",
+    "request_header_version", "response_header_version", "to_dict",
 ]

@@ -7,10 +7,12 @@ from typing import Any, Optional, TypeVar
 
 from . import definitions
 from ._backend import backend
+from .buffers import Buffers
 from .exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
 from .ir import program_for
 
 M = TypeVar("M")
+SPLICE_THRESHOLD = 16384  # encode_buffers: bytes values at least this long are the caller's buffers
 
 
 def _check_message(msg: Any) -> Any:
@@ -43,6 +45,19 @@ def encoded_size(msg: Any, version: int) -> int:
     cls = _check_message(msg)
     _check_version(version)
     return backend.encoded_size(program_for(cls, version), msg)
+
+
+def encode_buffers(msg: Any, version: int, *, threshold: int = SPLICE_THRESHOLD) -> Buffers:
+    """The body of ``msg`` at ``version`` as buffers whose concatenation is ``encode(msg, version)``, for
+    ``socket.sendmsg`` or ``transport.writelines``: the value of every records field, and of every bytes
+    field of at least ``threshold`` bytes, is the caller's own buffer object in the list, never a copy (a
+    buffer that is not flat bytes, a numpy array say, goes as a flat byte view of it). ``nbytes``, the
+    total, is known before anything is written. The caller's buffers must not change until written.
+    Values of tagged fields are always copied."""
+    cls = _check_message(msg)
+    _check_version(version)
+    parts, size = backend.encode_buffers(program_for(cls, version), msg, threshold)
+    return Buffers(parts, size)
 
 
 def encode_into(msg: Any, version: int, buffer: Any, offset: int = 0) -> int:

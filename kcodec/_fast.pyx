@@ -27,6 +27,7 @@ from libc.string cimport memcpy
 import uuid as _uuid
 
 from . import _pure
+from .buffers import Buffers
 from .exceptions import DecodeError
 from . import ir
 

@@ -381,8 +381,11 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
         raise _Fail(f"{count} tagged fields need at least {count * 2} bytes, {max(end - p, 0)} left", p)
     unknown = None
     for k in range(count):
+        p = pos[0]
         tag = uvarint(r, pos, end)
         size = uvarint(r, pos, end)
+        if plan.other_tags and tag in plan.other_tags:
+            raise _Fail(ir.other_tag(plan.sp, tag), p)
         p = pos[0]
         known = plan.tags.get(tag)
         if known is not None:

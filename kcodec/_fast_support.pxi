@@ -331,7 +331,7 @@ cdef class _Plan:
     cdef bint slots        # every attribute is an object slot: allocate bare, read and write slots directly
     cdef bint flexible
     cdef tuple fields, tagged, absent, absent_checks
-    cdef dict tags
+    cdef dict tags, other_tags
     cdef Py_ssize_t utf_offset
     cdef object sp
     # the reader's copy (read_ops): the fields in C; the absent fields whose default is one shared immutable
@@ -417,6 +417,7 @@ cdef _Prog prepared(prog):
         plan.absent = tuple(make_op(op, prog) for op in sp.absent)
         plan.absent_checks = tuple([o for o in plan.absent if not (<_Op>o).ignorable])
         plan.tags = {(<_Op>o).tag: o for o in plan.tagged}
+        plan.other_tags = sp.other_tags
         plan.utf_offset = slot_offset(sp.cls, "unknown_tagged_fields")
         plan.slots = plan.utf_offset >= 0 and (<type>sp.cls).__new__ is object.__new__
         for group in (plan.fields, plan.tagged, plan.absent):

@@ -12,6 +12,8 @@ cdef class _Writer:
     cdef list plans
     cdef bint checked_later  # the size pass of an encode: the write pass checks every number, so this one
                              # counts numbers by their size without reading them (nor an int array's items)
+    cdef list spliced  # encode_buffers: (position, the caller's buffer) of each value left out; else None
+    cdef Py_ssize_t threshold, spliced_bytes  # bytes values of at least threshold are left out; their bytes
 
 
 cdef inline unsigned char* room(_Writer w, Py_ssize_t n) except NULL:
@@ -168,16 +170,58 @@ cdef int put_string(_Writer w, bint compact, bint nullable, object v) except -1:
     return 0
 
 
-cdef int put_bytes(_Writer w, bint compact, bint nullable, object v) except -1:
+cdef inline bint splices(_Writer w, int kind, Py_ssize_t n) noexcept:
+    """Whether encode_buffers leaves this value out, as the reference's Spliced.takes decides."""
+    return w.spliced is not None and n > 0 and (kind == K_RECORDS or n >= w.threshold)
+
+
+cdef int splice(_Writer w, object v, object flat, Py_ssize_t n) except -1:
+    """A value left out of the output: counted apart, and in the write pass remembered where it goes."""
+    w.spliced_bytes += n
+    if w.out != NULL:
+        w.spliced.append((w.pos, v if flat is None else _pure.spliced_value(v, flat)))
+    return 0
+
+
+cdef int put_parts(_Writer w, bint compact, object v, int kind) except -1:
+    """A Buffers value: its parts one after the other (each left out, when encode_buffers splices it)."""
+    cdef Py_buffer view
+    cdef Py_ssize_t n = 0
+    cdef bint spliced
+    flats = [as_bytes_view(part) for part in v]
+    for flat in flats:
+        n += len(flat)
+    put_length(w, compact, n, True)
+    spliced = splices(w, kind, n)
+    for part, flat in zip(v, flats):
+        if spliced:
+            if len(flat):
+                splice(w, part, flat, len(flat))
+        elif w.out == NULL:
+            w.pos += len(flat)
+        else:
+            PyObject_GetBuffer(flat, &view, PyBUF_SIMPLE)
+            try:
+                memcpy(room(w, view.len), view.buf, view.len)
+            finally:
+                PyBuffer_Release(&view)
+    return 0
+
+
+cdef int put_bytes(_Writer w, bint compact, bint nullable, object v, int kind) except -1:
     cdef Py_buffer view
     cdef Py_ssize_t n
     if v is None:
         if not nullable:
             raise _Invalid()
         return put_length(w, compact, -1, True)
+    if type(v) is Buffers:
+        return put_parts(w, compact, v, kind)
     if PyBytes_CheckExact(v):
         n = PyBytes_GET_SIZE(v)
         put_length(w, compact, n, True)
+        if splices(w, kind, n):
+            return splice(w, v, None, n)
         if w.out == NULL:
             w.pos += n
         else:
@@ -187,7 +231,9 @@ cdef int put_bytes(_Writer w, bint compact, bint nullable, object v) except -1:
     PyObject_GetBuffer(mv, &view, PyBUF_SIMPLE)
     try:
         put_length(w, compact, view.len, True)
-        if w.out == NULL:
+        if splices(w, kind, view.len):
+            splice(w, v, mv, view.len)
+        elif w.out == NULL:
             w.pos += view.len
         else:
             memcpy(room(w, view.len), view.buf, view.len)
@@ -251,7 +297,7 @@ cdef int put_array(_Writer w, _Op op, object v) except -1:
         elif kind == K_UUID:
             put_uuid(w, item)
         else:
-            put_bytes(w, op.compact, False, item)
+            put_bytes(w, op.compact, False, item, kind)
     return 0
 
 
@@ -267,7 +313,7 @@ cdef int put_field(_Writer w, _Op op, object v, bint strict) except -1:
         return put_struct(w, op, v)
     if kind == K_UUID:
         return put_uuid(w, v)
-    return put_bytes(w, op.compact, op.nullable, v)
+    return put_bytes(w, op.compact, op.nullable, v, kind)
 
 
 cdef inline object get(object obj, bint slots, _Op op):
@@ -351,6 +397,7 @@ cdef int encode_struct(_Writer w, Py_ssize_t index, object obj) except -1:
 
 cdef int write_tagged(_Writer w, _Plan plan, object obj, bint slots) except -1:
     cdef _Op op
+    spliced, w.spliced = w.spliced, None  # tagged fields are written whole, as in the reference
     items = []
     for op in plan.tagged:
         v = get(obj, slots, op)
@@ -359,7 +406,7 @@ cdef int write_tagged(_Writer w, _Plan plan, object obj, bint slots) except -1:
     unknown = getattr(obj, "unknown_tagged_fields", None)
     if unknown:
         for tag, raw in unknown.items():
-            if not PyLong_Check(tag) or tag < 0 or tag > 0xFFFFFFFF or tag in plan.tags:
+            if not PyLong_Check(tag) or tag < 0 or tag > 0xFFFFFFFF or tag in plan.tags or tag in plan.other_tags:
                 raise _Invalid()
             items.append((tag, raw, None))
     items.sort(key=_first)
@@ -372,6 +419,7 @@ cdef int write_tagged(_Writer w, _Plan plan, object obj, bint slots) except -1:
         else:
             put_uvarint(w, field_size(w.plans, <_Op>known, v))
             put_field(w, <_Op>known, v, True)
+    w.spliced = spliced
     return 0
 
 
@@ -457,6 +505,33 @@ def encode_into(prog, obj, buffer, Py_ssize_t offset=0):
     finally:
         PyBuffer_Release(&view)
     return size
+
+
+def encode_buffers(prog, obj, Py_ssize_t threshold):
+    """(buffers, size): the encoding with records values and bytes values of at least threshold bytes left
+    as the caller's buffers (see kcodec._pure.encode_buffers, whose buffers these are, byte for byte)."""
+    cdef _Prog fp = prepared(prog)
+    cdef _Writer sizing = _Writer()
+    cdef _Writer w = _Writer()
+    sizing.plans = w.plans = fp.plans
+    sizing.checked_later = True
+    sizing.spliced, sizing.threshold = [], threshold
+    try:
+        encode_struct(sizing, 0, obj)
+    except Exception as e:
+        _reference_error(prog, obj, e)
+    out = PyBytes_FromStringAndSize(NULL, sizing.pos)
+    w.out, w.cap = <unsigned char*>PyBytes_AS_STRING(out), sizing.pos
+    w.spliced, w.threshold = [], threshold
+    try:
+        encode_struct(w, 0, obj)
+    except RuntimeError:
+        raise
+    except Exception as e:
+        _reference_error(prog, obj, e)
+    if w.pos != sizing.pos or w.spliced_bytes != sizing.spliced_bytes:
+        raise RuntimeError("the message changed between the size pass and the write pass")
+    return _pure.split_buffers(out, w.spliced), w.pos + w.spliced_bytes
 
 
 def _init_uuid_slots():

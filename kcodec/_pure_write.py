@@ -1,16 +1,20 @@
-"""The reference backend's writing half (see kcodec/_pure.py, which re-exports its entry points):
-sizing and encoding by interpreting the IR, the oracle for the compiled fast path in kcodec/_pure_gen.py."""
+"""The reference backend's writing half (kcodec/_pure.py is the backend's entry): sizing and encoding by
+interpreting the IR, the oracle for the compiled fast path in kcodec/_pure_gen.py. Over kcodec/_pure_read.py
+only (see its docstring for the order of the reference's modules)."""
 
 from __future__ import annotations
 
 import struct
 import uuid
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ._pure import MAX_STRING, _FMT, _Fail, _I16, _I32, _Plan, _element, _plans, as_bytes_view
+from ._pure_read import _FMT, _KIND_TEXT, MAX_STRING, _Fail, _I16, _I32, _element, as_bytes_view
+from .buffers import Buffers
 from .exceptions import EncodeError
-from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
-                 UINT32, UUID, FieldOp, Program, is_default)
+from .ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default, other_tag
+
+if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/_pure_plan.py)
+    from ._pure_plan import _Plan
 
 
 # ---------------------------------------------------------------------------------------- writing
@@ -92,22 +96,98 @@ def _bytes_of(v: Any) -> memoryview:
         raise _Fail(f"expected a bytes-like value, got {type(v).__name__}") from None
 
 
+def _parts_of(v: Buffers) -> list[tuple[Any, memoryview]]:
+    """A Buffers value's parts, each with its flat bytes (a part that is not bytes-like is named)."""
+    out = []
+    for i, part in enumerate(v):
+        try:
+            out.append((part, _bytes_of(part)))
+        except _Fail as e:
+            e.path.append(i)
+            raise
+    return out
+
+
 def _w_bytes(plans, op, v, out):
     if v is None:
         _null_ok(op, "bytes")
         _w_length(op, -1, out, True)
         return
+    if type(v) is Buffers:  # several buffers, written one after the other
+        parts = _parts_of(v)
+        n = sum(len(b) for _, b in parts)
+        _w_length(op, n, out, True)
+        spliced = out.__class__ is Spliced and out.takes(op.kind, n)
+        for part, b in parts:
+            if not spliced:
+                out += b
+            elif len(b):
+                out.splice(part, b)
+        return
     b = _bytes_of(v)
     _w_length(op, len(b), out, True)
-    out += b
+    if out.__class__ is Spliced and out.takes(op.kind, len(b)):
+        out.splice(v, b)
+    else:
+        out += b
 
 
 def _s_bytes(plans, op, v):
     if v is None:
         _null_ok(op, "bytes")
         return _s_length(op, -1, True)
-    n = len(_bytes_of(v))
+    n = sum(len(b) for _, b in _parts_of(v)) if type(v) is Buffers else len(_bytes_of(v))
     return _s_length(op, n, True) + n
+
+
+class Spliced(bytearray):
+    """What encode_buffers writes: the message's bytes but for the values it splices, which stay the caller's
+    buffers, each remembered with the position it goes to. Spliced: every non-empty records value, and any
+    bytes value of at least ``threshold`` bytes. Tagged fields are written apart and never spliced."""
+
+    threshold = 0
+    spliced: list[tuple[int, Any]]
+    spliced_bytes = 0
+
+    def takes(self, kind: int, n: int) -> bool:
+        return n > 0 and (kind == RECORDS or n >= self.threshold)
+
+    def splice(self, v: Any, b: memoryview) -> None:
+        self.spliced.append((len(self), spliced_value(v, b)))
+        self.spliced_bytes += len(b)
+
+
+def spliced_output(threshold: int) -> Spliced:
+    out = Spliced()
+    out.threshold, out.spliced = threshold, []
+    return out
+
+
+def spliced_value(v: Any, flat: memoryview) -> Any:
+    """The buffer a spliced value goes out as: the caller's own object when it is flat bytes (bytes,
+    bytearray, a byte memoryview), else a flat byte view of it (a numpy array's, say): never a copy."""
+    t = type(v)
+    if t is bytes or t is bytearray or t is memoryview and v.ndim == 1 and v.format == "B":
+        return v
+    return flat
+
+
+def split_buffers(data: bytes, spliced: list[tuple[int, Any]]) -> list[Any]:
+    """The buffers of an encoding: slices of ``data`` (views, not copies) with each spliced value inserted
+    at its position; ``[data]`` when nothing was spliced. Both backends' encode_buffers end here."""
+    if not spliced:
+        return [data]
+    view = memoryview(data)
+    out: list[Any] = []
+    prev = 0
+    for pos, value in spliced:
+        if pos > prev:
+            out.append(view[prev:pos])
+            prev = pos
+        out.append(value)
+    if prev < len(data):
+        out.append(view[prev:])
+    return out
 
 
 def _uuid_int(v: Any) -> int:
@@ -142,9 +222,6 @@ def _pack_checked(st: struct.Struct, kind: int, v: Any) -> bytes:
     except (struct.error, OverflowError):
         raise _Fail(f"{v!r} is out of range for {_KIND_TEXT[kind]}") from None
 
-
-_KIND_TEXT = {BOOL: "bool", INT8: "int8", INT16: "int16", UINT16: "uint16", INT32: "int32", UINT32: "uint32",
-              INT64: "int64", FLOAT64: "float64"}
 
 
 def _w_fixed(kind: int) -> Callable:
@@ -307,6 +384,8 @@ def _tagged_items(plans, plan: _Plan, obj: Any) -> list[tuple[int, Any, Any, Fie
             if tag in plan.sp.tags:
                 raise _Fail(f"unknown tagged field {tag} collides with the known tagged field "
                             f"{plan.sp.tags[tag].attr}")
+            if tag in plan.sp.other_tags:
+                raise _Fail(other_tag(plan.sp, tag))
             items.append((tag, raw, None, None))
     items.sort(key=lambda t: t[0])
     return items
@@ -412,38 +491,6 @@ def _pack_group(st: struct.Struct, ops: tuple, obj: Any) -> bytes:
         raise AssertionError("a run failed to pack but no field did")
 
 
-def encode(prog: Program, obj: Any) -> bytes:
-    out = bytearray()
-    try:
-        _fast_writer(prog)(obj, out)
-    except _Fail as e:
-        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
-    return bytes(out)
-
-
-def encode_interpreted(prog: Program, obj: Any) -> bytes:
-    """encode by the interpreter alone (without the compiled fast path): for tests that compare the two."""
-    out = bytearray()
-    try:
-        encode_struct(_plans(prog), 0, obj, out)
-    except _Fail as e:
-        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
-    return bytes(out)
-
-
-def encoded_size(prog: Program, obj: Any) -> int:
-    out = bytearray()
-    try:
-        _fast_writer(prog)(obj, out)  # what is written is what is counted
-        return len(out)
-    except _Fail:
-        pass  # the sizing pass states the error
-    try:
-        return size_struct(_plans(prog), 0, obj)
-    except _Fail as e:
-        raise EncodeError(e.reason, e.path_text(), prog.message, prog.version) from None
-
-
 def writable_view(buffer: Any, offset: int) -> memoryview:
     """The flat writable bytes of a caller's buffer, with offset checked (both backends' encode_into)."""
     mv = memoryview(buffer)
@@ -460,16 +507,3 @@ def writable_view(buffer: Any, offset: int) -> memoryview:
 def no_room(prog: Program, room: int, offset: int, size: int) -> EncodeError:
     return EncodeError(f"the buffer has {room} bytes from offset {offset}, the message needs {size}", "",
                        prog.message, prog.version)
-
-
-def encode_into(prog: Program, obj: Any, buffer: Any, offset: int = 0) -> int:
-    """Write obj into buffer at offset; returns the number of bytes written."""
-    mv = writable_view(buffer, offset)
-    data = encode(prog, obj)
-    if len(data) > len(mv) - offset:
-        raise no_room(prog, len(mv) - offset, offset, len(data))
-    mv[offset:offset + len(data)] = data
-    return len(data)
-
-
-from ._pure_gen import _fast_writer  # noqa: E402 (it builds on this module)

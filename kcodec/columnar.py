@@ -38,15 +38,13 @@ import numpy as np
 
 from . import decode
 from ._api import _check_version, finish
+from ._extension import load
 from .exceptions import DecodeError
 from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
                  UINT32, UUID, FieldOp, Program, default_of, min_field_size, program_for)
 from .messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
 
-try:
-    from . import _columnar  # type: ignore[attr-defined]
-except ImportError:  # not built: the tables come from the object decode
-    _columnar = None
+_columnar: Any = load("kcodec._columnar")  # None when not built: the tables come from the object decode
 
 ENGINE = "cython" if _columnar is not None and os.environ.get("KCODEC_PURE", "") in ("", "0") else "python"
 

@@ -11,8 +11,9 @@ import struct
 from typing import Any, Optional
 
 from . import definitions
-from ._api import _check_message, _check_version, finish
+from ._api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
 from ._backend import backend
+from .buffers import Buffers
 from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
 from .ir import program_for
 
@@ -37,16 +38,31 @@ def _flexible(api_key: int, api_version: int, kind: str) -> bool:
     return mdef.is_flexible(api_version)
 
 
-def request_header_version(api_key: int, api_version: int) -> int:
-    if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+def _header_rule(api_key: Optional[int], api_version: int, kind: str, flexible: bool) -> int:
+    """Kafka's header versions: flexible bodies have flexible headers, but for two exceptions."""
+    if kind == "request":
+        if api_key == CONTROLLED_SHUTDOWN_KEY and api_version == 0:
+            return 0
+        return 2 if flexible else 1
+    if api_key == API_VERSIONS_KEY:
         return 0
-    return 2 if _flexible(api_key, api_version, "request") else 1
+    return 1 if flexible else 0
+
+
+def request_header_version(api_key: int, api_version: int) -> int:
+    return _header_rule(api_key, api_version, "request", _flexible(api_key, api_version, "request"))
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    return 1 if _flexible(api_key, api_version, "response") else 0
+    return _header_rule(api_key, api_version, "response", _flexible(api_key, api_version, "response"))
+
+
+def header_version(cls: Any, api_version: int) -> int:
+    """The header version of a request or response class at a version, by the same rules: by the class,
+    not its api key, which a request may be sent under another of (KIP-142's ListTopics)."""
+    return _header_rule(cls.API_KEY, api_version, cls.KIND, cls.is_flexible(api_version))
 
 
 def _frame(parts: list[bytes]) -> bytes:
@@ -56,31 +72,68 @@ def _frame(parts: list[bytes]) -> bytes:
     return b"".join([_SIZE.pack(size), *parts])
 
 
-def encode_request(req: Any, version: int, correlation_id: int, client_id: Optional[str] = None) -> bytes:
-    """A whole request frame: size prefix, request header, body."""
+def _new_request_header(req: Any, version: int, correlation_id: int, client_id: Optional[str],
+                    api_key: Optional[int]) -> tuple[Any, bytes]:
+    """The request's class and its encoded header (``api_key``: the class's own when None)."""
     cls = _check_message(req)
     _check_version(version)
     if cls.KIND != "request":
         raise EncodeError(f"{cls.__name__} is not a request")
-    hv = request_header_version(cls.API_KEY, version)
-    header = _messages().RequestHeader(request_api_key=cls.API_KEY, request_api_version=version,
-                                       correlation_id=correlation_id, client_id=client_id)
+    hv = header_version(cls, version)
+    header = _messages().RequestHeader(request_api_key=cls.API_KEY if api_key is None else api_key,
+                                       request_api_version=version, correlation_id=correlation_id,
+                                       client_id=client_id)
     if hv == 0:
         header.client_id = ""  # v0 has no client id; an empty one is its default
-    body = backend.encode(program_for(cls, version), req)
-    return _frame([backend.encode(program_for(type(header), hv), header), body])
+    return cls, backend.encode(program_for(type(header), hv), header)
 
 
-def encode_response(msg: Any, version: int, correlation_id: int) -> bytes:
-    """A whole response frame: size prefix, response header, body."""
+def _new_response_header(msg: Any, version: int, correlation_id: int) -> tuple[Any, bytes]:
     cls = _check_message(msg)
     _check_version(version)
     if cls.KIND != "response":
         raise EncodeError(f"{cls.__name__} is not a response")
-    hv = response_header_version(cls.API_KEY, version)
     header = _messages().ResponseHeader(correlation_id=correlation_id)
-    body = backend.encode(program_for(cls, version), msg)
-    return _frame([backend.encode(program_for(type(header), hv), header), body])
+    return cls, backend.encode(program_for(type(header), header_version(cls, version)), header)
+
+
+def encode_request(req: Any, version: int, correlation_id: int, client_id: Optional[str] = None) -> bytes:
+    """A whole request frame: size prefix, request header, body."""
+    cls, header = _new_request_header(req, version, correlation_id, client_id, None)
+    return _frame([header, backend.encode(program_for(cls, version), req)])
+
+
+def encode_response(msg: Any, version: int, correlation_id: int) -> bytes:
+    """A whole response frame: size prefix, response header, body."""
+    cls, header = _new_response_header(msg, version, correlation_id)
+    return _frame([header, backend.encode(program_for(cls, version), msg)])
+
+
+def _frame_buffers(header: bytes, msg: Any, version: int, threshold: int) -> Buffers:
+    body = encode_buffers(msg, version, threshold=threshold)
+    size = len(header) + body.nbytes
+    if size > 0x7FFFFFFF:
+        raise EncodeError(f"frame of {size} bytes exceeds the int32 size prefix")
+    return Buffers([_SIZE.pack(size) + header, *body], 4 + size)
+
+
+def encode_request_buffers(req: Any, version: int, correlation_id: int, client_id: Optional[str] = None, *,
+                           api_key: Optional[int] = None, threshold: int = SPLICE_THRESHOLD) -> Buffers:
+    """encode_request as buffers to write one after the other (``socket.sendmsg``,
+    ``transport.writelines``): records fields, and bytes fields of at least ``threshold`` bytes, are the
+    caller's own buffers, never copied (see ``kcodec.encode_buffers``). ``api_key`` sends the request
+    under another key than its class's (a broker may serve KIP-142's ListTopics elsewhere); the header
+    version still follows the class."""
+    _, header = _new_request_header(req, version, correlation_id, client_id, api_key)
+    return _frame_buffers(header, req, version, threshold)
+
+
+def encode_response_buffers(msg: Any, version: int, correlation_id: int, *,
+                            threshold: int = SPLICE_THRESHOLD) -> Buffers:
+    """encode_response as buffers, the record batches of a Fetch response the caller's own (see
+    encode_request_buffers)."""
+    _, header = _new_response_header(msg, version, correlation_id)
+    return _frame_buffers(header, msg, version, threshold)
 
 
 def _frame_bounds(frame: Any, strict: bool) -> tuple[memoryview, int]:

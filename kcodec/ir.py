@@ -55,7 +55,7 @@ class FieldOp:
 
 class StructProgram:
     __slots__ = ("index", "name", "cls", "flexible", "fields", "tagged", "absent", "attrs", "min_size",
-                 "tags")
+                 "tags", "other_tags")
 
     def __init__(self, index: int, name: str, cls: type, flexible: bool) -> None:
         self.index = index
@@ -68,6 +68,9 @@ class StructProgram:
         self.attrs: tuple[str, ...] = ()        # every attribute of the class, all versions
         self.min_size = 0                       # fewest bytes an instance can take in this version
         self.tags: dict[int, FieldOp] = {}
+        # Tags the struct's fields hold in other versions only, by tag: Kafka's readers refuse them ("Tag 1
+        # is not valid for version 12") rather than keep them as unknown tagged fields.
+        self.other_tags: dict[int, str] = {}
 
     def __repr__(self) -> str:
         return f"<StructProgram {self.index} {self.name} min={self.min_size} {list(self.fields)} tagged={list(self.tagged)}>"
@@ -116,6 +119,8 @@ def compile_program(mdef: MessageDef, version: int, cls: type) -> Program:
         sp.absent = tuple(absent)
         sp.attrs = tuple(f.attr for f in sdef.fields)
         sp.tags = {o.tag: o for o in tagged}
+        if flexible:
+            sp.other_tags = {f.tag: f.attr for f in sdef.fields if f.tag is not None and f.tag not in sp.tags}
         return sp.index
 
     build(mdef.root, cls)
@@ -158,6 +163,12 @@ def min_field_size(op: FieldOp, structs: list[StructProgram]) -> int:
     if op.kind == STRUCT:
         return 1 if op.nullable else structs[op.struct].min_size
     raise AssertionError(op.kind)
+
+
+def other_tag(sp: StructProgram, tag: int) -> str:
+    """Why a tag that the struct's fields hold in other versions only is refused in this one (both backends,
+    reading and writing: Kafka's generated readers throw "Tag N is not valid for version V")."""
+    return f"tagged field {tag} is {sp.other_tags[tag]} in other versions, not valid in this one"
 
 
 def default_of(op: FieldOp) -> Any:

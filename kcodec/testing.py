@@ -63,7 +63,7 @@ def _struct(prog: Program, index: int, depth: int) -> st.SearchStrategy[Any]:
         parts[op.attr] = _field(op, prog, depth)
     absent = sp.absent
     cls = sp.cls
-    known = set(sp.tags)
+    known = set(sp.tags) | set(sp.other_tags)  # tags of other versions are refused, as by Kafka
 
     @st.composite
     def build(draw: Any) -> Any:

@@ -62,6 +62,13 @@ def test_union_of_versions_and_fields(shared):
     assert definitions.by_api_key(3, "response") == "MetadataResponse"
 
 
+def test_corrections_take_the_place_of_unstable_versions():
+    # Kafka 4.0 added LeaderEpoch to ReadShareGroupStateSummaryResponse v0, unstable in the 3.9 line (tests/oracle)
+    assert [f.name for f in _field("ReadShareGroupStateSummaryResponse", "Results.Partitions").struct.fields] == [
+        "Partition", "ErrorCode", "ErrorMessage", "StateEpoch", "LeaderEpoch", "StartOffset"]
+    assert str(_field("ReadShareGroupStateSummaryResponse", "Results.Partitions.LeaderEpoch").versions) == "0+"
+
+
 def test_every_message_validates():
     for name in definitions.names():
         definitions.get(name)  # validates on load

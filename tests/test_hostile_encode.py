@@ -12,10 +12,12 @@ import pytest
 from test_hostile import Real, _cluster, i32, real  # noqa: F401 - real: the fixture
 
 import kcodec
-from kcodec import EncodeError, UnsupportedVersionError
+from kcodec import DecodeError, EncodeError, UnsupportedVersionError
+from kcodec._backend import available
 from kcodec.ir import program_for
-from kcodec.messages import (ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FindCoordinatorRequest,
-                             MetadataRequest, MetadataResponse, RequestHeader, SaslAuthenticateRequest)
+from kcodec.messages import (ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
+                             FindCoordinatorRequest, MetadataRequest, MetadataResponse, RequestHeader,
+                             SaslAuthenticateRequest)
 
 
 def test_encode_non_ignorable_field_absent_in_version() -> None:
@@ -190,6 +192,24 @@ def test_unknown_tag_colliding_with_known_tag() -> None:
     msg = ApiVersionsRequest(client_software_name="a", client_software_version="1",
                              unknown_tagged_fields={0: b"\x01"})
     assert kcodec.decode(ApiVersionsRequest, kcodec.encode(msg, 3), 3) == msg
+
+
+def test_tag_of_another_version_is_refused() -> None:
+    """A tag that the struct's fields hold in other versions only is not an unknown tagged field: Kafka's
+    generated readers throw ("Tag 1 is not valid for version 12"; tests/oracle found it), so kcodec refuses it
+    both ways, on both backends."""
+    reason = "tagged field 1 is replica_state in other versions, not valid in this one"
+    for fn in (kcodec.encode, kcodec.encoded_size):
+        with pytest.raises(EncodeError) as ei:
+            fn(FetchRequest(unknown_tagged_fields={1: b"\x01"}), 12)
+        assert ei.value.reason == reason
+    fine = kcodec.encode(FetchRequest(unknown_tagged_fields={5: b"\x01"}), 12)
+    assert fine.endswith(b"\x01\x05\x01\x01")  # one tagged field: tag 5, 1 byte
+    bad = fine[:-3] + b"\x01\x01\x01"
+    for backend in available().values():
+        with pytest.raises(DecodeError) as de:
+            backend.decode(program_for(FetchRequest, 12), bad, 0, None, False)
+        assert (de.value.reason, de.value.offset) == (reason, len(bad) - 3)
 
 
 @pytest.mark.parametrize("tag", [-1, "1", None, 1.0, 2**32, 2**35])

@@ -1,14 +1,17 @@
 """The dependency contract: layers import only the layers below them (ARCHITECTURE.md).
 
-base -> definitions -> ir -> backends -> messages -> api -> columnar -> records -> applications. Messages never
-import a backend; columnar runs its own extension, never a codec backend; applications use only the
-public API (never ir or a backend). kcodec.records (record batches) has its own two backends and uses
-only the public API of the messages.
+base -> definitions -> ir -> backends -> messages -> api -> protocol -> columnar -> records -> applications.
+Messages never import a backend; the protocol layer (sans-I/O connections) and columnar use the codec's API,
+never ir or a backend; applications use only the public API (never ir, a backend or any module whose
+name starts with "_"), and import each other only along the edges APPLICATION_EDGES declares.
+kcodec.records (record batches) has its own two backends and uses only the public API of the messages.
+The codec (every layer below the applications) has no import cycle.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import kcodec
@@ -16,21 +19,36 @@ from needs import parse_python
 
 PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
 
-LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "columnar", "records", "applications"]
+LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "protocol", "columnar", "records",
+          "applications"]
 MODULES = {
-    "kcodec.exceptions": "base", "kcodec.errors": "base",
+    "kcodec.exceptions": "base", "kcodec.errors": "base", "kcodec.buffers": "base", "kcodec._extension": "base",
     "kcodec.definitions": "definitions",
     "kcodec.ir": "ir",
-    "kcodec._pure": "backends", "kcodec._pure_write": "backends", "kcodec._pure_gen": "backends",
+    "kcodec._pure": "backends", "kcodec._pure_read": "backends", "kcodec._pure_write": "backends",
+    "kcodec._pure_plan": "backends", "kcodec._pure_gen": "backends",
     "kcodec._fast": "backends", "kcodec._backend": "backends",
     "kcodec.messages": "messages",
     "kcodec": "api", "kcodec._api": "api", "kcodec.framing": "api", "kcodec.convert": "api",
     "kcodec.testing": "api",
+    "kcodec.protocol": "protocol",
     "kcodec.columnar": "columnar", "kcodec._columnar": "columnar",
     "kcodec.records": "records",
 }
 FORBIDDEN = {("messages", "backends"), ("applications", "ir"), ("applications", "backends"),
+             ("protocol", "backends"), ("protocol", "ir"),
              ("columnar", "backends"), ("records", "backends"), ("records", "ir")}
+# Which application may import which: the rest of kcodec's applications stand apart.
+APPLICATION_EDGES = {
+    "kcodec.__main__": {"kcodec.cli"},
+    "kcodec.broker": {"kcodec.security"},
+    "kcodec.client": {"kcodec.security", "kcodec.versions"},
+    "kcodec.tap": {"kcodec.security"},
+    "kcodec.sizes": {"kcodec.progress"},
+    "kcodec.spark": {"kcodec.progress", "kcodec.tap"},
+    "kcodec.showcase": {"kcodec.broker", "kcodec.client", "kcodec.progress", "kcodec.sizes", "kcodec.spark",
+                        "kcodec.tap"},
+}
 
 
 def layer_of(module: str) -> str:
@@ -49,12 +67,25 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    """Every kcodec module that a file imports, anywhere in it (function-level imports too)."""
-    tree = parse_python(path.read_text(encoding="utf-8"), str(path))
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the import nodes under ``if TYPE_CHECKING:`` (annotations only, never run)."""
     out = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def imports_of(path: Path, module: str, *, runtime: bool = False) -> set[str]:
+    """Every kcodec module that a file imports, anywhere in it (function-level imports too); with
+    ``runtime``, those under ``if TYPE_CHECKING:`` left out."""
+    tree = parse_python(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    skip = _type_checking_only(tree) if runtime else set()
+    out = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("kcodec"))
         elif isinstance(node, ast.ImportFrom):
@@ -80,16 +111,19 @@ def _is_module(name: str) -> bool:
 
 def test_layers_point_down():
     problems = []
-    files = [p for p in PKG.rglob("*.py")]
-    assert len(files) > 20
-    for path in files:
-        mod = module_name(path)
-        mine = layer_of(mod)
-        for target in imports_of(path, mod):
-            theirs = layer_of(target)
-            if LAYERS.index(theirs) > LAYERS.index(mine) or (mine, theirs) in FORBIDDEN:
-                problems.append(f"{mod} ({mine}) imports {target} ({theirs})")
+    for mod, target in every_import():
+        mine, theirs = layer_of(mod), layer_of(target)
+        if LAYERS.index(theirs) > LAYERS.index(mine) or (mine, theirs) in FORBIDDEN:
+            problems.append(f"{mod} ({mine}) imports {target} ({theirs})")
     assert not problems, "\n".join(problems)
+
+
+@functools.lru_cache(maxsize=None)
+def every_import() -> list[tuple[str, str]]:
+    """(module, kcodec module it imports) over the whole package."""
+    files = list(PKG.rglob("*.py"))
+    assert len(files) > 20
+    return [(module_name(p), t) for p in files for t in imports_of(p, module_name(p))]
 
 
 def test_contract_catches_an_upward_import(tmp_path):
@@ -103,3 +137,86 @@ def test_contract_catches_an_upward_import(tmp_path):
     assert layer_of("kcodec.messages.metadata_response") == "messages"
     assert layer_of("kcodec.cli") == "applications"
     assert layer_of("kcodec") == "api"
+
+
+def application_of(module: str) -> str:
+    """The application a module belongs to: kcodec's subpackage or top-level module (kcodec.client...)."""
+    return ".".join(module.split(".")[:2])
+
+
+def is_private(module: str) -> bool:
+    return layer_of(module) in ("ir", "backends") or any(p.startswith("_") for p in module.split(".")[1:])
+
+
+def test_applications_use_the_public_api_and_declared_edges():
+    problems = []
+    for mod, target in every_import():
+        if layer_of(mod) != "applications":
+            continue
+        mine, theirs = application_of(mod), application_of(target)
+        if layer_of(target) != "applications":
+            if is_private(target):
+                problems.append(f"{mod} imports the codec's private {target}")
+        elif theirs != mine and theirs not in APPLICATION_EDGES.get(mine, set()):
+            problems.append(f"{mod} imports {target}: {mine} -> {theirs} is not in APPLICATION_EDGES")
+    assert not problems, "\n".join(problems)
+
+
+def test_application_contract_catches_private_and_undeclared_imports(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from kcodec.records import _pure\nfrom kcodec.messages._base import Struct\n"
+                   "import kcodec.broker\nfrom kcodec.protocol import ClientConnection\n")
+    found = imports_of(bad, "kcodec.tap.x")
+    assert is_private("kcodec.records._pure") and is_private("kcodec.messages._base") and is_private("kcodec.ir")
+    assert not is_private("kcodec.protocol") and not is_private("kcodec.records")
+    assert "kcodec.broker" in found and "kcodec.broker" not in APPLICATION_EDGES["kcodec.tap"]
+    assert layer_of("kcodec.protocol.client") == "protocol"
+
+
+def _codec_graph() -> dict[str, set[str]]:
+    """Runtime imports among the codec's Python modules (every layer below the applications)."""
+    files = {module_name(p): p for p in PKG.rglob("*.py") if layer_of(module_name(p)) != "applications"}
+    return {mod: {t for t in imports_of(path, mod, runtime=True) if t in files and t != mod}
+            for mod, path in files.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of the graph (its modules, the first repeated at the end), or [] when none."""
+    state: dict[str, int] = {}
+    trail: list[str] = []
+
+    def visit(mod: str) -> list[str]:
+        state[mod] = 1
+        trail.append(mod)
+        for nxt in sorted(graph.get(mod, ())):
+            if state.get(nxt) == 1:
+                return trail[trail.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[mod] = 2
+        trail.pop()
+        return []
+
+    for mod in sorted(graph):
+        if mod not in state:
+            found = visit(mod)
+            if found:
+                return found
+    return []
+
+
+def test_the_codec_has_no_import_cycle():
+    graph = _codec_graph()
+    assert {"kcodec._pure", "kcodec._pure_read", "kcodec._pure_write", "kcodec._pure_gen"} <= graph.keys()
+    assert "kcodec._pure_gen" in graph["kcodec._pure"]
+    assert find_cycle(graph) == [], " -> ".join(find_cycle(graph))
+
+
+def test_cycle_finder_finds_one(tmp_path):
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
+    typed = tmp_path / "typed.py"
+    typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kcodec import _pure\n")
+    assert imports_of(typed, "kcodec.x") == {"kcodec._pure"} and imports_of(typed, "kcodec.x", runtime=True) == set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from needs import need_module
@@ -36,3 +37,55 @@ def test_fields_are_typed_for_users(tmp_path):
     assert len(lines) == 2, r.stdout
     assert ":4:" in lines[0] and "incompatible types" in lines[0].lower()
     assert ":5:" in lines[1] and "no_such_field" in lines[1]
+
+
+STUBS = {"kcodec._fast": "kcodec/_fast.pyi", "kcodec._columnar": "kcodec/_columnar.pyi",
+         "kcodec.records._crecords": "kcodec/records/_crecords.pyi", "kcodec.records._cwriter": "kcodec/records/_cwriter.pyi"}
+
+
+def _stub_signatures(path: Path) -> dict[str, Optional[list[str]]]:
+    """Names a stub declares at module level: functions with their parameter names, others with None."""
+    import ast
+
+    out: dict[str, Optional[list[str]]] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+        elif isinstance(node, ast.ClassDef):
+            out[node.name] = None
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out[node.target.id] = None
+        elif isinstance(node, ast.ImportFrom):  # re-exports only: "import X as X"
+            out.update({a.name: None for a in node.names if a.asname == a.name})
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(STUBS))
+def test_the_stubs_say_what_the_extensions_have(module):
+    import importlib
+    import inspect
+
+    from kcodec._extension import load
+
+    from needs import need_extension
+
+    mod = load(module)
+    need_extension(mod, f"the Cython extension {module}")
+    stub = _stub_signatures(Path(importlib.import_module("kcodec").__file__).parent.parent / STUBS[module])
+    made_here = {n for n, v in vars(mod).items() if not n.startswith("_") and getattr(v, "__module__", None) == module}
+    assert made_here <= stub.keys(), f"{STUBS[module]} lacks {sorted(made_here - stub.keys())}"
+    assert not [n for n in stub if not hasattr(mod, n)], f"{STUBS[module]} names what {module} lacks"
+    for name, params in stub.items():
+        if params is not None:
+            assert list(inspect.signature(getattr(mod, name)).parameters) == params, f"{module}.{name}"
+
+
+def test_callers_of_the_extensions_are_type_checked(tmp_path):
+    snippet = tmp_path / "caller.py"
+    snippet.write_text(
+        "from kcodec import _fast\nfrom kcodec.records import _crecords\n"
+        "size: str = _fast.encoded_size(None, None)\n"
+        "_crecords.iter_batch(3)\n")
+    r = _mypy(str(snippet))
+    lines = [line for line in r.stdout.splitlines() if ": error:" in line]
+    assert len(lines) == 3, r.stdout  # a str for an int, a None for a Program, an int for a BatchHeader

@@ -8,6 +8,10 @@ value inside record batches). Each version of a message comes from the newest se
 the field trees of both are merged into one tree for all versions (Kafka 4 dropped fields that only
 old versions had, which the 3.9 set still carries). Only facts are kept: names, types, version
 ranges, tags, defaults and flags. Prose ("about", comments) is dropped.
+
+``corrections/`` beside this file holds a later Kafka's definition of the few versions that the 3.9 line
+defined while they were unstable and that Kafka changed before they shipped (found by tests/oracle against
+Kafka's own classes); each takes the 4.3 set's place for its message.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .versions import OPEN, VersionRange
 HERE = Path(__file__).resolve().parent
 OUTPUT = HERE / "messages.json"
 OVERLAYS = HERE / "overlays"
+CORRECTIONS = HERE / "corrections"
 
 MESSAGE_KEYS = ("name", "type", "apiKey", "listeners", "validVersions", "flexibleVersions",
                 "deprecatedVersions", "latestVersionUnstable")
@@ -170,6 +175,7 @@ def derive(shared: Path) -> dict[str, Any]:
     old_dir, new_dir = shared / "kafka-message-schemas", shared / "kafka-message-schemas-4.3"
     old = {_key(s): s for s in map(read_schema, sorted(old_dir.glob("*.json")))}
     new = {_key(s): s for s in map(read_schema, sorted(new_dir.glob("*.json")))}
+    new.update({_key(s): s for s in map(read_schema, sorted(CORRECTIONS.glob("*.json")))})
     messages = [merge(old.get(k), new.get(k)) for k in sorted(set(old) | set(new), key=str)]
     # The data inside record batches: a control record's key (ControlRecordType) and a transaction
     # marker's value (EndTxnMarker), kept apart in ../shared (kcodec.records reads them).

@@ -42,22 +42,24 @@ class ReadShareGroupStateSummaryResponse(Message):
     class PartitionResult(Struct):
         """Kafka struct PartitionResult."""
 
-        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', 'unknown_tagged_fields', )
+        __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'unknown_tagged_fields', )
         _KAFKA_NAME = 'PartitionResult'
-        _ATTRS = ('partition', 'error_code', 'error_message', 'state_epoch', 'start_offset', )
+        _ATTRS = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', )
 
         partition: int
         error_code: int
         error_message: str | None
         state_epoch: int
+        leader_epoch: int
         start_offset: int
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, start_offset: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition: int = 0, error_code: int = 0, error_message: str | None = None, state_epoch: int = 0, leader_epoch: int = 0, start_offset: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition = partition
             self.error_code = error_code
             self.error_message = error_message
             self.state_epoch = state_epoch
+            self.leader_epoch = leader_epoch
             self.start_offset = start_offset
             self.unknown_tagged_fields = unknown_tagged_fields
 

@@ -1,9 +1,10 @@
 """The codecs of Kafka's record batches, each decompression bounded.
 
 gzip: the standard library's zlib, streamed with an output cap. snappy, lz4, zstd: cramjam (one wheel, no
-system libraries, aiokafka's choice too). Reading, zstd goes through the zstandard package with one
-decompression context per thread and lz4 through the lz4 package (both dependencies; cramjam when they
-are missing): cramjam's per-call set-up costs more than inflating a typical 10 KB batch (a 1 MB Fetch of
+system libraries, aiokafka's choice too), an optional dependency: the extras kcodec[snappy], [lz4], [zstd]
+or [compression] install it, and a batch of a codec whose library is missing raises MissingCodecError
+naming the extra. Reading, zstd goes through the zstandard package with one decompression context per
+thread and lz4 through the lz4 package (in the [zstd] and [lz4] extras; cramjam when they are missing): cramjam's per-call set-up costs more than inflating a typical 10 KB batch (a 1 MB Fetch of
 109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.69 ms against 0.32 ms). zstd writes go through a kept
 zstandard context too (the same bytes as cramjam's; a 9.6 KB batch in 12 µs instead of 30).
 Before snappy, lz4 or zstd inflate anything, the frame structure is walked to bound the output from its
@@ -18,8 +19,10 @@ import threading
 import zlib
 from typing import Optional
 
-import cramjam
-
+try:
+    import cramjam
+except ImportError:  # the codecs' extras are not installed: gzip and uncompressed batches still work
+    cramjam = None  # type: ignore[assignment]
 try:
     import zstandard
 except ImportError:  # pragma: no cover - a platform without its wheel: cramjam inflates zstd too
@@ -39,9 +42,29 @@ class CodecError(ValueError):
     """Compressed bytes that do not inflate, or would inflate past the cap (wrapped into RecordsError)."""
 
 
+class MissingCodecError(CodecError):
+    """A codec whose library is not installed: the message names the extra that installs it."""
+
+
+_EXTRA = {Compression.SNAPPY: "snappy", Compression.LZ4: "lz4", Compression.ZSTD: "zstd"}
+
+
+def _cramjam(codec: int):
+    """cramjam, or MissingCodecError naming the extra that brings it."""
+    if cramjam is None:
+        name = Compression(codec).name.lower()
+        raise MissingCodecError(f"{name} needs the cramjam package, which is not installed: "
+                                f"pip install 'kcodec[{_EXTRA[Compression(codec)]}]' (or 'kcodec[compression]' "
+                                "for every codec)")
+    return cramjam
+
+
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024  # the block size of the Java client's SnappyOutputStream
+# The gzip header's OS byte as Java's GZIPOutputStream (Kafka's producer) and Python's gzip module write it
+# (255, unknown): a gzip batch at the default level is then byte for byte the Java client's (tests/oracle).
+_GZIP_OS_UNKNOWN = 255
 _LZ4_MAGIC = 0x184D2204
 _ZSTD_MAGIC = 0xFD2FB528
 _ZSTD_MAX_BLOCK = 128 * 1024
@@ -53,26 +76,29 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
     """Compress a records payload (magic 2) or an inner message set (magic 0/1) with a codec."""
     if codec == Compression.GZIP:
         c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
+        out = bytearray(c.compress(data) + c.flush())
+        out[9] = _GZIP_OS_UNKNOWN  # zlib writes the OS it runs on; no checksum covers the byte
+        return bytes(out)
     if codec == Compression.SNAPPY:  # xerial framing, as the Java client writes it
         view = memoryview(data)
         parts = [_XERIAL_HEADER]
         for i in range(0, len(data), _XERIAL_BLOCK):
-            block = bytes(cramjam.snappy.compress_raw(view[i:i + _XERIAL_BLOCK]))
+            block = bytes(_cramjam(codec).snappy.compress_raw(view[i:i + _XERIAL_BLOCK]))
             parts.append(_i32be.pack(len(block)))
             parts.append(block)
         return b"".join(parts)
     if codec == Compression.LZ4:
         # Independent blocks, as every client writes them: Kafka's Java reader refuses linked ones
         # ("Dependent block stream is unsupported"), which are cramjam's default.
-        frame = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+        frame = _cramjam(codec).lz4.Compressor(level=level, content_checksum=False, block_linked=False)
         frame.compress(data)
         return bytes(frame.finish())
     if codec == Compression.ZSTD:
         cctx = _zstd_compressor(3 if level is None else level)  # (3: zstd's default, cramjam's too)
         if cctx is not None:
             return cctx.compress(data)  # the same bytes as cramjam's, without its per-call set-up
-        return bytes(cramjam.zstd.compress(data, level=level) if level is not None else cramjam.zstd.compress(data))
+        zstd = _cramjam(codec).zstd
+        return bytes(zstd.compress(data, level=level) if level is not None else zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")
 
 
@@ -97,6 +123,14 @@ def _zstd_compressor(level: int):
 
 def decompress(codec: int, data, cap: int, magic: int = 2) -> bytes:
     """Inflate ``data`` (any buffer); a result that would pass ``cap`` bytes is a CodecError."""
+    out = inflate(codec, data, cap, magic)
+    return out if type(out) is bytes else bytes(out)
+
+
+def inflate(codec: int, data, cap: int, magic: int = 2):
+    """As :func:`decompress`, without a last copy: bytes, or a read-only memoryview of the buffer the codec
+    wrote into (what the readers keep as a batch's records). At most ``cap`` bytes plus a constant
+    (``_CHUNK``) are allocated on the way, whatever ``data`` declares or holds."""
     try:
         if codec == Compression.GZIP:
             return _gunzip(data, cap)
@@ -118,27 +152,65 @@ def _too_big(size: int, cap: int) -> CodecError:
                       "(max_uncompressed)")
 
 
-def _gunzip(data, cap: int) -> bytes:
-    out: list[bytes] = []
-    total = 0
-    rest = bytes(data)
-    while rest:
-        d = zlib.decompressobj(47)  # gzip or zlib header; Java's GZIPInputStream reads concatenated members
-        chunk = d.decompress(rest, cap + 1 - total)
-        total += len(chunk)
-        out.append(chunk)
+_FIRST = 256 * 1024  # a gzip batch up to this size is inflated by one call
+_CHUNK = 64 * 1024  # larger ones this much at a time
+
+
+def _gunzip(data, cap: int):
+    """Members one after another (Java's GZIPInputStream reads concatenated ones), gzip or zlib headers.
+
+    A batch of up to ``_FIRST`` bytes is one call (zlib's bytes, no copy). A larger one is inflated chunk by
+    chunk into one buffer of the size its last member's ISIZE gives, when that size is within the cap;
+    when the data makes more than that (several members, or an ISIZE that lies), a first pass counts the
+    bytes (stopping past the cap) and a second writes them into a buffer of that size. So the most ever
+    allocated is the output, or the cap, plus a few chunks."""
+    d = zlib.decompressobj(47)
+    first = d.decompress(data, min(cap, _FIRST) + 1)
+    if len(first) > cap:
+        raise _too_big(len(first), cap)
+    if d.eof and not d.unused_data:
+        return first
+    del first, d
+    view = memoryview(data)
+    hint = _u32le.unpack_from(view, len(view) - 4)[0] if len(view) >= 18 else 0
+    if _FIRST < hint <= cap:
+        out = bytearray(hint)
+        n = _gunzip_into(view, out, cap)
+        if n >= 0:
+            del out[n:]
+            return memoryview(out).toreadonly()
+        del out
+    out = bytearray(_gunzip_into(view, None, cap))
+    _gunzip_into(view, out, cap)
+    return memoryview(out).toreadonly()
+
+
+def _gunzip_into(view: memoryview, out: Optional[bytearray], cap: int) -> int:
+    """Inflate every member of ``view`` in chunks into ``out`` (None: only count): the bytes made, or -1
+    when they do not fit ``out``; a CodecError past the cap. The input is fed a chunk at a time too, as zlib
+    copies what a call leaves of it."""
+    total = pos = 0
+    d = zlib.decompressobj(47)
+    while True:
+        piece = view[pos:pos + _CHUNK]
+        chunk = d.decompress(piece, _CHUNK)
+        used = len(piece) - len(d.unused_data if d.eof else d.unconsumed_tail)
+        pos += used
+        n = len(chunk)
+        if out is not None:
+            if total + n > len(out):
+                return -1
+            out[total:total + n] = chunk
+        del chunk  # (before the next one is made)
+        total += n
         if total > cap:
             raise _too_big(total, cap)
-        while d.unconsumed_tail:  # output was capped: continue, still capped
-            chunk = d.decompress(d.unconsumed_tail, cap + 1 - total)
-            total += len(chunk)
-            out.append(chunk)
-            if total > cap:
-                raise _too_big(total, cap)
-        if not d.eof:
+        if d.eof:
+            if pos >= len(view):
+                return total
+            d = zlib.decompressobj(47)
+        elif not n and not used:
             raise CodecError("gzip data ends before its end marker")
-        rest = d.unused_data
-    return b"".join(out)
 
 
 def _varint_len(buf: memoryview, pos: int) -> int:
@@ -155,17 +227,38 @@ def _varint_len(buf: memoryview, pos: int) -> int:
     raise CodecError("snappy length preamble longer than 5 bytes")
 
 
-def _unsnappy(buf: memoryview, cap: int) -> bytes:
+def _unsnappy(buf: memoryview, cap: int):
+    """Raw snappy (one block, its length preamble first) or the xerial framing (blocks of raw snappy, each
+    with its preamble): the output's size is known exactly before anything is inflated, and every block is
+    inflated straight into its place in one buffer of that size."""
     if bytes(buf[:8]) != XERIAL_MAGIC:
         size = _varint_len(buf, 0)
         if size > cap:
             raise _too_big(size, cap)
-        return bytes(cramjam.snappy.decompress_raw(buf))
+        blocks = [(buf, size)]
+    else:
+        blocks = _xerial_blocks(buf, cap)
+        size = sum(n for _, n in blocks)
+    snappy = _cramjam(Compression.SNAPPY).snappy
+    out = bytearray(size)
+    view = memoryview(out)
+    at = 0
+    for block, n in blocks:
+        if snappy.decompress_raw_into(block, view[at:at + n]) != n:
+            raise CodecError(f"snappy block at byte {at} of the output makes fewer bytes than it declares")
+        at += n
+    view.release()
+    return memoryview(out).toreadonly()
+
+
+def _xerial_blocks(buf: memoryview, cap: int) -> list:
+    """The blocks of xerial snappy (concatenated streams too, as xerial's reader allows) and the size each
+    declares, their sum checked against the cap."""
     pos, blocks, total = 16, [], 0
     if len(buf) < 16:
         raise CodecError("xerial snappy header past the end")
     while pos < len(buf):
-        if bytes(buf[pos:pos + 8]) == XERIAL_MAGIC:  # concatenated streams, as xerial's reader allows
+        if bytes(buf[pos:pos + 8]) == XERIAL_MAGIC:
             pos += 16
             continue
         if pos + 4 > len(buf):
@@ -175,12 +268,13 @@ def _unsnappy(buf: memoryview, cap: int) -> bytes:
         if n < 0 or pos + n > len(buf):
             raise CodecError(f"xerial snappy block of {n} bytes at byte {pos - 4} runs past the end")
         block = buf[pos:pos + n]
-        total += _varint_len(block, 0)
+        size = _varint_len(block, 0)
+        total += size
         if total > cap:
             raise _too_big(total, cap)
-        blocks.append(bytes(cramjam.snappy.decompress_raw(block)))
+        blocks.append((block, size))
         pos += n
-    return b"".join(blocks)
+    return blocks
 
 
 _SKIPPABLE_LOW, _SKIPPABLE_HIGH = 0x184D2A50, 0x184D2A5F  # lz4 and zstd share these skippable frames
@@ -255,29 +349,27 @@ def _lz4_frames(buf: memoryview, magic: int) -> tuple[list[tuple[int, int, int]]
     return frames, bound, (bytes(fixed) if fixed is not None else None)
 
 
-def _capped(module, data, bound: int, cap: int) -> bytes:
-    """Inflate whole when the walked bound is within the cap; else into a buffer of cap + 1 bytes, which
-    the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose)."""
-    if bound <= cap:
-        return bytes(module.decompress(data))
-    out = bytearray(cap + 1)
+def _capped(module, data, bound: int, cap: int):
+    """Inflate into one buffer of the walked bound's size, or of cap + 1 bytes when the bound passes the cap,
+    which the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose)."""
+    out = bytearray(min(bound, cap + 1))  # (within the cap: the bound; the output is trimmed to its size)
     try:
         n = module.decompress_into(data, out)
-    except cramjam.DecompressionError as e:
+    except cramjam.DecompressionError as e:  # (module is one of cramjam's, so cramjam is here)
         if "whole buffer" in str(e):
             raise _too_big(cap + 1, cap) from None
         raise
     if n > cap:
         raise _too_big(n, cap)
     del out[n:]
-    return bytes(out)
+    return memoryview(out).toreadonly()
 
 
-def _unlz4(buf: memoryview, cap: int, magic: int) -> bytes:
+def _unlz4(buf: memoryview, cap: int, magic: int):
     frames, bound, fixed = _lz4_frames(buf, magic)
     data = memoryview(fixed) if fixed is not None else buf
-    if lz4_frame is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
-        return _capped(cramjam.lz4, data, bound, cap)
+    if lz4_frame is None or bound > min(cap, _FIRST):  # large: cramjam inflates into one buffer, no copy
+        return _capped(_cramjam(Compression.LZ4).lz4, data, bound, cap)
     parts = []
     for start, end, most in frames:  # frame by frame: a decompressor stops after one frame
         inflate = lz4_frame.LZ4FrameDecompressor()
@@ -341,11 +433,11 @@ def _zstd_frames(buf: memoryview) -> list[tuple[int, int, int]]:
     return frames
 
 
-def _unzstd(buf: memoryview, cap: int) -> bytes:
+def _unzstd(buf: memoryview, cap: int):
     frames = _zstd_frames(buf)
     bound = sum(b for _, _, b in frames)
     if zstandard is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
-        return _capped(cramjam.zstd, buf, bound, cap)
+        return _capped(_cramjam(Compression.ZSTD).zstd, buf, bound, cap)
     dctx = getattr(_contexts, "zstd", None)
     if dctx is None:
         dctx = _contexts.zstd = zstandard.ZstdDecompressor()

@@ -1,9 +1,10 @@
 """Control records (in batches with the control bit): transaction markers and KRaft's records.
 
-A control record's key is an int16 version then a ControlRecordType; the value is an int16 version then
-the data of that type: an EndTxnMarker for COMMIT and ABORT, a KRaft data message for the others
-(LeaderChangeMessage, ...). All of them are kcodec messages derived from Kafka's definitions, decoded and
-encoded through the public API.
+A control record's key is an int16 version then a ControlRecordType. A COMMIT or ABORT marker's value is an
+int16 version then an EndTxnMarker; a KRaft record's value is its data message itself (LeaderChangeMessage,
+...) at version 0, as Kafka's ControlRecordUtils writes and reads every one (their *_CURRENT_VERSION): the
+message's own first field, Version, is the record's version. All of them are kcodec messages derived from
+Kafka's definitions, decoded and encoded through the public API.
 """
 
 from __future__ import annotations
@@ -38,26 +39,25 @@ KRAFT_MESSAGES = {ControlType.LEADER_CHANGE: "LeaderChangeMessage", ControlType.
 
 
 class ControlRecord(NamedTuple):
-    """A decoded control record: its type, the key's and the value's versions, and the value (the
-    EndTxnMarker of a transaction marker; a KRaft record as its kcodec message; the raw bytes of a type this
-    table lacks; None when there is no value)."""
+    """A decoded control record: its type, the key's and the value's versions (a KRaft record's: its
+    message's Version field), and the value (the EndTxnMarker of a transaction marker; a KRaft record as its
+    kcodec message; the raw bytes of a type this table lacks; None when there is no value)."""
     type: int
     version: int
     value_version: int
     value: Any
 
 
-def _decode(cls: type, data: Any, what: str, record: Any, at_version: bool = False) -> tuple[int, Any]:
-    """(version, message) of a control key or value: an int16 version, then ``cls``; at that version when
-    ``at_version`` (KRaft's records), else at version 0, the only one Kafka defines for the key and the
-    marker (later versions would add fields at the end, left unread, as Kafka's reader does)."""
+def _decode(cls: type, data: Any, what: str, record: Any, prefixed: bool = True) -> tuple[int, Any]:
+    """(version, message) of a control key or value at version 0, the only one Kafka defines for the key and
+    the marker and the one it reads KRaft's records at (later versions would add fields at the end, left
+    unread, as Kafka's reader does). ``prefixed``: an int16 version comes first (the key, a marker's value);
+    else the message's own Version field is the version (KRaft's records)."""
     if data is None or len(data) < 2:
         raise RecordsError(f"control record {what} shorter than its version", 0, f"record {record.offset}.{what}")
     (version,) = _VERSION.unpack_from(data, 0)
     try:
-        if at_version:
-            return version, kcodec.decode(cls, bytes(data)[2:], version=version)
-        return version, kcodec.decode_from(cls, bytes(data), 0, 2)[0]
+        return version, kcodec.decode_from(cls, bytes(data), 0, 2 if prefixed else 0)[0]
     except (DecodeError, kcodec.UnsupportedVersionError) as e:
         raise RecordsError(f"control record {what}: {e}", 0, f"record {record.offset}.{what}") from None
 
@@ -84,7 +84,7 @@ def read_control(record: Any) -> ControlRecord:
     name = KRAFT_MESSAGES.get(kind) if isinstance(kind, ControlType) else None
     if name is None:
         return ControlRecord(kind, version, -1, bytes(value))
-    value_version, message = _decode(kcodec.message_class(name=name), value, "value", record, at_version=True)
+    value_version, message = _decode(kcodec.message_class(name=name), value, "value", record, prefixed=False)
     return ControlRecord(kind, version, value_version, message)
 
 

@@ -12,7 +12,7 @@ import struct
 from typing import Any, Callable
 
 from ._checksum import crc32
-from ._compression import CodecError, decompress
+from ._compression import CodecError, inflate
 from ._types import (LOG_OVERHEAD, NO_TIMESTAMP, TIMESTAMP_TYPE_BIT, V0_HEADER_SIZE, V1_HEADER_SIZE, Compression,
                      RecordsError)
 
@@ -83,7 +83,7 @@ def inner_messages(wrapper: Message, view: memoryview, batch_index: int, origin:
     if wrapper.value is None:
         raise RecordsError("compressed message without a value", origin, f"batches[{batch_index}].value")
     try:
-        inner = decompress(codec, view[wrapper.value_pos:wrapper.value_pos + len(wrapper.value)],
+        inner = inflate(codec, view[wrapper.value_pos:wrapper.value_pos + len(wrapper.value)],
                            max_uncompressed, wrapper.magic)
     except CodecError as e:
         raise RecordsError(str(e), origin + wrapper.value_pos, f"batches[{batch_index}].value") from None

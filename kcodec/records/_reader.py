@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from . import _legacy, _pure
 from ._checksum import crc32c
-from ._compression import CodecError, decompress
+from ._compression import CodecError, inflate
 from ._select import backend
 from ._types import (COMPRESSION_MASK, CONTROL_BIT, DEFAULT_MAX_UNCOMPRESSED, DELETE_HORIZON_BIT, LOG_OVERHEAD,
                      TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V0_HEADER_SIZE, V2_CRC_START, V2_HEADER_SIZE,
@@ -62,8 +62,9 @@ class RecordBatch(_Header):
         return bool(self.attributes & DELETE_HORIZON_BIT) and self.magic >= 2
 
     def payload(self) -> Any:
-        """The records section as a buffer: the caller's bytes, or the batch's decompressed bytes (inflated
-        once, then kept). For magic 0/1 the message (or decompressed inner message set) is not exposed."""
+        """The records section as a read-only buffer: a view of the caller's bytes, or the batch's
+        decompressed bytes (inflated once, then kept: bytes or a read-only memoryview). For magic 0/1 the
+        message (or decompressed inner message set) is not exposed."""
         if self._payload is None:
             codec = self.attributes & COMPRESSION_MASK
             view = memoryview(self._buf)[self._start:self._end]
@@ -71,7 +72,7 @@ class RecordBatch(_Header):
                 self._payload = view
             else:
                 try:
-                    self._payload = decompress(codec, view, self._max)
+                    self._payload = inflate(codec, view, self._max)
                 except CodecError as e:
                     raise RecordsError(str(e), self._start, f"batches[{self.index}].records") from None
         return self._payload

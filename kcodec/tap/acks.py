@@ -4,14 +4,14 @@ the analysis pairs such requests apart. Both read acks from the request's bytes,
 from __future__ import annotations
 
 import struct
-from typing import Optional
+from typing import Optional, Union
 
 import kcodec
 
 PRODUCE = 0
 
 
-def produce_acks(frame: bytes, pos: int, end: int, version: int) -> Optional[int]:
+def produce_acks(frame: Union[bytes, memoryview], pos: int, end: int, version: int) -> Optional[int]:
     """The acks of a Produce request body at ``pos`` (before it, from v3, the transactional id: a
     nullable string, compact from v9); None when the body is too short to say."""
     if version >= 3:
@@ -32,7 +32,7 @@ def produce_acks(frame: bytes, pos: int, end: int, version: int) -> Optional[int
     return int(struct.unpack_from(">h", frame, pos)[0])
 
 
-def expects_answer(frame: bytes) -> bool:
+def expects_answer(frame: Union[bytes, memoryview]) -> bool:
     """Whether a request frame gets a response: all do but a Produce with acks=0 (when in doubt: yes)."""
     if len(frame) < 6 or struct.unpack_from(">h", frame, 4)[0] != PRODUCE:
         return True

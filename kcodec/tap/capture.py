@@ -117,7 +117,7 @@ class CaptureWriter:
         self._size = HEADER.size
         self.files.append(path)
 
-    def write(self, kind: int, conn: int, ts_ns: int, payload: bytes) -> None:
+    def write(self, kind: int, conn: int, ts_ns: int, payload: Union[bytes, memoryview]) -> None:
         if self._file is None or (self._size > HEADER.size and self._size + RECORD.size + len(payload) > self.max_bytes):
             self._rotate()
         assert self._file is not None

@@ -25,8 +25,10 @@ import socket
 import struct
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
+from kcodec.exceptions import DecodeError
+from kcodec.protocol import FrameReader
 from kcodec.security.tls import looks_like_tls
 
 from . import capture
@@ -34,9 +36,41 @@ from .acks import expects_answer
 from .rewrite import REWRITTEN, rewrite_response
 from .sasl_v0 import handshake_v0
 
-_SIZE = struct.Struct(">i")
 _REQ_HEAD = struct.Struct(">hhi")  # api key, api version, correlation id
 _CORR = struct.Struct(">i")
+READ_CHUNK = 65536
+Frame = Union[bytes, memoryview]  # frames are views of the bytes read (kcodec.protocol.FrameReader)
+
+
+class _Frames:
+    """One side's frames: kcodec.protocol's FrameReader over the stream, each frame a view of the bytes read
+    (copied at most once, when a read ends inside it). A stream that starts as TLS is refused by name: the
+    tap records TLS-free traffic only."""
+
+    def __init__(self, reader: asyncio.StreamReader, who: str, max_frame: int) -> None:
+        self.reader, self.who = reader, who
+        self.frames = FrameReader(max_frame)
+        self.ready: collections.deque[memoryview] = collections.deque()
+
+    async def next(self) -> Optional[Frame]:
+        """The next whole frame (size prefix included), or None when the stream ends between frames."""
+        while not self.ready:
+            data = await self.reader.read(READ_CHUNK)
+            if not data:
+                held, size = self.frames.pending, self.frames.unfinished
+                if size is not None:
+                    raise ConnectionError(f"stream ended inside a frame ({held - 4} of {size} bytes)")
+                if held:
+                    raise ConnectionError(f"stream ended inside a size prefix ({held} bytes)")
+                return None
+            if self.frames.position == 0 and self.frames.pending == 0 and looks_like_tls(data):
+                raise ConnectionError(f"the {self.who} speaks TLS; kcodec tap forwards TLS-free traffic only (use a "
+                                      "PLAINTEXT or SASL_PLAINTEXT listener)")
+            try:
+                self.ready.extend(self.frames.feed(data))
+            except DecodeError as e:
+                raise ConnectionError(str(e)) from None
+        return self.ready.popleft()
 
 
 class _Flow:
@@ -51,7 +85,7 @@ class _Flow:
         self.tokens = 0
         self.client_gone = False
 
-    def answer(self, frame: bytes) -> tuple[int, Optional[tuple[int, int]]]:
+    def answer(self, frame: Frame) -> tuple[int, Optional[tuple[int, int]]]:
         """Count a response off; its correlation id (-1: none) and what to rewrite it as (None: nothing)."""
         corr = _CORR.unpack_from(frame, 4)[0] if len(frame) >= 8 else -1
         if corr in self.awaiting:
@@ -71,7 +105,7 @@ class Recorder:
     def __init__(self, writer: capture.CaptureWriter, budget: int) -> None:
         self.writer = writer
         self.budget = budget
-        self._queue: collections.deque[tuple[int, int, int, bytes]] = collections.deque()
+        self._queue: collections.deque[tuple[int, int, int, Frame]] = collections.deque()
         self._held = 0
         self._cond = asyncio.Condition()
         self._wake = asyncio.Event()
@@ -83,7 +117,7 @@ class Recorder:
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
 
-    async def record(self, kind: int, conn: int, ts_ns: int, payload: bytes) -> None:
+    async def record(self, kind: int, conn: int, ts_ns: int, payload: Frame) -> None:
         n = capture.RECORD.size + len(payload)
         async with self._cond:
             # A frame larger than the whole budget still passes, alone.
@@ -93,7 +127,7 @@ class Recorder:
             self.peak_held = max(self.peak_held, self._held)
         self._wake.set()
 
-    def _write(self, batch: list[tuple[int, int, int, bytes]]) -> None:
+    def _write(self, batch: list[tuple[int, int, int, Frame]]) -> None:
         for rec in batch:
             self.writer.write(*rec)
         self.writer.flush()
@@ -194,24 +228,6 @@ class Tap:
         if self.recorder is not None:
             await self.recorder.close()
 
-    async def _read_frame(self, reader: asyncio.StreamReader, who: str) -> Optional[bytes]:
-        try:
-            head = await reader.readexactly(4)
-        except asyncio.IncompleteReadError as e:
-            if e.partial:
-                raise ConnectionError(f"stream ended inside a size prefix ({len(e.partial)} bytes)") from None
-            return None
-        if looks_like_tls(head):  # a TLS record, not a Kafka size: the tap records TLS-free traffic only
-            raise ConnectionError(f"the {who} speaks TLS; kcodec tap forwards TLS-free traffic only (use a "
-                                  "PLAINTEXT or SASL_PLAINTEXT listener)")
-        size = _SIZE.unpack(head)[0]
-        if size < 0 or size > self.max_frame:
-            raise ConnectionError(f"frame size {size} outside 0..{self.max_frame}")
-        try:
-            return head + await reader.readexactly(size)
-        except asyncio.IncompleteReadError as e:
-            raise ConnectionError(f"stream ended inside a frame ({len(e.partial)} of {size} bytes)") from None
-
     async def _connection(self, cr: asyncio.StreamReader, cw: asyncio.StreamWriter,
                           upstream: tuple[str, int]) -> None:
         assert self.recorder is not None
@@ -262,8 +278,9 @@ class Tap:
                         flow: _Flow) -> str:
         assert self.recorder is not None
         raw_tokens = 0  # after SaslHandshake v0 the client's tokens come bare, with no header
+        frames = _Frames(cr, "client", self.max_frame)
         while True:
-            frame = await self._read_frame(cr, "client")
+            frame = await frames.next()
             if frame is None:
                 return "client closed"
             ts = time.time_ns()
@@ -285,10 +302,11 @@ class Tap:
                          flow: _Flow) -> str:
         assert self.recorder is not None
         answered = False
+        frames = _Frames(ur, "upstream", self.max_frame)
         while True:
             if flow.client_gone and flow.in_flight <= 0:
                 return "client closed"
-            frame = await self._read_frame(ur, "upstream")
+            frame = await frames.next()
             if frame is None:
                 # a TLS listener hangs up on the plaintext it gets from the tap without a word
                 return "upstream closed" if answered else ("upstream closed before answering (a TLS listener? "

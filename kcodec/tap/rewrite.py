@@ -7,7 +7,7 @@ coordinator at the top level up to v3 and in ``coordinators`` from v4. Everythin
 from __future__ import annotations
 
 import warnings
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional, Union
 
 import kcodec
 
@@ -28,7 +28,7 @@ def endpoints(api_key: int, msg: Any) -> list[Any]:
     return []
 
 
-async def rewrite_response(frame: bytes, api_key: int, api_version: int, correlation_id: int,
+async def rewrite_response(frame: Union[bytes, memoryview], api_key: int, api_version: int, correlation_id: int,
                            mapper: Mapper) -> Optional[bytes]:
     """The frame re-encoded with every advertised address mapped, or None when nothing changes.
 

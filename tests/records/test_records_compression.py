@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import platform
 import struct
@@ -9,7 +10,8 @@ import struct
 import cramjam
 import pytest
 
-from kcodec.records import CRC32C_HARDWARE, BatchBuilder, Compression, crc32, crc32c, iter_batches, read_records
+from kcodec.records import (CRC32C_HARDWARE, BatchBuilder, Compression, RecordsError, crc32, crc32c, iter_batches,
+                            read_records)
 from kcodec.records._compression import CodecError, XERIAL_MAGIC, _xxh32, compress, decompress
 
 DATA = b"".join(b"record %06d " % i + bytes(range(i % 50)) for i in range(3000))  # ~120 KB
@@ -221,3 +223,139 @@ def test_an_lz4_frame_declaring_too_little_stops_there():
         assert tracemalloc.get_traced_memory()[1] < 1 << 20
     finally:
         tracemalloc.stop()
+
+
+CAP = 4 << 20
+SLACK = 1 << 20  # what a bound may add to the limit: about two gzip chunks, bookkeeping
+
+
+def _gzip_members(data: bytes, parts: int) -> bytes:
+    step = len(data) // parts
+    return b"".join(gzip.compress(data[i * step:(i + 1) * step if i < parts - 1 else len(data)], 1)
+                    for i in range(parts))
+
+
+def _xerial(data: bytes) -> bytes:
+    return compress(Compression.SNAPPY, data)
+
+
+BOMB_NAMES = ["gzip", "gzip lying isize", "gzip members", "snappy raw", "snappy xerial", "lz4", "lz4 sized", "zstd"]
+
+
+@functools.lru_cache(maxsize=None)
+def _bombs() -> dict:
+    """Each codec and framing Kafka's writers use, inflating to 4 times the cap; gzip also with an ISIZE
+    that says "exactly the cap" and as many members (made once, when a test first asks)."""
+    big = bytes(4 * CAP)
+    import lz4.frame as lz4_frame
+    lying = bytearray(gzip.compress(big, 1))
+    lying[-4:] = CAP.to_bytes(4, "little")
+    return {
+        "gzip": (Compression.GZIP, gzip.compress(big, 1)),
+        "gzip lying isize": (Compression.GZIP, bytes(lying)),
+        "gzip members": (Compression.GZIP, _gzip_members(big, 16)),
+        "snappy raw": (Compression.SNAPPY, bytes(cramjam.snappy.compress_raw(big))),
+        "snappy xerial": (Compression.SNAPPY, _xerial(big)),
+        "lz4": (Compression.LZ4, compress(Compression.LZ4, big)),
+        "lz4 sized": (Compression.LZ4, lz4_frame.compress(big, store_size=True, compression_level=0)),
+        "zstd": (Compression.ZSTD, compress(Compression.ZSTD, big)),
+    }
+
+
+def _peak(fn) -> int:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("name", BOMB_NAMES)
+def test_a_bomb_costs_at_most_the_limit(name):
+    """max_uncompressed is a hard bound: a batch that inflates past it is a RecordsError, and the memory
+    taken on the way (tracemalloc's peak) is at most the limit plus a small constant, for every codec and
+    framing; through the reader as through decompress."""
+    codec, packed = _bombs()[name]
+    data = rebuild_v2(with_payload(Compression.NONE, lambda r: r)[:61], packed, codec)
+
+    def read():
+        with pytest.raises(RecordsError, match="over the limit"):
+            list(iter_batches(data, max_uncompressed=CAP))[0].records()
+
+    assert _peak(read) <= CAP + SLACK
+
+
+@pytest.mark.parametrize("name", [name for name in BOMB_NAMES if "lying" not in name])  # (zlib checks ISIZE)
+def test_a_batch_just_within_the_limit_costs_about_itself(name):
+    """The same codecs and framings, inflating to a little under the limit: read whole, and the memory
+    taken is the records plus the same constant (no second copy of them)."""
+    codec, _ = _bombs()[name]
+    records = bytes(range(256)) * ((CAP - 4096) // 256)
+    packed = {"gzip members": lambda: _gzip_members(records, 4), "snappy raw":
+              lambda: bytes(cramjam.snappy.compress_raw(records))}.get(name, lambda: compress(codec, records))()
+    if name == "lz4 sized":
+        import lz4.frame as lz4_frame
+        packed = lz4_frame.compress(records, store_size=True)
+    payload = []
+    assert _peak(lambda: payload.append(decompress_buffer(codec, packed))) <= len(records) + SLACK
+    assert bytes(payload[0]) == records
+
+
+def decompress_buffer(codec, packed):
+    from kcodec.records._compression import inflate
+    return inflate(codec, packed, CAP)
+
+
+_WITHOUT_CODECS = r"""
+import sys
+for name in ("cramjam", "lz4", "lz4.frame", "zstandard"):
+    sys.modules[name] = None  # as if kcodec were installed without its codec extras
+from kcodec.records import BatchBuilder, Compression, MissingCodecError, RecordsError, read_records
+for codec in (Compression.NONE, Compression.GZIP):  # the standard library's
+    b = BatchBuilder(compression=codec)
+    b.append(b"k", b"v" * 1000)
+    assert [r.value for r in read_records(b.build())] == [b"v" * 1000]
+for codec, extra in ((Compression.SNAPPY, "snappy"), (Compression.LZ4, "lz4"), (Compression.ZSTD, "zstd")):
+    b = BatchBuilder(compression=codec)
+    b.append(b"k", b"v")
+    try:
+        b.build()
+    except MissingCodecError as e:
+        assert f"kcodec[{extra}]" in str(e), e
+    else:
+        raise AssertionError(f"{codec.name} built without its library")
+    try:
+        read_records(bytes.fromhex(sys.argv[int(codec)]))
+    except RecordsError as e:
+        assert f"kcodec[{extra}]" in str(e) and "byte 61" in str(e), e
+    else:
+        raise AssertionError(f"{codec.name} read without its library")
+print("ok")
+"""
+
+
+def test_without_the_codec_extras_gzip_works_and_the_others_name_their_extra():
+    """`pip install kcodec` brings no compression library: snappy, lz4 and zstd batches then fail with an
+    error naming the extra to install (at the records' offset), in building and in reading."""
+    import subprocess
+    import sys
+
+    batches = {}
+    for codec in (Compression.SNAPPY, Compression.LZ4, Compression.ZSTD):
+        b = BatchBuilder(compression=codec)
+        b.append(b"k", b"v")
+        batches[int(codec)] = b.build().hex()
+    args = [batches.get(i, "") for i in range(1, 5)]
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_CODECS, *args], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_distribution_requires_no_compression_library():
+    from importlib.metadata import requires
+
+    plain = [r for r in requires("kcodec") or [] if "extra ==" not in r]
+    assert [r.split(">")[0].split("=")[0].strip() for r in plain] == ["crc32c"], plain

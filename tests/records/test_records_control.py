@@ -35,14 +35,15 @@ def test_transaction_marker_round_trip():
 
 
 def test_kraft_control_records_decode_to_their_messages():
-    msg = LeaderChangeMessage(version=0, leader_id=3, voters=[LeaderChangeMessage.Voter(voter_id=3)],
+    # The value is the message at version 0, no version in front: its own first field, Version, is the
+    # record's version (Kafka's MemoryRecordsBuilder.appendLeaderChangeMessage; tests/oracle checks all five).
+    msg = LeaderChangeMessage(version=7, leader_id=3, voters=[LeaderChangeMessage.Voter(voter_id=3)],
                               granting_voters=[LeaderChangeMessage.Voter(voter_id=3)])
-    value = b"\x00\x00" + kcodec.encode(msg, version=0)
     b = BatchBuilder(control=True)
-    b.append(b"\x00\x00\x00\x02", value, timestamp=1)
+    b.append(b"\x00\x00\x00\x02", kcodec.encode(msg, version=0), timestamp=1)
     (batch,) = iter_batches(b.build())
     c = read_control(next(iter(batch)))
-    assert c.type == ControlType.LEADER_CHANGE and c.value.leader_id == 3
+    assert c.type == ControlType.LEADER_CHANGE and c.value == msg and c.value_version == 7
 
 
 @pytest.mark.parametrize("key, value", [(b"\x00", b""), (b"\x00\x00\x00", b""), (b"\x00\x00\x00\x01", b"\x00"),

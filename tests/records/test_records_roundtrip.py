@@ -184,6 +184,31 @@ def test_backend_is_the_expected_one():
         assert BACKEND == want
 
 
+def test_record_fields_read_alike_on_every_backend():
+    """The compiled Record's fields are member descriptors (read from their slots, read-only), the same
+    values the reference's give, for every field kind: int64, objects (bytes, None), int."""
+    from kcodec.records._select import available
+
+    b = BatchBuilder(base_offset=2**40)
+    b.append(b"k", None, headers=[("h", None)], timestamp=-2**50)
+    b.append(None, b"v" * 300, timestamp=2**50)
+    data = b.build()
+    seen = {}
+    for name, module in available().items():
+        cls = module.Record
+        if name == "cython":
+            for field in ("offset", "timestamp", "key", "value", "attributes"):
+                assert type(cls.__dict__[field]).__name__ == "member_descriptor", field
+        (batch,) = iter_batches(data)
+        records = module.decode_records(*batch._decode_args())
+        seen[name] = [(r.offset, r.timestamp, r.key, r.value, r.headers, r.attributes) for r in records]
+        if name == "cython":
+            with pytest.raises(AttributeError):
+                records[0].key = b"x"
+    assert all(v == seen["python"] for v in seen.values())
+    assert seen["python"][0] == (2**40, -2**50, b"k", None, [("h", None)], 0)
+
+
 def test_share_fetch_partitions_by_topic_id():
     import uuid
 

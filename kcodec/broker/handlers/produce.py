@@ -81,8 +81,8 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
     code, message = (refused.code, refused.message) if refused is not None else (ErrorCode.NONE, None)
     if refused is not None and refused.record_errors and ctx.version >= 8:
         out.record_errors = [_RecordError(batch_index=i, batch_index_error_message=m) for i, m in refused.record_errors]
-    if not code and batch.size != len(records):  # a cut-off batch after the one whole batch: Kafka trims it
-        records = records[:batch.size]
+    if not code and records is not None and batch.size != len(records):
+        records = records[:batch.size]  # a cut-off batch after the one whole batch: Kafka trims it
     if not code and batch.is_transactional:
         code = _in_transaction(ctx, transactional_id or "", batch, (topic.name, index))
     if not code and acks == -1:
