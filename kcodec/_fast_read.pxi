@@ -305,6 +305,20 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
         r.trail_op[d] = op.op
         kind = op.kind
         if op.array:
+            if slots and kind == K_INT32:  # replicas, ISR: read_array's int32 way without the call
+                p = pos[0]
+                n = -1
+                if op.compact:
+                    if p < end and 0 < r.buf[p] < 0x80:
+                        n = r.buf[p] - 1
+                        p += 1
+                elif end - p >= 4 and r.buf[p] < 0x80:
+                    n = <Py_ssize_t>kc_be32(r.buf + p)
+                    p += 4
+                if 0 <= n and n <= (end - p) // 4:
+                    kc_put_new(obj, op.offset, kc_int32_tuple_new_ref(r.buf + p, n))
+                    pos[0] = p + 4 * n
+                    continue
             v = read_array(r, op, pos, end)
         elif op.fixed:
             p = pos[0]

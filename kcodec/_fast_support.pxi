@@ -40,6 +40,9 @@ cdef extern from *:
     static inline PyObject* kc_get_slot(PyObject* o, Py_ssize_t off) {
         return *(PyObject**)((char*)o + off);
     }
+    static inline uint32_t kc_be32(const unsigned char* p) {
+        return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+    }
     static inline uint64_t kc_be64(const unsigned char* p) {
         return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) | ((uint64_t)p[3] << 32)
              | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
@@ -132,6 +135,8 @@ cdef extern from *:
         return t;
     }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
+    /* A new reference put in a new object's empty slot (the reference is the slot's now). */
+    static inline void kc_put_new(PyObject* o, Py_ssize_t off, PyObject* v) { *(PyObject**)((char*)o + off) = v; }
     /* An ASCII string of n bytes at b put in a new object's empty slot: 1 when stored, 0 when the bytes are
        not all ASCII (nothing kept: the caller takes the UTF-8 path, which checks and names a bad byte),
        -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. The bytes are
@@ -204,11 +209,14 @@ cdef extern from *:
     Py_ssize_t kc_slot_offset(object d)
     void kc_set_slot(object o, Py_ssize_t off, object v)
     PyObject* kc_get_slot(object o, Py_ssize_t off)
+    uint32_t kc_be32(const unsigned char* p)
     uint64_t kc_be64(const unsigned char* p)
     object kc_uint128(const unsigned char* b)
     int kc_uint128_into(PyObject* v, unsigned char* out)
     PyObject* kc_small[262]
     tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
+    PyObject* kc_int32_tuple_new_ref "kc_int32_tuple"(const unsigned char* b, Py_ssize_t n) except NULL
+    void kc_put_new(object o, Py_ssize_t off, PyObject* v)
     void kc_untrack(object o)
     bint kc_compact_long(object v, long long* out)
     bint kc_exact_small(PyObject* v, long long* out)
