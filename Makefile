@@ -133,14 +133,14 @@ fuzz-atheris: $(STAMP)
 	$(PY) -m pip install -q 'atheris>=2.3'
 	rm -rf $(FUZZ_DIR)/kcodec && mkdir -p $(FUZZ_DIR)
 	cp -r kcodec setup.py pyproject.toml README.md LICENSE NOTICE $(FUZZ_DIR)/
-	rm -f $(FUZZ_DIR)/kcodec/*.so $(FUZZ_DIR)/kcodec/*.c $(FUZZ_DIR)/kcodec/records/*.so $(FUZZ_DIR)/kcodec/records/*.c
+	find $(FUZZ_DIR)/kcodec \( -name '*.so' -o -name '*.c' \) -delete
 	cd $(FUZZ_DIR) && KCODEC_SANITIZE=address KCODEC_REQUIRE_EXTENSION=1 $(abspath $(PY)) setup.py -q build_ext --inplace
 	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) --seed corpus \
 		$${KCODEC_SHARED:-$(abspath ..)/shared}
 	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 corpus
 
-$(STAMP): pyproject.toml setup.py $(wildcard kcodec/*.pyx kcodec/records/*.pyx kcodec/*.pxi)
+$(STAMP): pyproject.toml setup.py $(wildcard kcodec/*/*.pyx kcodec/*/*.pxi)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -156,4 +156,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build site *.egg-info tests/oracle/*/target kcodec/_fast.c kcodec/_columnar.c kcodec/*.so kcodec/records/*.c kcodec/records/*.so tests/interop/js/node_modules
+	rm -rf $(VENV) build site *.egg-info tests/oracle/*/target kcodec/*/*.c kcodec/*/*.so tests/interop/js/node_modules

@@ -1,5 +1,5 @@
-"""Builds the optional Cython extensions, every kcodec/*.pyx and kcodec/records/*.pyx (kcodec._fast,
-kcodec._columnar, kcodec.records._crecords); without
+"""Builds the optional Cython extensions, every kcodec/**/*.pyx (kcodec.core._fast,
+kcodec.columnar._columnar, kcodec.records._crecords); without
 a compiler kcodec installs pure Python.
 
 KCODEC_REQUIRE_EXTENSION=1 turns a failed build into an error (CI sets it). KCODEC_PURE_BUILD=1 builds
@@ -38,7 +38,7 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions():
-    sources = sorted((HERE / "kcodec").glob("*.pyx")) + sorted((HERE / "kcodec" / "records").glob("*.pyx"))
+    sources = sorted((HERE / "kcodec").rglob("*.pyx"))
     if not sources or os.environ.get("KCODEC_PURE_BUILD"):
         return []
     try:

@@ -5,8 +5,8 @@
 Copies tests/ (but CHECKOUT_ONLY), pyproject.toml (pytest's settings), README.md, CHANGELOG.md, mkdocs.yml, docs/,
 examples/, .github/ and fuzz/ (tested) into a temporary
 directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
-are there (kcodec._columnar always; kcodec._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
-has kcodec/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
+are there (kcodec.columnar._columnar always; kcodec.core._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
+has kcodec/core/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
 modules; kcodec itself is not in the copy, so the installed one is imported). ``--both`` runs the suite
 again with KCODEC_PURE=1. ../shared comes from KCODEC_SHARED or beside the checkout; where it is absent
 (cibuildwheel's containers) the tests that need it skip.
@@ -39,7 +39,7 @@ assert kcodec.BACKEND == want, f"backend {kcodec.BACKEND}, expected {want}"
 import kcodec.records as records
 assert records.BACKEND == want, f"records backend {records.BACKEND}, expected {want}"
 if want == "cython" or sys.argv[3] == "1":
-    assert c._columnar is not None, "kcodec._columnar is not in the wheel"
+    assert c._columnar is not None, "kcodec.columnar._columnar is not in the wheel"
 """
 
 
@@ -51,7 +51,7 @@ def run(tmp: Path, pure: bool, args: list[str]) -> int:
         env["KCODEC_SHARED"] = str(shared)
     else:
         env.pop("CI", None)  # the shared fixture skips instead of failing
-    has_fast = (REPO / "kcodec" / "_fast.pyx").exists()
+    has_fast = (REPO / "kcodec" / "core" / "_fast.pyx").exists()
     expect = "python" if pure or not has_fast else "cython"
     if pure:
         env["KCODEC_PURE"] = "1"

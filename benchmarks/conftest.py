@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import payloads as _payloads  # noqa: E402
-from kcodec.progress import Bar, Progress  # noqa: E402
+from kcodec.cli.progress import Bar, Progress  # noqa: E402
 
 # `make bench-report` sets KCODEC_BENCH_RUN: what each case measured goes there as a partial file per suite
 # (benchmarks/figures/store.py), which benchmarks/report.py appends to benchmarks/results/<suite>.jsonl.
@@ -64,7 +64,7 @@ def _write_recorded() -> None:
     _recorded.clear()
 
 
-# A bar over the run's benchmarks on stderr (kcodec.progress: tqdm on a terminal, a few plain lines in a
+# A bar over the run's benchmarks on stderr (kcodec.cli.progress: tqdm on a terminal, a few plain lines in a
 # log): a full `make bench-report` takes minutes. Drawn with pytest's capture paused, as _tell does.
 _bar: list[tuple[pytest.Config, Bar]] = []
 

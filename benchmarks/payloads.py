@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 import kcodec
-from kcodec._pure import _uvarint_bytes as _uvarint
+from kcodec.core.pure import _uvarint_bytes as _uvarint
 from kcodec.messages import DescribeTopicPartitionsResponse, MetadataRequest, MetadataResponse
 
 ROOT = Path(__file__).resolve().parents[1]

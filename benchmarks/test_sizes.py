@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 import kcodec
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.sizes import SyntheticCluster, measure
 from kcodec.sizes.sweep import payloads
 

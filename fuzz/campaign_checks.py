@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Optional
 
 import kcodec
-from kcodec import _api, columnar, framing
-from kcodec._backend import available
+from kcodec import columnar, framing
+from kcodec.core import api as _api
+from kcodec.core.backend import available
 from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
 from kcodec.records import _columns, _reader, record_columns
 from kcodec.records._pure import record_tuple

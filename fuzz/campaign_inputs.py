@@ -65,7 +65,7 @@ def real_seeds(shared: Path) -> list[Seed]:
 def root_tag_start(cls: type, version: int, msg: Any) -> int:
     """Where the root's tagged-field section starts in msg's encoding (-1: not a flexible version)."""
     import kcodec
-    from kcodec.ir import default_of, program_for
+    from kcodec.core.ir import default_of, program_for
 
     prog = program_for(cls, version)
     if not prog.flexible:

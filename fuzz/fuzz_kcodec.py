@@ -36,8 +36,8 @@ import atheris
 with atheris.instrument_imports(include=["kcodec"]):
     import kcodec
     from kcodec import columnar, definitions
-    from kcodec._backend import available
-    from kcodec.ir import program_for
+    from kcodec.core.backend import available
+    from kcodec.core.ir import program_for
     from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
     from kcodec import records
     from kcodec.records._pure import record_tuple

@@ -10,8 +10,8 @@ Importing kcodec is cheap: definitions load, message classes import and programs
 
 from __future__ import annotations
 
-from ._api import decode, decode_from, encode, encode_buffers, encode_into, encoded_size, message_class
-from ._backend import BACKEND
+from .core.api import decode, decode_from, encode, encode_buffers, encode_into, encoded_size, message_class
+from .core.backend import BACKEND
 from .buffers import Buffers
 from .convert import from_dict, to_dict
 from .exceptions import DecodeError, EncodeError, KcodecError, TrailingBytesWarning, UnsupportedVersionError

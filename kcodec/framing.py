@@ -11,11 +11,11 @@ import struct
 from typing import Any, Optional
 
 from . import definitions
-from ._api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
-from ._backend import backend
+from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
+from .core.backend import backend
 from .buffers import Buffers
 from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
-from .ir import program_for
+from .core.ir import program_for
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -180,7 +180,7 @@ def decode_request_header(frame: Any, *, strict: bool = True) -> tuple[Any, int,
 def decode_request(frame: Any, *, strict: bool = True, zero_copy: bool = False) -> tuple[Any, Any]:
     """(header, request) from a whole request frame (size prefix included). ``zero_copy``: bytes and
     records fields are memoryview slices of the frame (see ``kcodec.decode``)."""
-    from ._api import message_class
+    from .core.api import message_class
 
     mv, header, pos, end = _request_header(frame, strict)
     cls = message_class(header.request_api_key, "request")
@@ -197,7 +197,7 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
     An ApiVersions response that does not decode at the requested version is read as v0, as Kafka's
     client does: that is how a broker says UNSUPPORTED_VERSION to a version it lacks.
     """
-    from ._api import message_class
+    from .core.api import message_class
 
     cls = message_class(api_key, "response")
     _check_version(api_version)

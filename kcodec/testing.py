@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from .ir import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16, UINT32,
+from .core.ir import (BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16, UINT32,
                  UUID, FieldOp, Program, default_of, program_for)
 
 _INT_BOUNDS = {INT8: 7, INT16: 15, INT32: 31, INT64: 63}

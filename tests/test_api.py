@@ -212,7 +212,7 @@ def test_import_is_light():
     code = ("import sys, kcodec; "
             "assert not [m for m in sys.modules if m.startswith('kcodec.messages.')], 'messages imported'; "
             "from kcodec import definitions; assert definitions._data.cache_info().currsize == 0; "
-            "import kcodec.ir as ir; assert not ir._cache")
+            "import kcodec.core.ir as ir; assert not ir._cache")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -231,7 +231,7 @@ def expected_engine(extension: str) -> str:
 def test_backend_is_the_expected_one():
     import os
 
-    expected = expected_engine("_fast")
+    expected = expected_engine("core._fast")
     assert kcodec.BACKEND == expected
     assert os.environ.get("KCODEC_EXPECT_BACKEND", expected) == expected  # what .ci/run asserts agrees
 

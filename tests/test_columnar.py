@@ -234,7 +234,7 @@ def test_public_helpers_and_wrong_classes(shared):
 def test_engine_follows_the_backend_choice():
     from test_api import expected_engine
 
-    assert columnar.ENGINE == expected_engine("_columnar")
+    assert columnar.ENGINE == expected_engine("columnar._columnar")
 
 
 def _partition_rows(cls, version: int):

@@ -1,5 +1,5 @@
 """The Cython columnar engine's memory: each column's first allocation sized from the layout's last run, and
-the kept blocks of dropped columns following the shapes being decoded (kcodec/_columnar_memory.pxi)."""
+the kept blocks of dropped columns following the shapes being decoded (kcodec/columnar/_columnar_memory.pxi)."""
 
 from __future__ import annotations
 

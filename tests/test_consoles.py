@@ -11,7 +11,7 @@ import sys
 import pytest
 from needs import need_module
 
-from kcodec.progress import Progress
+from kcodec.cli.progress import Progress
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""The compiled backend's deallocator for message objects (kcodec/_fast_dealloc.pxi): the generated classes a
+"""The compiled backend's deallocator for message objects (kcodec/core/_fast_dealloc.pxi): the generated classes a
 decode prepares free their instances with it, and CPython's semantics stay (every slot's reference dropped,
 the collector, pickling, subclasses, deep nesting), whichever backend decodes."""
 
@@ -14,8 +14,8 @@ import pytest
 from needs import need_extension
 
 import kcodec
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.messages import MetadataRequest, MetadataResponse
 
 fast = available().get("cython")
@@ -24,7 +24,7 @@ fast = available().get("cython")
 @pytest.fixture(autouse=True)
 def _adopted() -> None:
     """Prepares the compiled v12 programs, which adopts their classes (under KCODEC_PURE=1 too)."""
-    need_extension(fast, "the compiled backend (kcodec._fast)")
+    need_extension(fast, "the compiled backend (kcodec.core._fast)")
     for cls in (MetadataResponse, MetadataRequest):
         fast.decode(program_for(cls, 12), kcodec.encode(cls(), 12))
 

@@ -11,8 +11,8 @@ import uuid
 import pytest
 
 import kcodec
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.messages import DescribeConfigsRequest, MetadataRequest, MetadataResponse
 
 from needs import missing
@@ -92,7 +92,7 @@ def test_equal_int32_arrays_share_a_tuple_and_never_mix():
     bytes); arrays that differ, by value, length or sign, and arrays past the cache's reach stay apart."""
     backend = dict(BACKENDS).get("cython")
     if backend is None:
-        missing("the Cython backend (kcodec._fast, built by pip install with a compiler)")
+        missing("the Cython backend (kcodec.core._fast, built by pip install with a compiler)")
     sets = [[1, 2, 3], [1, 2], [3, 2, 1], [1, 2, 3, 4, 5, 6, 7, 8], [-1, 70000, 2**31 - 1], [-2**31], [0] * 9]
     many = [[i, i + 1] for i in range(3000)]  # more distinct arrays than entries: misses replace entries
     arrays = sets * 2 + many * 2
@@ -113,7 +113,7 @@ def test_one_int_for_every_topics_int32_min(shared):
     """On the 1,000-topic payload each topic's INT32_MIN authorized operations is one shared int, also
     across two decodes."""
     if dict(BACKENDS).get("cython") is None:
-        missing("the Cython backend (kcodec._fast, built by pip install with a compiler)")
+        missing("the Cython backend (kcodec.core._fast, built by pip install with a compiler)")
     backend = dict(BACKENDS)["cython"]
     data = (shared / "vectors" / "metadata" / "metadata_v12_1k_body.bin").read_bytes()
     prog = program_for(MR, 12)
@@ -193,7 +193,7 @@ def test_a_decode_does_not_collect_what_it_built(shared):
     import sys
 
     if dict(BACKENDS).get("cython") is None:
-        missing("the Cython backend (kcodec._fast, built by pip install with a compiler)")
+        missing("the Cython backend (kcodec.core._fast, built by pip install with a compiler)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COV_CORE", "COVERAGE", "KCODEC_PURE"))}
     data = shared / "vectors" / "metadata" / "metadata_v12_1k_body.bin"
     child = subprocess.run([sys.executable, "-c", _NO_COLLECTION, str(data)], env=env, capture_output=True,

@@ -30,15 +30,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kcodec import DecodeError, EncodeError, definitions, messages
-from kcodec import _pure
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core import pure as _pure
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.testing import instances
 
 pytestmark = pytest.mark.fuzz
 
 FAST = available().get("cython")
-need_extension(FAST, "the Cython backend kcodec._fast (built by pip install when a C compiler is there)")
+need_extension(FAST, "the Cython backend kcodec.core._fast (built by pip install when a C compiler is there)")
 
 CASES = [(name, v) for name in definitions.names() for v in definitions.get(name).versions]
 SCALE = settings.default.max_examples  # 15 in ci, 2000 in long
@@ -311,7 +311,7 @@ def test_duck_typed_subclassed_and_bare_objects() -> None:
     for obj in (sub, duck, bare, None, {"auth_bytes": b""}):
         same(outcome(_pure.encode, prog, obj), outcome(FAST.encode, prog, obj), type(obj).__name__)
     assert FAST.encode(prog, duck) == _pure.encode(prog, duck)
-    from kcodec.ir import compile_program
+    from kcodec.core.ir import compile_program
 
     sub_prog = compile_program(definitions.get("SaslAuthenticateRequest"), 2, Sub)  # decode into the subclass
     decoded, _ = FAST.decode(sub_prog, _pure.encode(prog, sub))

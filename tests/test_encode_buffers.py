@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import kcodec
 from kcodec import Buffers, EncodeError, definitions, messages
-from kcodec._backend import available
-from kcodec.ir import BYTES, RECORDS, program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import BYTES, RECORDS, program_for
 from kcodec.messages import FetchRequest, FetchResponse, ProduceRequest
 from kcodec.testing import instances
 

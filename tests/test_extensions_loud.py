@@ -20,7 +20,8 @@ PKG = Path(kcodec.__file__).resolve().parent
 # (An editable install's finder would find the checkout's extension when the copy lacks one: it goes.)
 PROBE = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in repr(f)]\n"
          "import kcodec, kcodec.records as r, kcodec.columnar as c; print(kcodec.BACKEND, r.BACKEND, c.ENGINE)")
-EXTENSIONS = {"kcodec._fast": "_fast", "kcodec.records._crecords": "records/_crecords", "kcodec._columnar": "_columnar"}
+EXTENSIONS = {"kcodec.core._fast": "core/_fast", "kcodec.records._crecords": "records/_crecords",
+              "kcodec.columnar._columnar": "columnar/_columnar"}
 
 
 def package_copy(tmp: Path, broken: str = "", absent: str = "") -> Path:
@@ -51,7 +52,7 @@ def probe(root: Path, require: bool) -> subprocess.CompletedProcess:
 
 def need_built() -> None:
     from needs import need_extension
-    from kcodec._backend import available
+    from kcodec.core.backend import available
 
     need_extension(available().get("cython"), "the Cython extensions, to break one of them")
 
@@ -72,11 +73,11 @@ def test_a_built_extension_that_fails_to_import_warns_or_refuses(tmp_path, modul
 
 def test_an_extension_never_built_is_quiet_unless_required(tmp_path):
     need_built()
-    root = package_copy(tmp_path, absent="_fast")
+    root = package_copy(tmp_path, absent="core/_fast")
     loose = probe(root, require=False)
     assert loose.returncode == 0 and loose.stderr == "" and loose.stdout.split()[0] == "python"
     strict = probe(root, require=True)
-    assert strict.returncode != 0 and "kcodec._fast is not built, and KCODEC_REQUIRE_EXTENSION is set" in strict.stderr
+    assert strict.returncode != 0 and "kcodec.core._fast is not built, and KCODEC_REQUIRE_EXTENSION is set" in strict.stderr
 
 
 def test_the_real_package_imports_its_extensions_quietly(tmp_path):

@@ -22,7 +22,7 @@ import pytest
 
 import kcodec
 from kcodec import DecodeError, FrameSplitter, TrailingBytesWarning, UnsupportedVersionError
-from kcodec.ir import default_of, program_for
+from kcodec.core.ir import default_of, program_for
 from kcodec.messages import (ApiVersionsRequest, ApiVersionsResponse, DeleteTopicsRequest, FindCoordinatorRequest,
                              MetadataRequest, MetadataResponse, RequestHeader, ResponseHeader,
                              SaslAuthenticateRequest)

@@ -13,8 +13,8 @@ from test_hostile import Real, _cluster, i32, real  # noqa: F401 - real: the fix
 
 import kcodec
 from kcodec import DecodeError, EncodeError, UnsupportedVersionError
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.messages import (ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, FetchRequest,
                              FindCoordinatorRequest, MetadataRequest, MetadataResponse, RequestHeader,
                              SaslAuthenticateRequest)

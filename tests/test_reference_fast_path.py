@@ -1,6 +1,6 @@
 """The reference backend's generated fast paths do the work they are there for.
 
-The reference compiles Python source per message (kcodec/_pure_gen.py) and falls back to its interpreter
+The reference compiles Python source per message (kcodec/core/pure/gen.py) and falls back to its interpreter
 for a struct whenever the generated code meets something it does not handle. A fallback gives the same
 result, only about 3x slower, so results alone cannot show that the fast path runs: these tests count
 the fallbacks, in the compiled functions kcodec itself runs (their interpreter replaced by a counting one
@@ -16,11 +16,12 @@ from typing import Any, Callable, Iterator
 import pytest
 from hypothesis import given, settings
 
-from kcodec import _pure, definitions, messages
-from kcodec._pure_gen import _fast_reader, _fast_writer
-from kcodec._pure_read import decode_struct
-from kcodec._pure_write import encode_struct
-from kcodec.ir import Program, program_for
+from kcodec import definitions, messages
+from kcodec.core import pure as _pure
+from kcodec.core.pure.gen import _fast_reader, _fast_writer
+from kcodec.core.pure.read import decode_struct
+from kcodec.core.pure.write import encode_struct
+from kcodec.core.ir import Program, program_for
 from kcodec.testing import instances
 
 CASES = [(name, v) for name in definitions.names() for v in definitions.get(name).versions]

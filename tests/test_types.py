@@ -9,8 +9,9 @@ import uuid
 import pytest
 from hypothesis import given
 
-from kcodec import definitions, ir
-from kcodec._backend import available
+from kcodec import definitions
+from kcodec.core import ir
+from kcodec.core.backend import available
 from kcodec.exceptions import DecodeError, EncodeError
 from kcodec.messages import _generate
 from kcodec.testing import program_instances

@@ -39,7 +39,7 @@ def test_fields_are_typed_for_users(tmp_path):
     assert ":5:" in lines[1] and "no_such_field" in lines[1]
 
 
-STUBS = {"kcodec._fast": "kcodec/_fast.pyi", "kcodec._columnar": "kcodec/_columnar.pyi",
+STUBS = {"kcodec.core._fast": "kcodec/core/_fast.pyi", "kcodec.columnar._columnar": "kcodec/columnar/_columnar.pyi",
          "kcodec.records._crecords": "kcodec/records/_crecords.pyi", "kcodec.records._cwriter": "kcodec/records/_cwriter.pyi"}
 
 
@@ -65,7 +65,7 @@ def test_the_stubs_say_what_the_extensions_have(module):
     import importlib
     import inspect
 
-    from kcodec._extension import load
+    from kcodec.core.extension import load
 
     from needs import need_extension
 
@@ -83,7 +83,7 @@ def test_the_stubs_say_what_the_extensions_have(module):
 def test_callers_of_the_extensions_are_type_checked(tmp_path):
     snippet = tmp_path / "caller.py"
     snippet.write_text(
-        "from kcodec import _fast\nfrom kcodec.records import _crecords\n"
+        "from kcodec.core import _fast\nfrom kcodec.records import _crecords\n"
         "size: str = _fast.encoded_size(None, None)\n"
         "_crecords.iter_batch(3)\n")
     r = _mypy(str(snippet))

@@ -10,8 +10,8 @@ from needs import need_extension
 
 import kcodec
 from kcodec import EncodeError
-from kcodec._backend import available
-from kcodec.ir import program_for
+from kcodec.core.backend import available
+from kcodec.core.ir import program_for
 from kcodec.messages import MetadataResponse, ProduceRequest, SaslAuthenticateRequest
 
 BACKENDS = sorted(available().items())
@@ -168,7 +168,7 @@ def test_a_large_output_asks_for_huge_pages():
     import ctypes
 
     fast = dict(available()).get("cython")
-    need_extension(fast, "the compiled backend (kcodec._fast)")
+    need_extension(fast, "the compiled backend (kcodec.core._fast)")
     topics = [MetadataResponse.Topic(name=f"t{i:06d}", partitions=[
         MetadataResponse.Partition(partition_index=p, replica_nodes=[1, 2, 3], isr_nodes=[1, 2, 3])
         for p in range(10)]) for i in range(12_000)]

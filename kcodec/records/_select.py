@@ -8,13 +8,13 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from .._extension import load
+from ..core.extension import load
 from . import _pure
 
 
 def available() -> dict[str, ModuleType]:
     """Every record backend that can run here, by name (for the differential tests). A built twin that
-    fails to import warns; KCODEC_REQUIRE_EXTENSION=1 makes a missing one an error (kcodec/_extension.py)."""
+    fails to import warns; KCODEC_REQUIRE_EXTENSION=1 makes a missing one an error (kcodec/core/extension.py)."""
     out = {"python": _pure}
     crecords = load("kcodec.records._crecords")
     if crecords is not None:

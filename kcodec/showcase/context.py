@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from kcodec.progress import Progress
+from kcodec.cli.progress import Progress
 
 
 class Skip(Exception):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from kcodec import definitions
-from kcodec.progress import Progress
+from kcodec.cli.progress import Progress
 
 from .context import Context, Skip
 from .traffic import KC, KPY, Traffic, told_errors

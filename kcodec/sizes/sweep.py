@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 import kcodec
 
-from kcodec.progress import Progress
+from kcodec.cli.progress import Progress
 
 from . import build
 from .measure import measure

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from kcodec.progress import Progress
+from kcodec.cli.progress import Progress
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 class StageProgress:
     """The running Spark stages' task counts while Spark works: a bar per stage on a terminal (``bars``,
-    a kcodec.progress.Progress on a TTY), else a line per change, at most one a second."""
+    a kcodec.cli.progress.Progress on a TTY), else a line per change, at most one a second."""
 
     def __init__(self, spark: Any, print_: Callable[..., None], bars: Optional[Progress] = None) -> None:
         self.tracker = spark.sparkContext.statusTracker()
@@ -79,7 +79,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
             progress: Optional[Progress] = None) -> dict[str, Any]:
     """The whole job on a session; returns the aggregates the report shows. ``progress``: where bars go
-    on a terminal (kcodec.progress.Progress); stage lines go to ``print_`` otherwise."""
+    on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_`` otherwise."""
     import kcodec
 
     from . import pipeline, report

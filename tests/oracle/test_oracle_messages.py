@@ -23,15 +23,15 @@ from needs import need_extension
 
 import kcodec
 from kcodec import definitions
-from kcodec._backend import available
+from kcodec.core.backend import available
 from kcodec.convert import UNKNOWN_TAGS_KEY
-from kcodec.ir import program_for
+from kcodec.core.ir import program_for
 from kcodec.testing import instances
 
 pytestmark = pytest.mark.oracle
 
 BACKENDS = available()
-need_extension(BACKENDS.get("cython"), "the Cython backend kcodec._fast (built by pip install when a C compiler is there)")
+need_extension(BACKENDS.get("cython"), "the Cython backend kcodec.core._fast (built by pip install when a C compiler is there)")
 
 # kcodec messages no Kafka class stands for, with the reason (reviewed).
 NOT_IN_KAFKA = {

@@ -9,7 +9,7 @@ close to their final size; they are handed to numpy without a copy (``np.frombuf
 Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi), and large
 blocks of dropped columns are reused (_columnar_memory.pxi).
 
-The checks, their order, their messages and offsets are the reference backend's (kcodec/_pure.py), so a
+The checks, their order, their messages and offsets are the reference backend's (kcodec/core/pure/__init__.py), so a
 bad buffer fails with the same DecodeError as the object decode. On failure ``tables`` returns the reason,
 offset and field path (innermost first) instead of raising, and the caller builds the DecodeError.
 """
@@ -31,7 +31,7 @@ cdef extern from "Python.h":
 # tracemalloc sees the columns (as it sees numpy's own arrays): peak-memory measurements stay honest.
 DEF TRACE_DOMAIN = 0x6b63
 
-# IR kinds (kcodec/ir.py)
+# IR kinds (kcodec/core/ir.py)
 DEF BOOL = 1
 DEF INT8 = 2
 DEF INT16 = 3

@@ -1,5 +1,5 @@
-# Typed signatures of the compiled backend kcodec/_fast.pyx (kept in step with it by tests/test_typing.py).
-# Its entry points are the reference's (kcodec/_pure.py), over the same compiled programs.
+# Typed signatures of the compiled backend kcodec/core/_fast.pyx (kept in step with it by tests/test_typing.py).
+# Its entry points are the reference's (kcodec/core/pure/__init__.py), over the same compiled programs.
 
 from typing import Any, Optional
 

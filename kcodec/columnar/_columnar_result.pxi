@@ -1,4 +1,4 @@
-# Part of kcodec/_columnar.pyx (included there): a run's columns made into kcodec.columnar's result objects
+# Part of kcodec/columnar/_columnar.pyx (included there): a run's columns made into kcodec.columnar's result objects
 # (Tables, or TopicNames for the names-only scan) here rather than in Python: at 10 topics that Python was
 # three quarters of the call, and after other work its bytecode and objects are out of the caches. What the
 # result is made of is worked out once per layout by kcodec.columnar (Result's arguments); its _assemble

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The Cython backend: runs the same IR as ``kcodec._pure``, with the same results and errors.
+"""The Cython backend: runs the same IR as ``kcodec.core.pure``, with the same results and errors.
 
 Decoding reads straight from the caller's buffer (buffer protocol, no copy), makes objects without
 calling ``__init__`` (``tp_alloc`` and direct slot writes) and loops over fields and records in C.
@@ -26,9 +26,9 @@ from libc.string cimport memcpy
 
 import uuid as _uuid
 
-from . import _pure
-from .buffers import Buffers
-from .exceptions import DecodeError
+from . import pure as _pure
+from ..buffers import Buffers
+from ..exceptions import DecodeError
 from . import ir
 
 include "_fast_dealloc.pxi"

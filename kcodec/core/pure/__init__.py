@@ -6,8 +6,8 @@ Entry points (the same in ``_fast``): ``decode(prog, buf, pos, end, zero_copy) -
 ``encode_into(prog, obj, buffer, offset) -> int``, ``encode_buffers(prog, obj, threshold) -> (buffers, size)``.
 
 This module holds the entry points only, over the rest of the reference, which is imported one way
-(no cycle): kcodec/_pure_read.py (reading, and what all parts share) and kcodec/_pure_write.py (writing)
-at the bottom, kcodec/_pure_plan.py (each struct's IR grouped for Python) over both, kcodec/_pure_gen.py
+(no cycle): kcodec/core/pure/read.py (reading, and what all parts share) and kcodec/core/pure/write.py (writing)
+at the bottom, kcodec/core/pure/plan.py (each struct's IR grouped for Python) over both, kcodec/core/pure/gen.py
 (the generated fast paths) over the three.
 """
 
@@ -16,13 +16,13 @@ from __future__ import annotations
 import gc
 from typing import Any, Callable
 
-from ._pure_gen import _fast_reader, _fast_writer, reader_source, writer_source  # noqa: F401
-from ._pure_plan import _plans
-from ._pure_read import _KIND_TEXT, _Fail, _element, as_bytes_view, decode_struct  # noqa: F401
-from ._pure_write import (_sequence, _uvarint_bytes, _writer_and_sizer, encode_struct, no_room,  # noqa: F401
+from .gen import _fast_reader, _fast_writer, reader_source, writer_source  # noqa: F401
+from .plan import _plans
+from .read import _KIND_TEXT, _Fail, _element, as_bytes_view, decode_struct  # noqa: F401
+from .write import (_sequence, _uvarint_bytes, _writer_and_sizer, encode_struct, no_room,  # noqa: F401
                           size_struct, split_buffers, spliced_output, spliced_value, uvarint_size, writable_view)
-from .exceptions import DecodeError, EncodeError
-from .ir import BYTES, RECORDS, Program
+from ...exceptions import DecodeError, EncodeError
+from ..ir import BYTES, RECORDS, Program
 
 
 def decode(prog: Program, data: Any, pos: int = 0, end: int | None = None,

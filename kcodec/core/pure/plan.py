@@ -1,15 +1,15 @@
 """The reference backend's plans: each struct's IR grouped for Python (runs of fixed-size scalars as one
-struct.Struct), with the reader and writer of every other field. Over kcodec/_pure_read.py and
-kcodec/_pure_write.py, under the compiled fast paths (kcodec/_pure_gen.py) and the entry points
-(kcodec/_pure.py)."""
+struct.Struct), with the reader and writer of every other field. Over kcodec/core/pure/read.py and
+kcodec/core/pure/write.py, under the compiled fast paths (kcodec/core/pure/gen.py) and the entry points
+(kcodec/core/pure/__init__.py)."""
 
 from __future__ import annotations
 
 import struct
 
-from ._pure_read import _FMT, _reader
-from ._pure_write import _writer_and_sizer
-from .ir import FieldOp, Program, StructProgram
+from .read import _FMT, _reader
+from .write import _writer_and_sizer
+from ..ir import FieldOp, Program, StructProgram
 
 
 class _Plan:

@@ -1,7 +1,7 @@
 """Backend selection: the Cython extension when it is built, the pure-Python reference otherwise.
 
 ``KCODEC_PURE=1`` forces the reference. An extension that is built but fails to import warns
-(kcodec/_extension.py), and ``KCODEC_REQUIRE_EXTENSION=1`` makes a missing one an error. Both modules expose ``decode(prog, data, pos, end, zero_copy)``,
+(kcodec/core/extension.py), and ``KCODEC_REQUIRE_EXTENSION=1`` makes a missing one an error. Both modules expose ``decode(prog, data, pos, end, zero_copy)``,
 ``encode(prog, obj)``, ``encoded_size(prog, obj)`` and ``encode_into(prog, obj, buffer, offset)`` over
 the same IR.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from . import _pure
-from ._extension import load
+from . import pure as _pure
+from .extension import load
 
 
 def _select() -> tuple[ModuleType, str]:
     if os.environ.get("KCODEC_PURE", "") not in ("", "0"):
         return _pure, "python"
-    fast = load("kcodec._fast")  # a built one that fails to import warns (kcodec/_extension.py)
+    fast = load("kcodec.core._fast")  # a built one that fails to import warns (kcodec/core/extension.py)
     return (_pure, "python") if fast is None else (fast, "cython")
 
 
@@ -28,7 +28,7 @@ backend, BACKEND = _select()
 def available() -> dict[str, ModuleType]:
     """Every backend that can run here, by name (for differential tests)."""
     out = {"python": _pure}
-    fast = load("kcodec._fast")
+    fast = load("kcodec.core._fast")
     if fast is not None:
         out["cython"] = fast
     return out

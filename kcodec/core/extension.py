@@ -22,7 +22,7 @@ def required() -> bool:
 
 @lru_cache(maxsize=None)
 def load(name: str) -> Optional[ModuleType]:
-    """The extension module ``name`` (absolute, e.g. "kcodec._fast"), or None when it is not built."""
+    """The extension module ``name`` (absolute, e.g. "kcodec.core._fast"), or None when it is not built."""
     try:
         return importlib.import_module(name)
     except ImportError as e:

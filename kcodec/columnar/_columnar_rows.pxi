@@ -1,4 +1,4 @@
-# Part of kcodec/_columnar.pyx (included there): the row loops of structs made only of numbers and arrays of
+# Part of kcodec/columnar/_columnar.pyx (included there): the row loops of structs made only of numbers and arrays of
 # numbers (a topic's partitions), run instead of Walker.walk per row. Each stops before the first row that is
 # not the plain case (a short buffer, a null or long length, tagged fields); the caller walks that row the full
 # way, which makes the reference's error when there is one, so errors stay those of the full path.

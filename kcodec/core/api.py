@@ -5,10 +5,10 @@ from __future__ import annotations
 import warnings
 from typing import Any, Optional, TypeVar
 
-from . import definitions
-from ._backend import backend
-from .buffers import Buffers
-from .exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
+from .. import definitions
+from .backend import backend
+from ..buffers import Buffers
+from ..exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
 from .ir import program_for
 
 M = TypeVar("M")
@@ -109,7 +109,7 @@ def decode(cls: type[M], data: Any, version: int, *, strict: bool = True, zero_c
 
 def message_class(api_key: Optional[int] = None, kind: str = "request", *, name: Optional[str] = None) -> type:
     """The class of a request or response by api key, or of any message by Kafka name."""
-    from . import messages
+    from .. import messages
 
     if name is None:
         if kind not in ("request", "response"):

@@ -1,4 +1,4 @@
-# Part of kcodec/_fast.pyx (included there): writing a message, sized first, then written once into an exact-size buffer.
+# Part of kcodec/core/_fast.pyx (included there): writing a message, sized first, then written once into an exact-size buffer.
 
 # ---------------------------------------------------------------------------------------- writing
 
@@ -455,7 +455,7 @@ cdef Py_ssize_t size_of(_Prog fp, prog, obj, bint checked_later=False) except -1
 cdef int _reference_error(prog, obj, Exception e) except -1:
     """The reference names what is wrong; it must find something wrong too."""
     _pure.encoded_size(prog, obj)
-    raise AssertionError(f"kcodec._fast rejected a {type(obj).__name__} that the reference accepts: {e!r}")
+    raise AssertionError(f"kcodec.core._fast rejected a {type(obj).__name__} that the reference accepts: {e!r}")
 
 
 cdef int write(_Prog fp, prog, obj, unsigned char* out, Py_ssize_t size) except -1:
@@ -509,7 +509,7 @@ def encode_into(prog, obj, buffer, Py_ssize_t offset=0):
 
 def encode_buffers(prog, obj, Py_ssize_t threshold):
     """(buffers, size): the encoding with records values and bytes values of at least threshold bytes left
-    as the caller's buffers (see kcodec._pure.encode_buffers, whose buffers these are, byte for byte)."""
+    as the caller's buffers (see kcodec.core.pure.encode_buffers, whose buffers these are, byte for byte)."""
     cdef _Prog fp = prepared(prog)
     cdef _Writer sizing = _Writer()
     cdef _Writer w = _Writer()

@@ -1,4 +1,4 @@
-# Part of kcodec/_fast.pyx (included there): a deallocator of its own for the generated classes' instances.
+# Part of kcodec/core/_fast.pyx (included there): a deallocator of its own for the generated classes' instances.
 
 cdef extern from *:
     """

@@ -1,4 +1,4 @@
-# Part of kcodec/_columnar.pyx (included there): the columns' memory. C buffers (Buf) grow while a run
+# Part of kcodec/columnar/_columnar.pyx (included there): the columns' memory. C buffers (Buf) grow while a run
 # decodes and become numpy arrays without a copy (Column). Memory fresh from the OS costs a page fault per
 # 4 KiB page (a quarter of a 10,000-topic decode's time), and glibc hands large freed blocks back to the OS
 # at once; so a few large blocks of dropped columns are kept for the next decode (at most KEEP_BYTES).

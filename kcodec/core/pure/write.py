@@ -1,5 +1,5 @@
-"""The reference backend's writing half (kcodec/_pure.py is the backend's entry): sizing and encoding by
-interpreting the IR, the oracle for the compiled fast path in kcodec/_pure_gen.py. Over kcodec/_pure_read.py
+"""The reference backend's writing half (kcodec/core/pure/__init__.py is the backend's entry): sizing and encoding by
+interpreting the IR, the oracle for the compiled fast path in kcodec/core/pure/gen.py. Over kcodec/core/pure/read.py
 only (see its docstring for the order of the reference's modules)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
-from ._pure_read import _FMT, _KIND_TEXT, MAX_STRING, _Fail, _I16, _I32, _element, as_bytes_view
-from .buffers import Buffers
-from .exceptions import EncodeError
-from .ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default, other_tag
+from .read import _FMT, _KIND_TEXT, MAX_STRING, _Fail, _I16, _I32, _element, as_bytes_view
+from ...buffers import Buffers
+from ...exceptions import EncodeError
+from ..ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default, other_tag
 
-if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/_pure_plan.py)
-    from ._pure_plan import _Plan
+if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/core/pure/plan.py)
+    from .plan import _Plan
 
 
 # ---------------------------------------------------------------------------------------- writing

@@ -1,7 +1,7 @@
 """The reference backend's compiled fast paths: Python source generated per struct program for the
-well-formed common case, compiled once and cached; the interpreters in kcodec/_pure_read.py (reading) and
-kcodec/_pure_write.py (writing) handle everything else and stay the reference. Over those two and
-kcodec/_pure_plan.py; kcodec/_pure.py, the entry points, over it."""
+well-formed common case, compiled once and cached; the interpreters in kcodec/core/pure/read.py (reading) and
+kcodec/core/pure/write.py (writing) handle everything else and stay the reference. Over those two and
+kcodec/core/pure/plan.py; kcodec/core/pure/__init__.py, the entry points, over it."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import struct
 import uuid
 from typing import Any, Callable
 
-from ._pure_plan import _Plan, _Plans, _plans
-from ._pure_read import (_FMT, _I16, _I32, MAX_STRING, _element, _length, _new, _r_bytes, _r_string, _read_tagged,
+from .plan import _Plan, _Plans, _plans
+from .read import (_FMT, _I16, _I32, MAX_STRING, _element, _length, _new, _r_bytes, _r_string, _read_tagged,
                          decode_struct)
-from ._pure_write import _SINGLE, _check_absent, _uvarint_bytes, _write_tagged, encode_struct
-from .ir import (BOOL, FIXED_SIZE, FLOAT64, KIND_NAMES, STRING, STRUCT, UUID, FieldOp, Program, default_of,
+from .write import _SINGLE, _check_absent, _uvarint_bytes, _write_tagged, encode_struct
+from ..ir import (BOOL, FIXED_SIZE, FLOAT64, KIND_NAMES, STRING, STRUCT, UUID, FieldOp, Program, default_of,
                  min_field_size)
 
 
@@ -23,7 +23,7 @@ from .ir import (BOOL, FIXED_SIZE, FLOAT64, KIND_NAMES, STRING, STRUCT, UUID, Fi
 # in Program.backend_cache: fields are read straight into slots, runs of fixed-size fields in one unpack,
 # one-byte lengths and child structs inline. It returns only what it has fully checked; on anything else
 # (every error, and whatever it does not handle itself) the struct is decoded again from its start by the
-# interpreter (decode_struct, kcodec/_pure_read.py), which is the reference for results and errors alike.
+# interpreter (decode_struct, kcodec/core/pure/read.py), which is the reference for results and errors alike.
 
 class _Gen:
     """Source of one struct's reader, with the constants it refers to."""

@@ -1,4 +1,4 @@
-# Part of kcodec/_columnar.pyx (included there): the layout a run follows (fields, structs, the skip steps of
+# Part of kcodec/columnar/_columnar.pyx (included there): the layout a run follows (fields, structs, the skip steps of
 # structs that keep nothing) and the C buffers that become numpy columns.
 
 cdef struct OpC:

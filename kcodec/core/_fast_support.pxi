@@ -1,4 +1,4 @@
-# Part of kcodec/_fast.pyx (included there): C helpers, kinds, errors and the plans (the IR prepared for C).
+# Part of kcodec/core/_fast.pyx (included there): C helpers, kinds, errors and the plans (the IR prepared for C).
 
 cdef extern from *:
     """
@@ -263,7 +263,7 @@ cdef enum:
     K_STRUCT = 13
 
 assert (ir.BOOL, ir.INT8, ir.INT16, ir.UINT16, ir.INT32, ir.UINT32, ir.INT64, ir.FLOAT64, ir.UUID, ir.STRING,
-        ir.BYTES, ir.RECORDS, ir.STRUCT) == tuple(range(1, 14)), "kcodec._fast is out of step with kcodec.ir"
+        ir.BYTES, ir.RECORDS, ir.STRUCT) == tuple(range(1, 14)), "kcodec.core._fast is out of step with kcodec.core.ir"
 
 cdef int MAX_STRING = 0x7FFF
 cdef dict KIND_TEXT = {K_BOOL: "bool", K_INT8: "int8", K_INT16: "int16", K_UINT16: "uint16", K_INT32: "int32",

@@ -1,4 +1,4 @@
-# Part of kcodec/_fast.pyx (included there): reading a message straight from the caller's buffer.
+# Part of kcodec/core/_fast.pyx (included there): reading a message straight from the caller's buffer.
 
 # ---------------------------------------------------------------------------------------- reading
 

@@ -15,7 +15,7 @@ parent's row (``topic_index``). Offsets and row numbers are int32: a Kafka body 
 frame size is an int32), and larger buffers are refused. Fields a version lacks are filled with their
 defaults, as the object decode does.
 
-The work is done by the Cython module ``kcodec._columnar`` over the caller's buffer (no copy), run by a
+The work is done by the Cython module ``kcodec.columnar._columnar`` over the caller's buffer (no copy), run by a
 layout compiled from the message's IR. Without the extension (or with ``KCODEC_PURE=1``) the same
 tables are built from the object decode; both give identical tables and identical DecodeErrors (byte
 offset, field path). numpy is needed by this module only; the rest of kcodec does not import it.
@@ -36,15 +36,15 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from . import decode
-from ._api import _check_version, finish
-from ._extension import load
-from .exceptions import DecodeError
-from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
+from .. import decode
+from ..core.api import _check_version, finish
+from ..core.extension import load
+from ..exceptions import DecodeError
+from ..core.ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
                  UINT32, UUID, FieldOp, Program, default_of, min_field_size, program_for)
-from .messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
+from ..messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
 
-_columnar: Any = load("kcodec._columnar")  # None when not built: the tables come from the object decode
+_columnar: Any = load("kcodec.columnar._columnar")  # None when not built: the tables come from the object decode
 
 ENGINE = "cython" if _columnar is not None and os.environ.get("KCODEC_PURE", "") in ("", "0") else "python"
 
@@ -234,7 +234,7 @@ class _Layout:
             self.result = self._compiled_result()
 
     def _compiled_result(self) -> Any:
-        """What the Cython engine makes its result of (kcodec/_columnar_result.pxi): the same objects as
+        """What the Cython engine makes its result of (kcodec/columnar/_columnar_result.pxi): the same objects as
         _assemble, which the fallback engine uses."""
         read_directly = {i for _, i, what, absent in self.root_values  # a root number needs no array
                          if absent is None and what == SCALAR and self.columns[i].kind in (INT16, INT32)}
@@ -492,7 +492,7 @@ def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, 
     lay = _layout(cls, version, names_only)
     if (engine or ENGINE) == "cython":
         if lay.cython is None:
-            raise RuntimeError("kcodec._columnar is not built")
+            raise RuntimeError("kcodec.columnar._columnar is not built")
         return _run_cython(lay, data, strict)  # (the extension refuses a body of 2 GiB or more itself)
     if memoryview(data).nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
         raise ValueError("a Kafka body is under 2 GiB")

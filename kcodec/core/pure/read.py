@@ -1,4 +1,4 @@
-"""The reference backend's reading half (kcodec/_pure.py is the backend's entry): decoding by
+"""The reference backend's reading half (kcodec/core/pure/__init__.py is the backend's entry): decoding by
 interpreting the IR, and the pieces every part of the reference shares (struct formats, _Fail).
 
 The reference is one module per concern, imported one way: _pure_read and _pure_write at the bottom,
@@ -12,11 +12,11 @@ import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
-from .ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
+from ..ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
                  UINT32, UUID, FieldOp, Program, default_of, min_field_size, other_tag)
 
-if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/_pure_plan.py)
-    from ._pure_plan import _Plan
+if TYPE_CHECKING:  # annotations only: the plans are made above this module (kcodec/core/pure/plan.py)
+    from .plan import _Plan
 
 _FMT: dict[int, str] = {BOOL: "?", INT8: "b", INT16: "h", UINT16: "H", INT32: "i", UINT32: "I", INT64: "q",
                         FLOAT64: "d"}

@@ -1,5 +1,5 @@
-# Typed signatures of the columnar engine kcodec/_columnar.pyx (kept in step with it by tests/test_typing.py);
-# kcodec/columnar.py is its only caller.
+# Typed signatures of the columnar engine kcodec/columnar/_columnar.pyx (kept in step with it by tests/test_typing.py);
+# kcodec/columnar/__init__.py is its only caller.
 
 from typing import Any, Callable
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import definitions
-from .definitions import FieldDef, MessageDef, StructDef
-from .exceptions import UnsupportedVersionError
+from .. import definitions
+from ..definitions import FieldDef, MessageDef, StructDef
+from ..exceptions import UnsupportedVersionError
 
 # Field kinds. Arrays are FieldOps with array=True whose kind is the element's kind.
 BOOL, INT8, INT16, UINT16, INT32, UINT32, INT64, FLOAT64, UUID, STRING, BYTES, RECORDS, STRUCT = range(1, 14)
