@@ -35,8 +35,10 @@ class ConnectionClosed(ConnectionError):
 class AsyncConnection:
     """Requests and exchanges over asyncio on one ClientConnection (``conn``: its protocol state)."""
 
-    def __init__(self, conn: ClientConnection) -> None:
+    def __init__(self, conn: ClientConnection,
+                 on_error: Callable[[BaseException], BaseException] = lambda e: e) -> None:
         self.conn = conn
+        self.on_error = on_error  # what a broken stream's cause becomes for the requests that fail with it
         self.error: Optional[BaseException] = None  # why the connection ended (None while it is up)
         self._answers: dict[int, asyncio.Future[ClientEvent]] = {}  # correlation id -> its answer
         self._tokens: deque[asyncio.Future[ClientEvent]] = deque()  # bare SASL answers awaited, in order
@@ -90,13 +92,20 @@ class AsyncConnection:
                 self._tokens.append(fut)
             else:
                 self._answers[outgoing.correlation_id] = fut
-        if self._writer is not None:
-            self._writer.writelines(outgoing.buffers)
-            await self._writer.drain()
-        else:
-            assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
-            self._transport.writelines(outgoing.buffers)
-            await self._can_write.wait()
+        try:
+            if self._writer is not None:
+                self._writer.writelines(outgoing.buffers)
+                await self._writer.drain()
+            else:
+                assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
+                self._transport.writelines(outgoing.buffers)
+                await self._can_write.wait()
+        except OSError as e:  # the stream broke under the write (a peer that refused TLS, a hang-up)
+            self.fail(self.on_error(e))  # as a broken read fails them, unless a read failed first
+            if fut is not None and fut.done() and not fut.cancelled():
+                fut.exception()  # this caller gets the error raised here: nobody else awaits its answer
+            assert self.error is not None
+            raise self.error from None
         return fut
 
     async def roundtrip(self, outgoing: Outgoing, timeout: Optional[float] = None) -> Optional[ClientEvent]:
@@ -213,7 +222,7 @@ def from_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     """An AsyncConnection over a stream pair (a reading task feeds the connection). ``on_error`` turns the
     cause of a broken stream (an OSError, a DecodeError, ConnectionClosed at the end) into what waiting
     requests fail with."""
-    target = AsyncConnection(conn or ClientConnection(**conn_kwargs))
+    target = AsyncConnection(conn or ClientConnection(**conn_kwargs), on_error)
     target._writer = writer
 
     async def read() -> None:
@@ -226,7 +235,7 @@ def from_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         except asyncio.CancelledError:
             pass
         except Exception as e:  # OSError (ssl.SSLError among them), DecodeError, RemoteProtocolError
-            target.fail(on_error(e))
+            target.fail(target.on_error(e))
 
     target._reading = asyncio.get_running_loop().create_task(read())
     return target
