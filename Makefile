@@ -7,24 +7,24 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump bench bench-report fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs tcpdump
+test: $(STAMP) prereqs tcpdump kafka-libs
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# What `make test` needs beyond Python, named when missing: Java 17+ (a JDK) for Spark and the Java oracle,
-# Maven for the oracle (tests/oracle; it fetches Kafka's jars from Maven Central), Node.js and npm for the
-# kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
+# What `make test` needs beyond Python, named when missing: Java 17+ (a JDK) for Spark, Apache Kafka and the
+# Java oracle, Maven for Kafka's jars (tests/oracle, tests/kafka; fetched from Maven Central), Node.js and npm
+# for the kafkajs tests. In CI (CI=true) a missing one stops here; elsewhere the tests that need it skip.
 prereqs:
 	@missing=""; \
 	if ! command -v java >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
-	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Debian: apt-get install openjdk-17-jdk-headless)"; fi; \
+	  missing="$$missing\n  - Java 17+ (PySpark: the spark tests, kcodec analyze; Apache Kafka: tests/kafka; Debian: apt-get install openjdk-17-jdk-headless)"; fi; \
 	if ! command -v mvn >/dev/null 2>&1; then \
-	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle; Debian: apt-get install maven)"; fi; \
+	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle, and Apache Kafka's jars, tests/kafka; Debian: apt-get install maven)"; fi; \
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
 	if [ -n "$$missing" ]; then \
@@ -50,24 +50,56 @@ tcpdump:
 		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
 		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
 
+# Apache Kafka 4.4's jars (tests/kafka/pom.xml) for the tests that run Kafka itself: fetched by mvn into
+# build/kafka-libs once (again when the pom changes), from ~/.m2 or Maven Central.
+kafka-libs: $(STAMP)
+	@if command -v mvn >/dev/null 2>&1; then $(PY) tests/kafka/real_kafka.py fetch; \
+	else echo "mvn is missing: the tests that run Apache Kafka skip (and fail under CI)"; fi
+
 bench: $(STAMP)
 	$(PY) -m pytest benchmarks --benchmark-only --benchmark-columns=min,median,mean,rounds $(PYTEST_ARGS)
 
-# Every benchmark (kcodec beside kio and kafka-python, in interleaved rounds; 1k, 10k, 100k topics) and peak
-# memory, the 1k cases again under KCODEC_PURE=1 (the reference backend), then
-# benchmarks/results/{results.md,chart.png} and the table in README.md. BENCH_STAT=min reports each case's
-# least disturbed round instead of the median (for a loaded machine).
-BENCH_DIR ?= benchmarks/results
-BENCH_STAT ?= median
-bench-report: $(STAMP)
-	mkdir -p $(BENCH_DIR)
-	KCODEC_BENCH_DIR=$(BENCH_DIR) $(PY) -m pytest benchmarks -q -W ignore::DeprecationWarning \
-		--benchmark-json=$(BENCH_DIR)/benchmark.json --benchmark-columns=min,median,rounds $(PYTEST_ARGS)
-	KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k $(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning \
-		-k "decode or encode" --benchmark-json=$(BENCH_DIR)/benchmark-pure.json $(PYTEST_ARGS)
-	$(PY) benchmarks/report.py $(BENCH_DIR) --readme README.md --headline --stat $(BENCH_STAT)
-	$(PY) benchmarks/report.py $(BENCH_DIR) --readme docs/benchmarks.md --stat $(BENCH_STAT)
-	@echo "benchmarks: $(BENCH_DIR)/results.md, $(BENCH_DIR)/chart.png, $(BENCH_DIR)/benchmark.json; tables in README.md and docs/benchmarks.md"
+# Every published figure comes from benchmarks/results/<suite>.jsonl (one line per run, appended; the format:
+# benchmarks/figures/store.py). `make bench-report` measures one run into BENCH_RUN: every benchmark
+# (kcodec beside kio, kafka-python, aiokafka, Tansu; 1k, 10k, 100k topics), the Metadata 1k object cases
+# again under KCODEC_PURE=1, the native anchors (bench-native) and every case's instruction count
+# (bench-callgrind; BENCH_CALLGRIND_ARGS e.g. "--only REGEX"); then appends the run and regenerates every
+# figure in README.md and docs/ (benchmarks/report.py; tests/test_figures.py holds the text to the files).
+# BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones.
+BENCH_RUN ?= build/bench-run
+BENCH_FRESH ?=
+BENCH_ROUNDS ?= 41
+bench-report: $(STAMP) bench-tools
+	rm -rf $(BENCH_RUN) && $(PY) benchmarks/report.py start $(BENCH_RUN)
+	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) $(PY) -m pytest benchmarks -q \
+		-W ignore::DeprecationWarning --benchmark-json=$(BENCH_RUN)/pytest-benchmark.json \
+		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
+	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k \
+		$(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning -k "decode or encode" \
+		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory bench-native bench-callgrind BENCH_RUN=$(BENCH_RUN)
+	$(PY) benchmarks/report.py collect $(BENCH_RUN) $(if $(BENCH_FRESH),--fresh)
+	$(PY) benchmarks/report.py write
+	$(PY) benchmarks/report.py chart $(BENCH_RUN)/chart.png
+	@echo "benchmarks: a run appended to benchmarks/results/*.jsonl; figures regenerated in README.md and docs/"
+
+# The native anchors (benchmarks/native/: Rust's kafka-protocol, franz-go's kmsg; cargo and go) timed over
+# BENCH_ROUNDS calls of each payload and counted by callgrind, into BENCH_RUN.
+bench-native: $(STAMP) bench-tools
+	$(PY) benchmarks/native/run.py $(BENCH_RUN) --rounds $(BENCH_ROUNDS)
+
+# Instruction counts of every Metadata and record batch case, kcodec and each peer (valgrind's callgrind,
+# slow: every counted call and its set-up run under valgrind), into BENCH_RUN.
+BENCH_CALLGRIND_ARGS ?=
+bench-callgrind: $(STAMP) bench-tools
+	$(PY) benchmarks/callgrind.py $(BENCH_RUN) $(BENCH_CALLGRIND_ARGS)
+
+# valgrind (callgrind and its header for benchmarks/native/callgrind/marker.c), from apt when root.
+bench-tools:
+	@command -v valgrind >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& { apt-get install -y -q valgrind >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && apt-get install -y -q valgrind >/dev/null; }; } \
+		|| { echo "valgrind is missing: install it for the instruction counts"; exit 1; }; }
 
 # The fuzzing campaign (fuzz/campaign.py): mutated real and generated inputs through every decoder on both
 # backends, the columnar and record readers, FrameSplitter and an in-process broker, for MINUTES minutes from

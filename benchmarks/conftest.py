@@ -1,9 +1,9 @@
-"""Benchmarks (pytest-benchmark). `make bench` runs them; `make bench-report` also writes the results
-table and chart (benchmarks/report.py). Payloads: benchmarks/payloads.py."""
+"""Benchmarks (pytest-benchmark). `make bench` runs them; `make bench-report` also records every case
+(``bench_record``) into the committed results files and regenerates the published figures from them
+(benchmarks/report.py, benchmarks/figures/). Payloads: benchmarks/payloads.py."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -16,7 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import payloads as _payloads  # noqa: E402
 from kcodec.progress import Bar, Progress  # noqa: E402
 
-RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().parent / "results"))
+# `make bench-report` sets KCODEC_BENCH_RUN: what each case measured goes there as a partial file per suite
+# (benchmarks/figures/store.py), which benchmarks/report.py appends to benchmarks/results/<suite>.jsonl.
+RUN = os.environ.get("KCODEC_BENCH_RUN")
+_recorded: dict[str, list[dict]] = {}
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +41,27 @@ def _tell(config: pytest.Config, line: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def extra_results():
-    """Figures measured outside pytest-benchmark's timing (peak memory), written for the report."""
-    out: dict[str, dict] = {}
-    yield out
-    if out and os.environ.get("KCODEC_BENCH_DIR"):
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "extra.json").write_text(json.dumps(out, indent=2))
+def bench_record() -> Callable[..., None]:
+    """``bench_record(suite, case_id, impls, **params)``: one case's figures for the results files, ``impls``
+    {name: figures_store.stats(...) plus any other keys}; ``bytes=`` and ``rounds=`` are kept beside."""
+    def record(suite: str, case_id: str, impls: dict, bytes: int | None = None, rounds: int | None = None,
+               **params: object) -> None:
+        case = {"id": case_id, "params": params, "impls": impls}
+        case.update({k: v for k, v in (("bytes", bytes), ("rounds", rounds)) if v is not None})
+        _recorded.setdefault(suite, []).append(case)
+    return record
+
+
+def _write_recorded() -> None:
+    if not RUN or not _recorded:
+        return
+    import kcodec
+    from figures import store
+
+    label = os.environ.get("KCODEC_BENCH_LABEL", kcodec.BACKEND)
+    for suite, cases in _recorded.items():
+        store.write_partial(Path(RUN), suite, label, cases)
+    _recorded.clear()
 
 
 # A bar over the run's benchmarks on stderr (kcodec.progress: tqdm on a terminal, a few plain lines in a
@@ -82,6 +99,7 @@ def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    _write_recorded()
     if _bar:
         config, bar = _bar.pop()
         _draw(config, bar.close)

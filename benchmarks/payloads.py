@@ -90,3 +90,23 @@ def request_v12(metadata_v12: bytes) -> bytes:
     """The Metadata v12 request naming every topic of a response."""
     md = kcodec.decode(MetadataResponse, metadata_v12, 12)
     return kcodec.encode(MetadataRequest(topics=[MetadataRequest.Topic(name=t.name) for t in md.topics]), 12)
+
+
+NATIVE_CASES = ("metadata_v12_1k", "metadata_v12_10k", "records_1k_none")
+
+
+def native_files(folder: Path = CACHE / "native") -> Path:
+    """The payloads the native anchors read (benchmarks/native/): ``<case>.bin`` for each of NATIVE_CASES,
+    the same bytes kcodec's cases decode."""
+    from test_records import kcodec_batch  # the benchmark's own 1,000-record batch
+    from kcodec.records import Compression
+
+    bodies = payloads(("1k", "10k"))
+    made = {"metadata_v12_1k": bodies[("1k", 12)], "metadata_v12_10k": bodies[("10k", 12)],
+            "records_1k_none": kcodec_batch(Compression.NONE)}
+    folder.mkdir(parents=True, exist_ok=True)
+    for case in NATIVE_CASES:
+        path = folder / f"{case}.bin"
+        if not path.exists() or path.read_bytes() != made[case]:
+            path.write_bytes(made[case])
+    return folder

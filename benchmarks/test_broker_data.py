@@ -10,11 +10,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from broker_data import CASES, run  # noqa: E402
+from figures.store import stats  # noqa: E402
 
 
 @pytest.mark.parametrize("kind", ["kcodec", "tansu"])
 @pytest.mark.parametrize("size, partitions", CASES, ids=[f"{s}B-{p}p" for s, p in CASES])
-def test_broker_data_throughput(benchmark, size, partitions, kind):
+def test_broker_data_throughput(benchmark, size, partitions, kind, bench_record):
     if kind == "tansu":
         import kafka_upstream as ku
 
@@ -28,4 +29,8 @@ def test_broker_data_throughput(benchmark, size, partitions, kind):
     benchmark.extra_info.update(messages=result.messages, produce_msgs_per_s=round(pm), produce_mb_per_s=round(pb, 1),
                                 consume_msgs_per_s=round(cm), consume_mb_per_s=round(cb, 1),
                                 broker_peak_rss_mib=round(result.peak_rss_mb), broker_cpu_s=round(result.cpu_s, 2))
+    for direction, rate in (("produce", pm), ("consume", cm)):
+        bench_record("broker-data", f"{direction}[{size}B x {partitions}p]", {kind: stats(
+            [rate], unit="msg/s", peak_rss_mib=result.peak_rss_mb, cpu_s=result.cpu_s, messages=result.messages)},
+            bytes=size, direction=direction, size=size, partitions=partitions)
     print("\n" + result.row())

@@ -6,8 +6,9 @@ naming 1,000 topics.
 Every codec goes through its public API (``kcodec.decode``, ``kcodec.encode``, ``kcodec.columnar``: this
 process's backend, the compiled one when built, the reference under KCODEC_PURE=1). One benchmark per
 case; its timed function is one interleaved round, every codec called once (kcodec.sizes.timing), and
-each sample counts the call plus dropping its result, the call alone kept too. The case's extra_info
-carries each codec's medians over the rounds; benchmarks/report.py reads them. Every codec's result is
+each sample counts the call plus dropping its result, the call alone kept too. Every round's samples go to
+the results files (``bench_record``, suite ``metadata``: benchmarks/figures/metadata.py makes the
+published figures of them), each codec's medians to the case's extra_info too. Every codec's result is
 checked once against the expected one, so the figures time real work.
 
 Names: ``<operation>[<message> <size> v<version>]``.
@@ -30,6 +31,7 @@ from kcodec.messages import DescribeTopicPartitionsResponse, MetadataRequest, Me
 from kcodec.sizes.timing import interleaved_round, medians
 
 import payloads as _payloads
+from figures.store import stats
 
 try:
     import kio.index
@@ -68,6 +70,11 @@ PEER_SIZES = {"1k", "10k"}  # the peers and columnar's python engine make an obj
 
 @pytest.fixture(scope="module")
 def bodies(metadata_payloads) -> dict[tuple[str, str, int], bytes]:
+    return make_bodies(metadata_payloads)
+
+
+def make_bodies(metadata_payloads: dict[tuple[str, int], bytes]) -> dict[tuple[str, str, int], bytes]:
+    """{(message, size, version): body} of every case, from benchmarks/payloads.py's Metadata bodies."""
     out = {("metadata", s, v): b for (s, v), b in metadata_payloads.items()}
     for s in ("1k", "10k"):
         if (s, 12) in metadata_payloads:
@@ -139,7 +146,7 @@ def check(case: Case, name: str, result: Any, data: bytes, expected: Any) -> Non
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.operation}[{c.id}]" for c in CASES])
-def test_paid(benchmark, bodies, case):
+def test_paid(benchmark, bodies, case, bench_record):
     if (case.message, case.size, case.version) not in bodies:
         pytest.skip(f"{case.size} payload not made (KCODEC_BENCH_SIZES)")
     data = bodies[(case.message, case.size, case.version)]
@@ -166,10 +173,14 @@ def test_paid(benchmark, bodies, case):
         operation=case.operation, message=case.message, size=case.size, version=case.version,
         payload_bytes=len(data), rounds=rounds, backend=kcodec.BACKEND,
         paid={name: m._asdict() for name, m in medians(samples).items()})
+    bench_record("metadata", f"{case.operation}[{case.id}]", {
+        name: stats((s[0] for s in got), call=stats(s[1] for s in got)) for name, got in samples.items()},
+        bytes=len(data), rounds=rounds, operation=case.operation, message=case.message, size=case.size,
+        version=case.version)
 
 
 @pytest.mark.parametrize("scan", ["columnar", "names"])
-def test_peak_memory_100k(metadata_payloads, extra_results, scan):
+def test_peak_memory_100k(metadata_payloads, bench_record, scan):
     """Peak memory of one columnar decode of the 100,000-topic body, outside any timing: tracemalloc
     sees Python's allocations, numpy's arrays and the extension's columns (it registers them)."""
     if ("100k", 12) not in metadata_payloads:
@@ -184,6 +195,7 @@ def test_peak_memory_100k(metadata_payloads, extra_results, scan):
     finally:
         tracemalloc.stop()
     assert len(result.topics if scan == "columnar" else result.names) == 100_000
-    extra_results[f"peak_memory_{scan}_100k"] = {
-        "engine": columnar.ENGINE, "payload_bytes": len(data), "peak_bytes": peak, "kept_bytes": kept,
-        "ratio": peak / len(data)}
+    bench_record("metadata", f"peak_memory[{scan} 100k]", {
+        f"columnar-{columnar.ENGINE}": stats([peak / len(data)], unit="× payload", peak_bytes=peak,
+                                             kept_bytes=kept)}, bytes=len(data), operation="peak_memory",
+                 scan=scan, size="100k")

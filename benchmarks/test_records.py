@@ -4,9 +4,10 @@ columnar, encode, CRC32C; kcodec.records (its selected backend, through the publ
 Cython ``_crecords``, kafka-python's ``kafka.record`` and kio's records, where each supports the case.
 
 Each timed call is the call plus dropping its result. ``test_records_side_by_side`` times every
-implementation of a case in interleaved rounds (the machine's load hits all alike) and writes the table of
-docs/records.md to ``<results>/records.md``; the per-case pytest-benchmark tests give the same cases
-pytest-benchmark's statistics.
+implementation of a case in interleaved rounds (the machine's load hits all alike), records every round
+for the results files (``bench_record``, suite ``records``: docs/records.md's figures) and writes a quick
+table to ``<results>/records.md`` (build/bench, or KCODEC_BENCH_DIR); the per-case pytest-benchmark tests
+give the same cases pytest-benchmark's statistics.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from figures.store import stats
 from kcodec.records import BACKEND, BatchBuilder, Compression, crc32c, iter_batches, record_columns
 
 try:
@@ -41,7 +43,7 @@ try:
 except ImportError:
     kio_read_batch = None
 
-RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().parent / "results"))
+RESULTS = Path(os.environ.get("KCODEC_BENCH_DIR", Path(__file__).resolve().parents[1] / "build" / "bench"))
 KEYS = [b"k%05d" % i for i in range(1000)]
 VALUES = [bytes([i % 251]) * 40 + b"%040d" % i for i in range(1000)]  # 80 bytes, compressible like real data
 TS = 1_700_000_000_000
@@ -199,8 +201,9 @@ def test_crc32c(benchmark):
     benchmark.pedantic(crc32c, args=(data,), rounds=200, iterations=1, warmup_rounds=5)
 
 
-def interleaved(fns: dict, arg, rounds: int) -> dict:
-    """The fastest of ``rounds`` calls of each function, the functions taking turns (order rotated)."""
+def interleaved(fns: dict, arg, rounds: int, samples: dict | None = None) -> dict:
+    """The fastest of ``rounds`` calls of each function, the functions taking turns (order rotated); every
+    call's time is appended to ``samples[name]`` too when given."""
     best = {name: float("inf") for name in fns}
     names = list(fns)
     for r in range(rounds):
@@ -208,11 +211,14 @@ def interleaved(fns: dict, arg, rounds: int) -> dict:
             fn = fns[name]
             t = time.perf_counter()
             fn(arg)
-            best[name] = min(best[name], time.perf_counter() - t)
+            took = time.perf_counter() - t
+            best[name] = min(best[name], took)
+            if samples is not None:
+                samples.setdefault(name, []).append(took)
     return best
 
 
-def test_records_side_by_side():
+def test_records_side_by_side(bench_record):
     """Every case, every implementation in turn; the table of docs/records.md (<results>/records.md)."""
     rounds = int(os.environ.get("KCODEC_RECORDS_ROUNDS", "15"))
     kc = f"kcodec-{BACKEND}"
@@ -220,11 +226,17 @@ def test_records_side_by_side():
     for op, size, codec in CASES:
         data = payload(op, size, codec)
         fns = implementations(op, codec)
-        best = interleaved(fns, data, rounds)
+        samples: dict = {}
+        best = interleaved(fns, data, rounds, samples)
         nbytes = len(data) if not isinstance(data, Compression) else len(kcodec_batch(codec))
+        bench_record("records", case_id((op, size, codec)), {n: stats(v) for n, v in samples.items()},
+                     bytes=nbytes, rounds=rounds, operation=op, payload=size, codec=Compression(codec).name.lower())
         rows.append((op, size, Compression(codec).name.lower(), nbytes, best, kc))
     crc_data = os.urandom(1 << 20)
-    crc_best = interleaved({kc: crc32c}, crc_data, 200)[kc]
+    crc_samples: dict = {}
+    crc_best = interleaved({kc: crc32c}, crc_data, 200, crc_samples)[kc]
+    bench_record("records", "crc32c-1mb", {n: stats(v) for n, v in crc_samples.items()}, bytes=len(crc_data),
+                 rounds=200, operation="crc32c")
     lines = ["| operation | payload | codec | bytes | kcodec (µs) | aiokafka (µs) | kafka-python (µs) | kio (µs) "
              "| vs aiokafka |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for op, size, codec, nbytes, best, kcn in rows:

@@ -4,6 +4,7 @@ make a skip in CI a failure unless tests/needs.py allows it."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ from hypothesis import HealthCheck, settings
 from needs import ci_allows_skip, in_ci, missing, need_module, need_tool
 
 REPO = Path(__file__).resolve().parents[1]
+
+# A real Apache Kafka for any suite that asks (fixtures real_kafka, real_kafka3): tests/kafka/kafka_fixtures.py
+# (absent where this conftest is copied alone, as tests/test_ci_policy.py does).
+_KAFKA_TESTS = Path(__file__).resolve().parent / "kafka"
+if (_KAFKA_TESTS / "kafka_fixtures.py").exists():
+    sys.path.insert(0, str(_KAFKA_TESTS))
+    pytest_plugins = ["kafka_fixtures"]
 SHARED = Path(os.environ.get("KCODEC_SHARED", REPO.parent / "shared"))
 
 # ci: deterministic, the default; long: for local runs (HYPOTHESIS_PROFILE=long).

@@ -63,7 +63,7 @@ CI_ALLOWED_SKIPS: dict[str, str] = {
     "tests/broker/test_broker_cluster.py::test_a_fixed_port_and_the_ones_after_it":
         "five tries found no three consecutive free ports on 127.0.0.1: the machine's, not kcodec's",
     **{f"tests/client/test_client_interop.py::test_sasl_plain[{b}]": "a broker without SASL PLAIN users"
-       for b in ("tansu", "rdkafka_mock", "kcodec_broker")},
+       for b in ("tansu", "rdkafka_mock", "kcodec_broker", "kafka")},
 }
 
 

@@ -105,3 +105,16 @@ def kafkajs(bootstrap: str) -> dict[str, Any]:
 
 
 CLIENTS = {"aiokafka": aiokafka, "kafkajs": kafkajs, "confluent-kafka": confluent, "kafka-python": kafka_python}
+
+
+def run_all(bootstrap: str) -> dict[str, dict[str, Any]]:
+    """Every client in turn against ``bootstrap``: what each did (a client that cannot run: `missing`)."""
+    from needs import missing
+
+    did = {}
+    for name, run in CLIENTS.items():
+        try:
+            did[name] = run(bootstrap)
+        except FileNotFoundError as e:
+            missing(str(e))
+    return did

@@ -120,11 +120,7 @@ def captured(tmp_path_factory, kafka_upstream):
         rotated = _tcpdump(kafka_upstream.port, "-G", "1", "-w", str(base / "rot" / "kafka-%Y%m%d-%H%M%S.pcap"))
         try:
             with ku.tap(kafka_upstream.address, base / "kcap") as t:
-                for name, run in real_traffic.CLIENTS.items():
-                    try:
-                        did[name] = run(t.bootstrap)
-                    except FileNotFoundError as e:
-                        missing(str(e))
+                did = real_traffic.run_all(t.bootstrap)
                 t.stop()
             _drained(kafka_upstream.port, base / "whole", base / "rot")
         finally:

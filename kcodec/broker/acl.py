@@ -21,7 +21,7 @@ OPERATIONS = {"All": 2, "Read": 3, "Write": 4, "Create": 5, "Delete": 6, "Alter"
 TOPIC_OPERATIONS = ("Read", "Write", "Create", "Delete", "Alter", "Describe", "DescribeConfigs", "AlterConfigs")
 CLUSTER_OPERATIONS = ("Create", "ClusterAction", "DescribeConfigs", "AlterConfigs", "IdempotentWrite", "Alter",
                       "Describe")
-GROUP_OPERATIONS = ("Read", "Delete", "Describe")
+GROUP_OPERATIONS = ("Read", "Delete", "Describe", "DescribeConfigs", "AlterConfigs")  # Kafka 4: group configs (KIP-848)
 TRANSACTIONAL_ID_OPERATIONS = ("Write", "Describe", "TwoPhaseCommit")
 _IMPLIES = {"Describe": {"Read", "Write", "Delete", "Alter"}, "DescribeConfigs": {"AlterConfigs"}}
 # delegation_token and user ACLs are kept and listed (Kafka accepts them) but no API here consults them

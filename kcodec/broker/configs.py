@@ -11,6 +11,7 @@ from typing import Optional
 
 # Kafka's DescribeConfigsResponse ConfigSource codes.
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
@@ -32,33 +33,52 @@ class ConfigKey:
     default: Optional[str]
     doc: str = ""
     choices: tuple[str, ...] = ()
+    source: int = SOURCE_DEFAULT  # where the default comes from
+    listed: bool = True  # listed with every topic's configs (False: only where a topic sets it)
 
 
-def _k(name: str, type_: str, default: Optional[str], doc: str = "", choices: tuple[str, ...] = ()) -> ConfigKey:
-    return ConfigKey(name, type_, default, doc, choices)
+def _k(name: str, type_: str, default: Optional[str], doc: str = "", choices: tuple[str, ...] = (),
+       source: int = SOURCE_DEFAULT, listed: bool = True) -> ConfigKey:
+    return ConfigKey(name, type_, default, doc, choices, source, listed)
 
 
-# Kafka's topic-level configs with their defaults, plus KIP-619's `internal`.
+# Kafka 4.4's topic-level configs with their defaults (what CreateTopics v5+ and DescribeConfigs list for a
+# topic of a default cluster), plus KIP-619's `internal` (the seed's; Kafka has no such config), which is
+# listed only for topics that set it.
 TOPIC_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
-    _k("cleanup.policy", "list", "delete", "delete and/or compact", ("delete", "compact")),
+    _k("cleanup.policy", "list", "delete", "delete and/or compact", ("compact", "delete")),
+    _k("compression.gzip.level", "int", "-1"),
+    _k("compression.lz4.level", "int", "9"),
     _k("compression.type", "string", "producer", "",
        ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    _k("compression.zstd.level", "int", "3"),
     _k("delete.retention.ms", "long", "86400000"),
+    _k("errors.deadletterqueue.group.enable", "boolean", "false"),
     _k("file.delete.delay.ms", "long", "60000"),
     _k("flush.messages", "long", "9223372036854775807"),
     _k("flush.ms", "long", "9223372036854775807"),
+    _k("follower.replication.throttled.replicas", "list", ""),
     _k("index.interval.bytes", "int", "4096"),
-    _k("internal", "boolean", "false", "KIP-619: a user-defined internal topic"),
+    _k("internal", "boolean", "false", "KIP-619: a user-defined internal topic", listed=False),
+    _k("leader.replication.throttled.replicas", "list", ""),
+    _k("local.retention.bytes", "long", "-2"),
+    _k("local.retention.ms", "long", "-2"),
     _k("max.compaction.lag.ms", "long", "9223372036854775807"),
+    _k("max.decompressed.message.bytes", "int", "2147483639"),
     _k("max.message.bytes", "int", "1048588"),
-    _k("message.timestamp.after.max.ms", "long", "3600000", "how far ahead of the broker's clock a CreateTime "
-       "record may be (Kafka 4's default: one hour)"),
+    _k("message.timestamp.after.max.ms", "long", "3600000"),
     _k("message.timestamp.before.max.ms", "long", "9223372036854775807"),
     _k("message.timestamp.type", "string", "CreateTime", "", ("CreateTime", "LogAppendTime")),
     _k("min.cleanable.dirty.ratio", "double", "0.5"),
     _k("min.compaction.lag.ms", "long", "0"),
-    _k("min.insync.replicas", "int", "1"),
+    # Kafka 4's storage format writes min.insync.replicas as the cluster's dynamic default (KIP-966)
+    _k("min.insync.replicas", "int", "1", source=SOURCE_DYNAMIC_DEFAULT_BROKER),
     _k("preallocate", "boolean", "false"),
+    _k("remote.copy.lag.bytes", "long", "-1"),
+    _k("remote.copy.lag.ms", "long", "0"),
+    _k("remote.log.copy.disable", "boolean", "false"),
+    _k("remote.log.delete.on.disable", "boolean", "false"),
+    _k("remote.storage.enable", "boolean", "false"),
     _k("retention.bytes", "long", "-1"),
     _k("retention.ms", "long", "604800000"),
     _k("segment.bytes", "int", "1073741824"),
@@ -76,27 +96,29 @@ class ConfigError(ValueError):
 
 
 def check_value(key: ConfigKey, value: Optional[str]) -> str:
-    """The value if it parses as the key's type, else ConfigError naming the key."""
+    """The value if it parses as the key's type, else ConfigError worded as Kafka's ConfigDef words it."""
     if value is None:
         raise ConfigError(f"Null value not supported for topic config '{key.name}'")
     t = key.type
+    if t == "boolean" and value.strip().lower() not in ("true", "false"):
+        raise ConfigError(_invalid(key, value, "Expected value to be either true or false"))
     try:
-        if t == "boolean":
-            if value.lower() not in ("true", "false"):
-                raise ValueError
-        elif t in _INT_BOUNDS:
-            n = int(value)
+        if t in _INT_BOUNDS:
+            n = int(value.strip())
             if not -_INT_BOUNDS[t] <= n < _INT_BOUNDS[t]:
                 raise ValueError
         elif t == "double":
             float(value)
     except ValueError:
-        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: not a {t}") from None
+        raise ConfigError(_invalid(key, value, f"Not a number of type {t.upper()}")) from None
     items = [v.strip() for v in value.split(",") if v.strip()] if t == "list" else [value]
     if key.choices and any(v not in key.choices for v in items):
-        raise ConfigError(f"Invalid value {value!r} for configuration {key.name}: "
-                          f"must be one of {', '.join(key.choices)}")
+        raise ConfigError(_invalid(key, value, f"String must be one of: {', '.join(key.choices)}"))
     return value
+
+
+def _invalid(key: ConfigKey, value: str, why: str) -> str:
+    return f"Invalid value {value} for configuration {key.name}: {why}"
 
 
 def topic_key(name: str) -> ConfigKey:
@@ -142,12 +164,12 @@ def apply_incremental(current: dict[str, str], ops: list[tuple[str, int, Optiona
 
 def describe(overrides: dict[str, str], names: Optional[list[str]] = None
              ) -> list[tuple[ConfigKey, Optional[str], int]]:
-    """(key, value, source) for every known topic config (or the named ones), overrides first-class."""
+    """(key, value, source) for every listed topic config (or the named ones), overrides first-class."""
     keys = TOPIC_CONFIGS if names is None else {n: TOPIC_CONFIGS[n] for n in names if n in TOPIC_CONFIGS}
     out: list[tuple[ConfigKey, Optional[str], int]] = []
     for name, key in sorted(keys.items()):
         if name in overrides:
             out.append((key, overrides[name], SOURCE_DYNAMIC_TOPIC))
-        else:
-            out.append((key, key.default, SOURCE_DEFAULT))
+        elif key.listed or names is not None:
+            out.append((key, key.default, key.source))
     return out

@@ -83,18 +83,27 @@ class BrokerInfo:
 
 
 def validate_topic_name(name: Optional[str]) -> str:
-    """Kafka's Topic.validate, as an AdminError with INVALID_TOPIC_EXCEPTION."""
+    """Kafka's Topic.validate, in its order and words (Kafka 4.4), as an AdminError with INVALID_TOPIC_EXCEPTION."""
     if not name:
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is illegal, it can't be empty")
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed")
     if name in (".", ".."):
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name cannot be \".\" or \"..\"")
-    if len(name) > MAX_TOPIC_NAME:
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION,
-                         f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters")
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed")
+    if len(name.encode("utf-16-le")) // 2 > MAX_TOPIC_NAME:  # Java's String.length: UTF-16 units
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: the length of '{name}' is "
+                         f"longer than the max allowed length {MAX_TOPIC_NAME}")
     if not _LEGAL_NAME.fullmatch(name):
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name \"{name}\" is illegal, it contains a "
-                         "character other than ASCII alphanumerics, '.', '_' and '-'")
+        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' contains one or more "
+                         "characters other than ASCII alphanumerics, '.', '_' and '-'")
     return name
+
+
+def system_topic_configs(name: str, brokers: int) -> dict[str, str]:
+    """The configs Kafka's coordinators create their topics with (GroupCoordinator's and TransactionLog's
+    defaults: offsets.topic.*, transaction.state.log.*, the minimum ISR capped by the broker count)."""
+    if name == "__consumer_offsets":
+        return {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
+    return {"cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": str(min(2, brokers)),
+            "segment.bytes": "104857600", "unclean.leader.election.enable": "false"}
 
 
 class ClusterState:
@@ -143,7 +152,7 @@ class ClusterState:
             if name not in self.topics:
                 rf = min(3, len(self.broker_ids))
                 self.topics[name] = Topic(name, uuid.uuid4(), self.assign(system_topic_partitions, rf),
-                                          {"cleanup.policy": "compact"})
+                                          system_topic_configs(name, len(self.broker_ids)))
         # the data (batches, log starts) lives in a journal beside the state file: FILE.data
         self.logs = LogStore(self.data_file, max_partition_bytes, producer_id_expiration_ms)
         self.logs.load({t.topic_id for t in self.topics.values()})
@@ -229,13 +238,13 @@ class ClusterState:
             return self.topics[name]
         except KeyError:
             raise AdminError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                             f"This server does not host this topic: {name}") from None
+                             "This server does not host this topic-partition.") from None  # Kafka's own words
 
     def topic_by_id(self, topic_id: uuid.UUID) -> Topic:
         for t in self.topics.values():
             if t.topic_id == topic_id:
                 return t
-        raise AdminError(ErrorCode.UNKNOWN_TOPIC_ID, f"Unknown topic id {topic_id}")
+        raise AdminError(ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID.")
 
     def partition_leadership(self, topic: Topic, index: int) -> PartitionLeadership:
         """The leader (-1: offline), ISR and offline replicas of partition ``index`` (leaders.py)."""
@@ -401,7 +410,8 @@ class ClusterState:
         if rf > len(self.broker_ids):
             raise AdminError(ErrorCode.INVALID_REPLICATION_FACTOR,
                              f"Unable to replicate the partition {rf} time(s): The target replication factor of "
-                             f"{rf} cannot be reached because only {len(self.broker_ids)} broker(s) are registered.")
+                             f"{rf} cannot be reached because only {len(self.broker_ids)} broker(s) are registered or some "
+                             "brokers have all their log directories cordoned.")
 
     # -- topic creation (KIP-4, KIP-464) ---------------------------------------------------------------
     def plan_topic(self, name: str, num_partitions: int = -1, replication_factor: int = -1,

@@ -65,7 +65,7 @@ def test_create_enforce_describe_delete_every_version(secured, version):
     assert not sees(secured, "bob", "orders")
     with authenticated(secured, "admin", USERS["admin"]) as w:
         created = w.call(CreateAclsRequest(creations=[creation("orders")]), version).results
-        assert [(r.error_code, r.error_message) for r in created] == [(0, None)]
+        assert [(r.error_code, r.error_message) for r in created] == [(0, "")]  # Kafka: empty, not null
         assert (TOPIC, "orders", LITERAL, "User:bob", "*", DESCRIBE, ALLOW) in described(w)
     assert sees(secured, "bob", "orders") and not sees(secured, "bob", "secret")
     with authenticated(secured, "admin", USERS["admin"]) as w:
@@ -138,7 +138,7 @@ def test_each_creation_is_checked_as_kafka_checks_it(secured):
     with authenticated(secured, "admin", USERS["admin"]) as w:
         r = w.call(CreateAclsRequest(creations=[c for c, _ in refused.values()] + good), 3)
         assert [(c.error_code, c.error_message) for c in r.results] == [
-            (ErrorCode.INVALID_REQUEST, message) for _, message in refused.values()] + [(0, None)] * 3
+            (ErrorCode.INVALID_REQUEST, message) for _, message in refused.values()] + [(0, "")] * 3
         assert described(w) == {(TOPIC, "*", LITERAL, "User:alice", "*", DESCRIBE, ALLOW),
                                 (TOPIC, "orders", LITERAL, "User:bob", "*", DESCRIBE, ALLOW),
                                 (DELEGATION_TOKEN, "tok", LITERAL, "User:bob", "*", DESCRIBE, ALLOW),

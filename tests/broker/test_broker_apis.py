@@ -89,7 +89,7 @@ def test_describe_configs_every_version(cluster, version):
         assert (entries["retention.ms"].config_source, entries["segment.ms"].config_source) == (1, 5)
         assert entries["retention.ms"].synonyms[0].value == "1000"
     if version >= 3:
-        assert entries["retention.ms"].config_type == 5 and entries["internal"].documentation
+        assert entries["retention.ms"].config_type == 5 and entries["cleanup.policy"].documentation
     assert [c.name for c in one.configs] == ["retention.ms"]
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert {c.name: c.value for c in broker.configs}["num.partitions"] == "2"

@@ -142,6 +142,18 @@ class FakeBroker:
         writer.write(out)
 
 
+def settled(read: Callable[[], Any], done: Callable[[Any], bool], timeout: float = 15.0) -> Any:
+    """``read()`` until ``done`` holds for what it returns (or ``timeout`` passes: the last value). A real
+    Kafka's brokers learn a topic change from the metadata log a moment after the controller has answered
+    (Kafka's own tests wait for it too); kcodec broker's state changes at once."""
+    deadline = time.monotonic() + timeout
+    value = read()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = read()
+    return value
+
+
 def run(coro: Awaitable[Any], timeout: float = 30.0) -> Any:
     """Run a test coroutine with a hard bound on its time."""
     return asyncio.run(asyncio.wait_for(coro, timeout))  # type: ignore[arg-type]

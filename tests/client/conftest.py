@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable, Optional, Union
 import pytest
 
 import kcodec
+from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsResponse
 
 from client_support import RealBroker, _run_tansu, TANSU_VERSIONS
@@ -101,9 +102,52 @@ KCODEC_BROKER_VERSIONS: dict[str, Optional[int]] = {
     "ApiVersions": 4, "Metadata": 13, "DescribeTopicPartitions": 0, "CreateTopics": 7, "DeleteTopics": 6,
     "CreatePartitions": 3, "DescribeConfigs": 4, "ListTopics": 1}
 
-BROKERS = ["tansu", "rdkafka_mock"] + (["kcodec_broker", "kcodec_broker_sasl"] if HAVE_KCODEC_BROKER else [])
+# Apache Kafka 4.4 itself (tests/kafka): no ListTopics (KIP-142: the client falls back to Metadata).
+KAFKA_VERSIONS: dict[str, Optional[int]] = {
+    "ApiVersions": 4, "Metadata": 13, "DescribeTopicPartitions": 0, "CreateTopics": 7, "DeleteTopics": 6,
+    "CreatePartitions": 3, "DescribeConfigs": 4, "ListTopics": None}
+KAFKA_TOPICS = {"orders": 4, "payments": 7}
+
+
+@pytest.fixture(scope="session")
+def kafka_topics(real_kafka: Any) -> dict[str, int]:
+    """The client suite's topics on the real Kafka (made once; replication factor 1, its only node)."""
+    from kcodec.client import NewTopic, SyncClient
+
+    with SyncClient(real_kafka.bootstrap, request_timeout=30) as c:
+        made = c.create_topics([NewTopic(name, n, 1) for name, n in KAFKA_TOPICS.items()])
+    assert all(r.ok or r.error == ErrorCode.TOPIC_ALREADY_EXISTS for r in made), made
+    return dict(KAFKA_TOPICS)
+
+
+@pytest.fixture(scope="session")
+def kafka(real_kafka: Any, kafka_topics: dict[str, int]) -> Any:
+    """Apache Kafka 4.4, its PLAINTEXT listener: DescribeTopicPartitions pages as kcodec broker's does."""
+    yield RealBroker(name="kafka", bootstrap=real_kafka.bootstrap, topics=dict(kafka_topics),
+                     features={"admin", "pagination"}, expected=KAFKA_VERSIONS)
+
+
+@pytest.fixture(scope="session")
+def kafka_sasl(real_kafka: Any, kafka_topics: dict[str, int]) -> Any:
+    """Apache Kafka 4.4, its SASL_PLAINTEXT listener, as ``admin`` (a super user) with SASL PLAIN."""
+    import real_kafka as rk
+
+    yield RealBroker(name="kafka-sasl", bootstrap=real_kafka.sasl_bootstrap, topics=dict(kafka_topics),
+                     features={"admin", "pagination", "sasl"}, sasl=("admin", rk.SASL_USERS["admin"]),
+                     expected={**KAFKA_VERSIONS, "SaslHandshake": 1, "SaslAuthenticate": 2})
+
+
+BROKERS = ["tansu", "rdkafka_mock"] + (["kcodec_broker", "kcodec_broker_sasl"] if HAVE_KCODEC_BROKER else []) + [
+    pytest.param(name, marks=pytest.mark.kafka) for name in ("kafka", "kafka_sasl")]
+# The brokers that administer topics (create, delete, add partitions): their tests run on each.
+ADMIN_BROKERS = ["tansu", pytest.param("kafka", marks=pytest.mark.kafka)]
 
 
 @pytest.fixture(params=BROKERS)
 def broker(request: Any) -> RealBroker:
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=ADMIN_BROKERS)
+def admin_broker(request: Any) -> RealBroker:
     return request.getfixturevalue(request.param)  # type: ignore[no-any-return]

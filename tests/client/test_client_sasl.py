@@ -18,6 +18,8 @@ from kcodec.client import AuthenticationError, KafkaConnectionError, NewTopic, S
 from kcodec.errors import ErrorCode
 from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
+from client_support import settled
+
 MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 USER, PASSWORD = "alice", "alice-secret"
 
@@ -40,24 +42,56 @@ def _client(secured, sasl: Sasl, **kw) -> SyncClient:
     return SyncClient(cluster.bootstrap, sasl=sasl, tls=ca, request_timeout=10, connect_timeout=5, **kw)
 
 
+def _admin_scenario(c: SyncClient, tag: str, replicas: int) -> None:
+    """Create, list, describe, describe configs, add partitions, delete: every admin call after the login."""
+    created = c.create_topics([NewTopic(f"a-{tag}", 3, replicas, {"cleanup.policy": "compact"}), NewTopic(f"b-{tag}")])
+    assert [r.error for r in created] == [ErrorCode.NONE] * 2
+    wanted = {f"a-{tag}", f"b-{tag}"}
+    assert wanted <= settled(lambda: {t.name for t in c.list_topics()}, wanted.issubset)
+    [described] = c.describe_topics([f"a-{tag}"])
+    assert len(described.partitions) == 3 and described.partitions[0].replicas
+    assert c.describe_configs([f"a-{tag}"])[0].configs["cleanup.policy"].value == "compact"
+    assert c.create_partitions({f"a-{tag}": 5})[0].ok
+    assert [r.error for r in c.delete_topics([f"a-{tag}", f"b-{tag}"])] == [ErrorCode.NONE] * 2
+
+
+def _logins(sent, mechanism: str) -> bool:
+    return sent[("SaslHandshake", 1)] >= 1 and sent[("SaslAuthenticate", 2)] >= (2 if "SCRAM" in mechanism else 1)
+
+
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_admin_scenario_with_each_mechanism(secured, mechanism):
     cluster, ca = secured
-    tag = f"{mechanism.lower()}-{uuid.uuid4().hex[:6]}"
     with _client(secured, _sasl(mechanism)) as c:
-        created = c.create_topics([NewTopic(f"a-{tag}", 3, 2, {"cleanup.policy": "compact"}), NewTopic(f"b-{tag}")])
-        assert [r.error for r in created] == [ErrorCode.NONE] * 2
-        assert {f"a-{tag}", f"b-{tag}"} <= {t.name for t in c.list_topics()}
-        [described] = c.describe_topics([f"a-{tag}"])
-        assert len(described.partitions) == 3 and described.partitions[0].replicas
-        assert c.describe_configs([f"a-{tag}"])[0].configs["cleanup.policy"].value == "compact"
-        assert c.create_partitions({f"a-{tag}": 5})[0].ok
-        assert [r.error for r in c.delete_topics([f"a-{tag}", f"b-{tag}"])] == [ErrorCode.NONE] * 2
+        _admin_scenario(c, f"{mechanism.lower()}-{uuid.uuid4().hex[:6]}", 2)
         conns = c.client.cluster.connections()
         sent = c.client.requests_sent
     assert all(conn is not None and conn.tls == (ca is not None) for conn in conns)
-    assert sent[("SaslHandshake", 1)] >= 1 and sent[("SaslAuthenticate", 2)] >= (2 if "SCRAM" in mechanism else 1)
+    assert _logins(sent, mechanism)
     assert len(cluster.topics()["__consumer_offsets"].replicas) == 2  # the same cluster throughout
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_admin_scenario_against_apache_kafka(real_kafka, mechanism):
+    """The same against Apache Kafka's SASL_PLAINTEXT listener (tests/kafka), as its super user ``admin``;
+    a wrong password or an unknown user is refused with Kafka's own answer."""
+    import real_kafka as rk
+
+    user, password = "admin", rk.SASL_USERS["admin"]
+    login = dict(request_timeout=10, connect_timeout=5)
+    with SyncClient(real_kafka.sasl_bootstrap, sasl=_sasl(mechanism, password, user), **login) as c:
+        _admin_scenario(c, f"{mechanism.lower()}-{uuid.uuid4().hex[:6]}", 1)
+        sent = c.client.requests_sent
+    assert _logins(sent, mechanism)
+    if mechanism == "OAUTHBEARER":  # an expired token
+        bad = Sasl("OAUTHBEARER", token=unsecured_token(user, lifetime=-600))
+    else:
+        bad = _sasl(mechanism, "wrong", user)
+    for sasl in (bad, _sasl(mechanism, password, "mallory")) if mechanism != "OAUTHBEARER" else (bad,):
+        with pytest.raises(AuthenticationError) as e:
+            SyncClient(real_kafka.sasl_bootstrap, sasl=sasl, **login).__enter__()
+        assert e.value.reason == "credentials" and f"SASL {mechanism}" in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

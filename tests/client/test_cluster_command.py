@@ -51,6 +51,10 @@ PLAUSIBLE = {
     # librdkafka's mock is no Kafka release: it mixes old ranges with 4.1's share APIs and a
     # Heartbeat v5 that no Apache release advertises
     "rdkafka-mock": ("no release matches: closest ", False),
+    # Apache Kafka 4.4 advertises APIs past 4.3's (ApiVersions v5, keys 88-94) and kcodec's release table
+    # (kcodec/versions) ends at 4.3
+    "kafka": ("newer than 4.3", False),
+    "kafka-sasl": ("newer than 4.3", False),
 }
 
 

@@ -64,6 +64,11 @@ class HeartbeatResult:
     message: Optional[str] = None
 
 
+def _unknown_member(hb: "Heartbeat") -> HeartbeatResult:
+    return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch,
+                           message=f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+
+
 def _minus(a: Assignment, b: Assignment) -> Assignment:
     out = {t: ps - b.get(t, set()) for t, ps in a.items()}
     return {t: ps for t, ps in out.items() if ps}
@@ -92,8 +97,11 @@ class ConsumerGroup:
 
     def compute_target(self, partitions_of: Callable[[str], Optional[tuple[uuid.UUID, int]]],
                        subscriptions: dict[str, set[str]]) -> None:
-        """The uniform assignor: each subscribed topic's partitions spread over its subscribers
-        (``subscriptions``: each member's resolved topic names)."""
+        """The uniform assignor, sticky as Kafka's (UniformHomogeneousAssignmentBuilder): each subscribed topic's
+        partitions spread evenly over its subscribers (``subscriptions``: each member's resolved topic names),
+        each keeping the lowest of the partitions the previous target gave it, up to its share (the members that
+        held more than the even share get the extra partitions first); the rest go, lowest first, to the members
+        still short of their share, in member id order."""
         target: dict[str, Assignment] = {m: {} for m in self.members}
         topics = sorted({t for names in subscriptions.values() for t in names})
         for name in topics:
@@ -102,8 +110,24 @@ class ConsumerGroup:
                 continue
             topic_id, count = found
             subscribers = sorted(m for m, names in subscriptions.items() if name in names)
-            for p in range(count):
-                target[subscribers[p % len(subscribers)]].setdefault(topic_id, set()).add(p)
+            base, extra = divmod(count, len(subscribers))
+            kept: dict[str, list[int]] = {}
+            quota: dict[str, int] = {}
+            for m in subscribers:
+                held = sorted(p for p in self.target.get(m, {}).get(topic_id, ()) if p < count)
+                quota[m] = base + (1 if len(held) > base and extra > 0 else 0)
+                extra -= quota[m] - base
+                kept[m] = held[:quota[m]]
+            for m in subscribers:
+                if extra > 0 and quota[m] == base:
+                    quota[m], extra = base + 1, extra - 1
+            taken = {p for ps in kept.values() for p in ps}
+            free = [p for p in range(count) if p not in taken]
+            for m in subscribers:
+                while len(kept[m]) < quota[m]:
+                    kept[m].append(free.pop(0))
+                if kept[m]:
+                    target[m][topic_id] = set(kept[m])
         self.target = target
         self.target_epoch = self.epoch
 
@@ -220,7 +244,7 @@ class ConsumerGroups:
         if hb.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             member = group.members.get(hb.member_id) if group is not None else None
             if group is None or member is None:
-                return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch)
+                return _unknown_member(hb)
             self.remove(group, member, "left")
             return HeartbeatResult(E.NONE, hb.member_id, hb.epoch)
         if hb.epoch == 0:
@@ -232,10 +256,12 @@ class ConsumerGroups:
         else:
             member = group.members.get(hb.member_id) if group is not None else None
             if group is None or member is None:
-                return HeartbeatResult(E.UNKNOWN_MEMBER_ID, hb.member_id, hb.epoch)
+                return _unknown_member(hb)
             if hb.epoch not in (member.epoch, member.previous_epoch):
-                return HeartbeatResult(E.FENCED_MEMBER_EPOCH, hb.member_id, hb.epoch,
-                                       message=f"The member epoch {hb.epoch} is not {member.epoch}.")
+                which = "greater" if hb.epoch > member.epoch else "smaller"
+                return HeartbeatResult(E.FENCED_MEMBER_EPOCH, hb.member_id, hb.epoch, message=(
+                    f"The consumer group member has a {which} member epoch ({hb.epoch}) than the one known by the "
+                    f"group coordinator ({member.epoch}). The member must abandon all its partitions and rejoin."))
             force = hb.epoch != member.epoch  # an answer it missed: say it again
         if hb.subscribed is not None and sorted(set(hb.subscribed)) != member.subscribed:
             member.subscribed = sorted(set(hb.subscribed))

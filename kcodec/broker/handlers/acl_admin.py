@@ -77,7 +77,7 @@ def create_acls(ctx: Context, req: Any) -> Union[CreateAclsResponse, CloseConnec
         if refusal is None:
             valid.append(_acl(c))
         results.append(CreateAclsResponse.AclCreationResult(
-            error_code=ErrorCode.INVALID_REQUEST if refusal else ErrorCode.NONE, error_message=refusal))
+            error_code=ErrorCode.INVALID_REQUEST if refusal else ErrorCode.NONE, error_message=refusal or ""))
     if authorizer.add(valid):
         ctx.state.save()
     return CreateAclsResponse(results=results)

@@ -14,10 +14,12 @@ from kcodec.messages import (AlterConfigsRequest, AlterConfigsResponse, Describe
 
 from .. import client_metrics as cm
 from .. import configs as cfg
+from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
 from ..state import AdminError, Topic
 from . import handles
 
+CLUSTER_DENIED = KAFKA_MESSAGES[ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
 DescribeEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
@@ -51,7 +53,8 @@ def _entry(ctx: Context, req: Any, key: cfg.ConfigKey, value: Optional[str], sou
 def _topic_for(ctx: Context, result: Any, operation: str, name: str) -> Optional[Topic]:
     """The topic a config request names, or None with the result's error set (29, then 3)."""
     if not ctx.allowed(operation, "topic", name):
-        result.error_code, result.error_message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+        result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        result.error_message = KAFKA_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED]
         return None
     try:
         return ctx.state.topic(name)
@@ -75,16 +78,18 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
     results = []
     for res in req.resources:
         r = DescribeConfigsResponse.DescribeConfigsResult(resource_type=res.resource_type,
-                                                          resource_name=res.resource_name, error_message=None)
+                                                          resource_name=res.resource_name)
         results.append(r)
         if res.resource_type == cfg.RESOURCE_TOPIC:
             topic = _topic_for(ctx, r, "DescribeConfigs", res.resource_name)
+            if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                r.error_message = ""  # Kafka sets the code alone here
             if topic is not None:
                 r.configs = [_entry(ctx, req, k, val, src, False)
                              for k, val, src in cfg.describe(topic.configs, res.configuration_keys)]
         elif res.resource_type == cfg.RESOURCE_BROKER:
             if not ctx.allowed("DescribeConfigs", "cluster"):
-                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
             elif not _broker_name_ok(ctx, res.resource_name):
                 r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, f"Unknown broker {res.resource_name!r}"
             else:
@@ -93,7 +98,7 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
                              if keys is None or k.name in keys]
         elif res.resource_type == cm.RESOURCE_CLIENT_METRICS:
             if not ctx.allowed("DescribeConfigs", "cluster"):
-                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
             elif not res.resource_name:
                 r.error_code = ErrorCode.INVALID_REQUEST
                 r.error_message = "Client metrics subscription name must not be empty"
@@ -109,7 +114,7 @@ def _alter_client_metrics(ctx: Context, req: Any, res: Any, result: Any,
                           new_configs: Callable[[dict[str, str], Any], dict[str, str]]) -> None:
     """One subscription's change: AlterConfigs on the cluster, then Kafka's validation of the result."""
     if not ctx.allowed("AlterConfigs", "cluster"):
-        result.error_code, result.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+        result.error_code, result.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
         return
     name = res.resource_name
     _change(req, result, lambda: cm.validate(name, new_configs(ctx.state.client_metrics.configs.get(name, {}), res)),
@@ -145,7 +150,7 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
                 _change(req, r, partial(new_configs, topic.configs, res), partial(ctx.state.set_configs, topic))
         elif res.resource_type == cfg.RESOURCE_BROKER:
             if not ctx.allowed("AlterConfigs", "cluster"):
-                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
             else:
                 r.error_code = ErrorCode.INVALID_REQUEST
                 r.error_message = "Broker configs of this broker are read-only (set them when it starts)"

@@ -25,14 +25,14 @@ def _wire(assignment: Assignment, cls: Any) -> list[Any]:
 def consumer_group_heartbeat(ctx: Context, req: Any) -> ConsumerGroupHeartbeatResponse:
     Resp = ConsumerGroupHeartbeatResponse
     error = group_error(ctx, req.group_id)
-    if error is not None:
-        return Resp(error_code=error, member_epoch=req.member_epoch)
+    if error is not None:  # an error answer carries nothing else (member id null, epoch 0), as Kafka's
+        return Resp(error_code=error)
     owned: Optional[Assignment] = None
     if req.topic_partitions is not None:
         owned = {tp.topic_id: set(tp.partitions) for tp in req.topic_partitions}
     topics = req.subscribed_topic_names
     if topics is not None and any(not ctx.allowed("Describe", "topic", t) for t in topics):
-        return Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, member_epoch=req.member_epoch)
+        return Resp(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     authorizer, principal, address = ctx.runtime.authorizer, ctx.session.principal, ctx.session.address
 
     def may_describe(topic: str) -> bool:  # kept by the member: its regex is resolved again as topics change
@@ -42,10 +42,13 @@ def consumer_group_heartbeat(ctx: Context, req: Any) -> ConsumerGroupHeartbeatRe
         None if topics is None else list(topics), req.subscribed_topic_regex if ctx.version >= 1 else None,
         req.server_assignor, owned, ctx.header.client_id or "", ctx.session.host, server_generates_id=ctx.version == 0,
         may_describe=may_describe))
+    if r.error:
+        return Resp(error_code=r.error, error_message=r.message)
     assignment = None if r.assignment is None else Resp.Assignment(topic_partitions=_wire(r.assignment,
                                                                                         Resp.TopicPartitions))
+    leaving = req.member_epoch < 0  # Kafka tells a member that leaves no interval
     return Resp(error_code=r.error, error_message=r.message, member_id=r.member_id, member_epoch=r.epoch,
-                heartbeat_interval_ms=ctx.runtime.groups.settings.consumer_heartbeat_interval_ms if not r.error else 0,
+                heartbeat_interval_ms=0 if leaving else ctx.runtime.groups.settings.consumer_heartbeat_interval_ms,
                 assignment=assignment)
 
 

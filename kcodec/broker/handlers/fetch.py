@@ -56,6 +56,13 @@ def _wanted(ctx: Context, req: Any) -> tuple[list[tuple[Key, int, int, int]], li
     return wanted, forgotten
 
 
+def _refused(out: _Part, code: int) -> _Part:
+    """A partition refused before any read: Kafka's error entry, whose aborted transactions are an empty list
+    (not null) whatever the isolation level."""
+    out.error_code, out.aborted_transactions = code, []
+    return out
+
+
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
           first: bool, endpoints: dict[int, Any], rack: Optional[str]) -> tuple[_Part, int, bool]:
     """One partition's answer, its record bytes (``records``: the stored batches themselves, which the
@@ -70,19 +77,15 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if ctx.version >= 13:
         topic = next((t for t in state.topics.values() if t.topic_id == name_or_id), None)
         if topic is None:  # Kafka: an unknown id first, then Read on the topic it names
-            out.error_code = ErrorCode.UNKNOWN_TOPIC_ID
-            return out, 0, False
+            return _refused(out, ErrorCode.UNKNOWN_TOPIC_ID), 0, False
         if not ctx.allowed("Read", "topic", topic.name):
-            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            return out, 0, False
+            return _refused(out, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0, False
     else:
         topic = state.topics.get(name_or_id)
         if not ctx.allowed("Read", "topic", name_or_id):
-            out.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            return out, 0, False
+            return _refused(out, ErrorCode.TOPIC_AUTHORIZATION_FAILED), 0, False
     if topic is None or not 0 <= index < len(topic.replicas):
-        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return out, 0, False
+        return _refused(out, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), 0, False
     code = state.leader_error(topic, index, ctx.node_id, leader_epoch if leader_epoch >= 0 else None,
                               leader_only=rack is None)
     if code:
@@ -101,8 +104,9 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     else:
         out.high_watermark, out.last_stable_offset = copy.end, copy.last_stable_offset
     out.log_start_offset = plog.log_start
-    if not plog.log_start <= offset <= out.high_watermark:
+    if not plog.log_start <= offset <= out.high_watermark:  # Kafka's failed read: no offsets either
         out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+        out.high_watermark = out.last_stable_offset = out.log_start_offset = -1
         return out, 0, False
     selector = ctx.runtime.replica_selector
     if selector is not None and rack and state.leader(topic, index) == ctx.node_id:

@@ -15,6 +15,7 @@ from kcodec.messages import (FindCoordinatorRequest, FindCoordinatorResponse, He
                              JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
                              SyncGroupRequest, SyncGroupResponse)
 
+from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
 from ..groups.coordinator import JoinRequest
 from ..groups.group import JoinResult, Membership, SyncResult
@@ -73,11 +74,13 @@ def _find(ctx: Context, key: str, key_type: int) -> tuple[int, Optional[str], in
 def find_coordinator(ctx: Context, req: Any) -> FindCoordinatorResponse:
     """v0-3: one key; v4+: a batch of keys (KIP-699). Key types: 0 group, 1 transactional id."""
     key_type = req.key_type if ctx.version >= 1 else GROUP_KEY
-    if ctx.version >= 4:
+    if ctx.version >= 4:  # Kafka leaves a key's message empty unless it has one of its own
         return FindCoordinatorResponse(coordinators=[
-            FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e, error_message=m)
+            FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e, error_message=m or "")
             for k in req.coordinator_keys for e, m, n, h, p in [_find(ctx, k, key_type)]])
     error, message, node, host, port = _find(ctx, req.key, key_type)
+    if message is None:  # v0-3: Kafka's message for the code, "NONE" for none
+        message = KAFKA_MESSAGES.get(error)
     return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node, host=host, port=port)
 
 

@@ -26,13 +26,15 @@ def list_topics(ctx: Context, req: Any) -> ListTopicsResponse:
         if (req.list_internal or not t.internal) and ctx.allowed("Describe", "topic", t.name)])
 
 
-def _missing(name: str) -> DescribeTopicPartitionsResponse.Topic:
+def _missing(ctx: Context, name: str) -> DescribeTopicPartitionsResponse.Topic:
+    """An unknown or invalid name, with what the principal could do to it (as Kafka answers)."""
     try:
         validate_topic_name(name)
         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     except AdminError:
         code = ErrorCode.INVALID_TOPIC_EXCEPTION
-    return DescribeTopicPartitionsResponse.Topic(error_code=code, name=name, topic_id=ZERO_UUID)
+    return DescribeTopicPartitionsResponse.Topic(error_code=code, name=name, topic_id=ZERO_UUID,
+                                                 topic_authorized_operations=ctx.operations("topic", name))
 
 
 @handles(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse)
@@ -60,16 +62,18 @@ def describe_topic_partitions(ctx: Context, req: Any) -> DescribeTopicPartitions
         topic = state.topics.get(name)
         if topic is None:
             if not every:
-                resp.topics.append(_missing(name))
+                resp.topics.append(_missing(ctx, name))
             continue
         if remaining == 0:
             resp.next_cursor = Resp.Cursor(topic_name=name, partition_index=0)
             break
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         stop = max(first, min(len(topic.replicas), first + remaining))
+        partitions = partitions_of(ctx, topic, Resp.Partition, first, stop)
+        for p in partitions:  # no eligible leader replicas (KIP-966's ELR): empty lists, as Kafka 4.4 sends
+            p.eligible_leader_replicas, p.last_known_elr = [], []
         resp.topics.append(Resp.Topic(name=name, topic_id=topic.topic_id, is_internal=topic.internal,
-                                      partitions=partitions_of(ctx, topic, Resp.Partition, first, stop),
-                                      topic_authorized_operations=ctx.operations("topic", name)))
+                                      partitions=partitions, topic_authorized_operations=ctx.operations("topic", name)))
         remaining -= stop - first
         if stop < len(topic.replicas):
             resp.next_cursor = Resp.Cursor(topic_name=name, partition_index=stop)

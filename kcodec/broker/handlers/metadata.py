@@ -45,10 +45,14 @@ def _topic(ctx: Context, req: Any, topic: Topic) -> MetadataResponse.Topic:
     return entry
 
 
-def _error(ctx: Context, code: ErrorCode, name: Optional[str], topic_id: uuid.UUID = ZERO_UUID) -> MetadataResponse.Topic:
+def _error(ctx: Context, code: ErrorCode, name: Optional[str], topic_id: uuid.UUID = ZERO_UUID,
+           req: Any = None) -> MetadataResponse.Topic:
     entry = MetadataResponse.Topic(error_code=code, name=name if name is not None or ctx.version >= 12 else "")
     if ctx.version >= 10:
         entry.topic_id = topic_id
+    if (req is not None and ctx.version >= 8 and req.include_topic_authorized_operations and name
+            and code != ErrorCode.TOPIC_AUTHORIZATION_FAILED):  # Kafka: for unknown and invalid names too
+        entry.topic_authorized_operations = ctx.operations("topic", name)
     return entry
 
 
@@ -56,14 +60,14 @@ def _by_name(ctx: Context, req: Any, name: str) -> MetadataResponse.Topic:
     try:
         validate_topic_name(name)
     except AdminError as e:
-        return _error(ctx, e.code, name)
+        return _error(ctx, e.code, name, req=req)
     if not ctx.allowed("Describe", "topic", name):
         return _error(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
     topic = ctx.state.topics.get(name)
     if topic is None:
         auto = ctx.version < 4 or req.allow_auto_topic_creation
         if not (auto and ctx.state.auto_create_topics):
-            return _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+            return _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, req=req)
         if not ctx.may_create(name):
             return _error(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
         try:
@@ -121,8 +125,9 @@ def metadata(ctx: Context, req: Any) -> MetadataResponse:
         resp.topics = [_topic(ctx, req, t) for t in sorted(state.topics.values(), key=lambda t: t.name)
                        if ctx.allowed("Describe", "topic", t.name)]
     else:
-        resp.topics = [_by_id(ctx, req, t.topic_id) if t.name is None and v >= 10 else _by_name(ctx, req, t.name or "")
-                       for t in req.topics]
+        # an entry with a topic id asks by id (its name, left null or empty, is not looked at), as Kafka
+        resp.topics = [_by_id(ctx, req, t.topic_id) if v >= 10 and t.topic_id != ZERO_UUID
+                       else _by_name(ctx, req, t.name or "") for t in req.topics]
     if 8 <= v <= 10 and req.include_cluster_authorized_operations:
         resp.cluster_authorized_operations = ctx.operations("cluster")
     return resp

@@ -8,6 +8,7 @@ timestamp lookup, Kafka's LeaderEpochFileCache rules for OffsetForLeaderEpoch.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable, Optional
 
 from kcodec.errors import ErrorCode
@@ -83,9 +84,24 @@ def _list_one(ctx: Context, name: str, p: Any, isolation_level: int) -> Any:
 
 @handles(ListOffsetsRequest, ListOffsetsResponse)
 def list_offsets(ctx: Context, req: Any) -> ListOffsetsResponse:
-    return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts)
-                                       for t, parts in _each(req.topics, lambda t: t.partitions,
-                                                             lambda n, p: _list_one(ctx, n, p, req.isolation_level))])
+    """A partition asked for twice is answered once, with INVALID_REQUEST (Kafka keys its answers by
+    partition)."""
+    counts = Counter((t.name, p.partition_index) for t in req.topics for p in t.partitions)
+    answered: set[tuple[str, int]] = set()
+
+    def one(name: str, p: Any) -> Any:
+        key = (name, p.partition_index)
+        if counts[key] == 1:
+            return _list_one(ctx, name, p, req.isolation_level)
+        if key in answered:
+            return None
+        answered.add(key)
+        return ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index,
+                                                                error_code=ErrorCode.INVALID_REQUEST, timestamp=-1,
+                                                                offset=-1, leader_epoch=-1)
+    return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(
+        name=t.name, partitions=[x for x in parts if x is not None])
+        for t, parts in _each(req.topics, lambda t: t.partitions, one)])
 
 
 def _epoch_one(ctx: Context, name: str, p: Any) -> Any:

@@ -11,12 +11,14 @@ from kcodec.messages import (CreatePartitionsRequest, CreatePartitionsResponse, 
                              CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse)
 
 from .. import configs as cfg
+from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
 from ..state import AdminError, Topic
 from . import handles
 
 ZERO_UUID = uuid.UUID(int=0)
-DENIED = "Authorization failed."
+DENIED = "Authorization failed."  # CreateTopics' words (ControllerApis)
+TOPIC_DENIED = KAFKA_MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED]  # DeleteTopics': the code's own
 
 
 def _fail(result: Any, code: ErrorCode, message: Optional[str], version: int, message_from: int) -> Any:
@@ -27,16 +29,16 @@ def _fail(result: Any, code: ErrorCode, message: Optional[str], version: int, me
 
 
 def _created(ctx: Context, result: Any, topic: Topic) -> None:
-    """KIP-525 (v5+): partitions, replication factor and configs, or TopicConfigErrorCode 29 when the
-    principal may not DescribeConfigs the topic. Topic ids (v7+) only to those who may Describe it."""
+    """KIP-525 (v5+): partitions, replication factor and configs, or TopicConfigErrorCode 29 (and no configs)
+    when the principal may not DescribeConfigs the topic. Its id (v7+) to whoever created it, as Kafka."""
     v = ctx.version
-    if v >= 7 and ctx.allowed("Describe", "topic", topic.name):
+    if v >= 7:
         result.topic_id = topic.topic_id
     if v < 5:
         return
     if not ctx.allowed("DescribeConfigs", "topic", topic.name):
         result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        result.configs = None
+        result.configs = []
         return
     result.num_partitions = len(topic.replicas)
     result.replication_factor = topic.replication_factor
@@ -54,16 +56,25 @@ def _plan(ctx: Context, t: Any) -> Topic:
                                 {c.name: c.value for c in t.configs})
 
 
+def _once(names: list[Any]) -> tuple[Counter, set]:
+    """How often each name comes in a request, and (empty) the set of duplicates already answered: Kafka
+    answers a name given twice once, with INVALID_REQUEST "Duplicate topic name."."""
+    return Counter(names), set()
+
+
 @handles(CreateTopicsRequest, CreateTopicsResponse)
 def create_topics(ctx: Context, req: Any) -> CreateTopicsResponse:
     v = ctx.version
-    counts = Counter(t.name for t in req.topics)
+    counts, answered = _once([t.name for t in req.topics])
     results = []
     for t in req.topics:
+        if t.name in answered:
+            continue
         r = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_message=None)
         results.append(r)
         if counts[t.name] > 1:
-            _fail(r, ErrorCode.INVALID_REQUEST, "Found multiple entries for this topic.", v, 1)
+            answered.add(t.name)
+            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", v, 1)
         elif not ctx.may_create(t.name):
             _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED, v, 1)
         else:
@@ -80,7 +91,9 @@ def create_topics(ctx: Context, req: Any) -> CreateTopicsResponse:
 def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple[Optional[str], uuid.UUID, ErrorCode, Optional[str]]:
     state = ctx.state
     if name is not None and topic_id != ZERO_UUID:
-        return name, topic_id, ErrorCode.INVALID_REQUEST, "Give a topic name or a topic id, not both"
+        return name, topic_id, ErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id."
+    if name is None and topic_id == ZERO_UUID:
+        return None, topic_id, ErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified."
     try:
         if name is None:
             topic = state.topic_by_id(topic_id)
@@ -88,10 +101,10 @@ def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple
                 return None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
         else:
             if not ctx.allowed("Delete", "topic", name):
-                return name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
+                return name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
             topic = state.topic(name)
         if not ctx.allowed("Delete", "topic", topic.name):
-            return topic.name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED
+            return topic.name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, TOPIC_DENIED
         state.delete_topic(topic)
         return topic.name, topic.topic_id, ErrorCode.NONE, None
     except AdminError as e:
@@ -102,12 +115,16 @@ def _delete_one(ctx: Context, name: Optional[str], topic_id: uuid.UUID) -> tuple
 def delete_topics(ctx: Context, req: Any) -> DeleteTopicsResponse:
     v = ctx.version
     wanted = [(t.name, t.topic_id) for t in req.topics] if v >= 6 else [(n, ZERO_UUID) for n in req.topic_names]
-    counts = Counter(wanted)
+    counts, answered = _once(wanted)
     results = []
     for name, topic_id in wanted:
         out: tuple[Optional[str], uuid.UUID, ErrorCode, Optional[str]]
+        if (name, topic_id) in answered:
+            continue
         if counts[(name, topic_id)] > 1:
-            out = (name, topic_id, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            answered.add((name, topic_id))
+            out = (name, topic_id, ErrorCode.INVALID_REQUEST,
+                   "Duplicate topic name." if name is not None else "Duplicate topic id.")
         else:
             out = _delete_one(ctx, name, topic_id)
         r = DeleteTopicsResponse.DeletableTopicResult(name=out[0] if v >= 6 else (out[0] or ""), error_code=out[2])
@@ -121,16 +138,19 @@ def delete_topics(ctx: Context, req: Any) -> DeleteTopicsResponse:
 
 @handles(CreatePartitionsRequest, CreatePartitionsResponse)
 def create_partitions(ctx: Context, req: Any) -> CreatePartitionsResponse:
-    counts = Counter(t.name for t in req.topics)
+    counts, answered = _once([t.name for t in req.topics])
     results = []
     for t in req.topics:
+        if t.name in answered:
+            continue
         r = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name)
         results.append(r)
         if counts[t.name] > 1:
-            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.", 0, 0)
+            answered.add(t.name)
+            _fail(r, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", 0, 0)
             continue
         if not ctx.allowed("Alter", "topic", t.name):
-            _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, DENIED, 0, 0)
+            _fail(r, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, 0, 0)  # Kafka: the code alone
             continue
         try:
             topic = ctx.state.topic(t.name)
@@ -138,6 +158,6 @@ def create_partitions(ctx: Context, req: Any) -> CreatePartitionsResponse:
             added = ctx.state.plan_partitions(topic, t.count, assignments)
             if not req.validate_only:
                 ctx.state.add_partitions(topic, added)
-        except AdminError as e:
-            _fail(r, e.code, e.message, 0, 0)
+        except AdminError as e:  # Kafka names no unknown topic here: its message stays null
+            _fail(r, e.code, None if e.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION else e.message, 0, 0)
     return CreatePartitionsResponse(results=results)

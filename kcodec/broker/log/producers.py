@@ -33,7 +33,8 @@ class ProducerEntry:
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
-        self.recent: deque[tuple[int, int, int]] = deque(maxlen=DUPLICATES_KEPT)
+        # (first sequence, last sequence, base offset, max timestamp) of the last batches, for duplicates
+        self.recent: deque[tuple[int, int, int, int]] = deque(maxlen=DUPLICATES_KEPT)
         self.last_timestamp = -1
         self.coordinator_epoch = -1
 
@@ -47,8 +48,9 @@ def _last_sequence(first: int, record_count: int) -> int:
 
 
 def check(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: int,
-          record_count: int) -> tuple[ErrorCode, Optional[int]]:
-    """(error, duplicate's base offset): NONE and None to append, NONE and an offset for a duplicate."""
+          record_count: int) -> tuple[ErrorCode, Optional[tuple[int, int]]]:
+    """(error, duplicate): NONE and None to append; NONE and the duplicate's (base offset, max timestamp):
+    Kafka answers a duplicate with the stored batch's offset, and its timestamp as the log append time."""
     entry = producers.get(pid)
     if entry is None:
         return ErrorCode.NONE, None
@@ -57,9 +59,9 @@ def check(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq: 
     if epoch > entry.epoch:
         return (ErrorCode.NONE if first_seq == 0 else ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER), None
     last = _last_sequence(first_seq, record_count)
-    for f, l, base in entry.recent:
+    for f, l, base, ts in entry.recent:
         if f == first_seq and l == last:
-            return ErrorCode.NONE, base
+            return ErrorCode.NONE, (base, ts)
     if entry.recent and first_seq != (entry.recent[-1][1] + 1) % (MAX_SEQUENCE + 1):
         return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, None
     return ErrorCode.NONE, None
@@ -71,7 +73,7 @@ def record(producers: dict[int, ProducerEntry], pid: int, epoch: int, first_seq:
     entry = producers.get(pid)
     if entry is None or entry.epoch != epoch:
         entry = producers[pid] = ProducerEntry(epoch)
-    entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset))
+    entry.recent.append((first_seq, _last_sequence(first_seq, record_count), base_offset, timestamp))
     entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
 

@@ -83,7 +83,7 @@ class LogStore:
                retention_bytes: int, retention_ms: int, segment_ms: int, leader_epoch: int) -> tuple[Any, int, int]:
         """Append one validated v2 batch (any buffer) in the leader's ``leader_epoch``: (error code, base
         offset, log append time or -1). An idempotent producer's duplicate is answered with its first
-        offset and not appended."""
+        offset and, as Kafka, the stored batch's timestamp as log append time; it is not appended."""
         plog = self.log(topic_id, partition)
         h = _HEADER.unpack_from(batch, 0)
         pid, epoch, seq, count = h[9], h[10], h[11], h[12]
@@ -92,7 +92,7 @@ class LogStore:
         if pid >= 0 and seq >= 0:
             error, duplicate = check(plog.producers, pid, epoch, seq, count)
             if error or duplicate is not None:
-                return error, -1 if duplicate is None else duplicate, -1
+                return (error, -1, -1) if duplicate is None else (error, *duplicate)
         data = bytearray(batch)
         append_time = -1
         max_ts = h[8]
