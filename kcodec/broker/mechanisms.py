@@ -2,21 +2,23 @@
 
 The mechanisms and Kafka's SASL framing are kcodec.protocol.sasl's; the broker gives them its checks:
 PLAIN and SCRAM against the cluster's SCRAM credentials (credentials.py), OAUTHBEARER with Kafka's
-unsecured-token validator, principals as the authorizer names them (acl.principal_of).
+unsecured-token validator (a refused token gets Kafka's error JSON; its cause is logged), principals as the authorizer names them (acl.principal_of).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Mapping, Optional
 
 from kcodec.protocol.sasl import (MECHANISMS, OAuthBearerServer, PlainServer, SaslError, SaslServer,
                                   ScramServerMechanism, ServerMechanism, unsecured_validator)
-from kcodec.protocol.sasl.oauthbearer import DEFAULT_CLOCK_SKEW
+from kcodec.protocol.sasl.oauthbearer import DEFAULT_CLOCK_SKEW, TokenClaims
 
 from .acl import principal_of
 from .credentials import SCRAM_MECHANISMS, Credentials
 
+log = logging.getLogger("kcodec.broker")
 DEFAULT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)  # once users are given
 
 
@@ -53,6 +55,19 @@ def _password_check(credentials: Credentials) -> Callable[[str, str], bool]:
     return check
 
 
+def _logged_validator(settings: SaslSettings) -> Callable[[str, Mapping[str, str]], TokenClaims]:
+    """Kafka's unsecured validator; a refusal's cause is logged (the client gets Kafka's error JSON only)."""
+    validate = unsecured_validator(settings.oauth_scope, settings.clock_skew)
+
+    def logged(token: str, extensions: Mapping[str, str]) -> TokenClaims:
+        try:
+            return validate(token, extensions)
+        except SaslError as e:
+            log.info("OAUTHBEARER token refused: %s", e)
+            raise
+    return logged
+
+
 def sasl_server(settings: SaslSettings, credentials: Credentials) -> SaslServer:
     """A connection's SASL state for a listener with ``settings`` (the callers hold the cluster's lock
     while it checks ``credentials``, which AlterUserScramCredentials changes)."""
@@ -60,7 +75,7 @@ def sasl_server(settings: SaslSettings, credentials: Credentials) -> SaslServer:
         if mechanism == "PLAIN":
             return lambda: PlainServer(_password_check(credentials))
         if mechanism == "OAUTHBEARER":
-            validate = unsecured_validator(settings.oauth_scope, settings.clock_skew)
+            validate = _logged_validator(settings)
             return lambda: OAuthBearerServer(validate, settings.oauth_scope)
         return lambda: ScramServerMechanism(mechanism, lambda user: credentials.get(user, mechanism))
     return SaslServer({m: factory(m) for m in settings.mechanisms}, reauth_ms=settings.reauth_ms,

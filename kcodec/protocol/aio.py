@@ -35,10 +35,8 @@ class ConnectionClosed(ConnectionError):
 class AsyncConnection:
     """Requests and exchanges over asyncio on one ClientConnection (``conn``: its protocol state)."""
 
-    def __init__(self, conn: ClientConnection,
-                 on_error: Callable[[BaseException], BaseException] = lambda e: e) -> None:
+    def __init__(self, conn: ClientConnection) -> None:
         self.conn = conn
-        self.on_error = on_error  # what a broken stream's cause becomes for the requests that fail with it
         self.error: Optional[BaseException] = None  # why the connection ended (None while it is up)
         self._answers: dict[int, asyncio.Future[ClientEvent]] = {}  # correlation id -> its answer
         self._tokens: deque[asyncio.Future[ClientEvent]] = deque()  # bare SASL answers awaited, in order
@@ -92,20 +90,20 @@ class AsyncConnection:
                 self._tokens.append(fut)
             else:
                 self._answers[outgoing.correlation_id] = fut
-        try:
-            if self._writer is not None:
-                self._writer.writelines(outgoing.buffers)
+        if self._writer is not None:
+            self._writer.writelines(outgoing.buffers)
+            try:
                 await self._writer.drain()
-            else:
-                assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
-                self._transport.writelines(outgoing.buffers)
-                await self._can_write.wait()
-        except OSError as e:  # the stream broke under the write (a peer that refused TLS, a hang-up)
-            self.fail(self.on_error(e))  # as a broken read fails them, unless a read failed first
-            if fut is not None and fut.done() and not fut.cancelled():
-                fut.exception()  # this caller gets the error raised here: nobody else awaits its answer
-            assert self.error is not None
-            raise self.error from None
+            except ConnectionError as e:
+                # The stream broke under the write (a TLS alert, the peer's close): the reading side learns
+                # why and fails the answer's future with that cause, which says more than "Connection lost".
+                if fut is None:
+                    self.fail(e)  # (keeps the reader's cause when it came first)
+                    raise (self.error or e) from None
+        else:
+            assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
+            self._transport.writelines(outgoing.buffers)
+            await self._can_write.wait()
         return fut
 
     async def roundtrip(self, outgoing: Outgoing, timeout: Optional[float] = None) -> Optional[ClientEvent]:
@@ -222,7 +220,7 @@ def from_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
     """An AsyncConnection over a stream pair (a reading task feeds the connection). ``on_error`` turns the
     cause of a broken stream (an OSError, a DecodeError, ConnectionClosed at the end) into what waiting
     requests fail with."""
-    target = AsyncConnection(conn or ClientConnection(**conn_kwargs), on_error)
+    target = AsyncConnection(conn or ClientConnection(**conn_kwargs))
     target._writer = writer
 
     async def read() -> None:
@@ -235,7 +233,7 @@ def from_streams(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
         except asyncio.CancelledError:
             pass
         except Exception as e:  # OSError (ssl.SSLError among them), DecodeError, RemoteProtocolError
-            target.fail(target.on_error(e))
+            target.fail(on_error(e))
 
     target._reading = asyncio.get_running_loop().create_task(read())
     return target

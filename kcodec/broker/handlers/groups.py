@@ -8,7 +8,7 @@ other members: their handlers then return a coroutine the server awaits.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, Callable, Optional, TypeVar, Union, cast
+from typing import Any, Callable, Optional, TypeVar, Union
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import (FindCoordinatorRequest, FindCoordinatorResponse, HeartbeatRequest, HeartbeatResponse,
@@ -80,7 +80,7 @@ def find_coordinator(ctx: Context, req: Any) -> FindCoordinatorResponse:
             for k in req.coordinator_keys for e, m, n, h, p in [_find(ctx, k, key_type)]])
     error, message, node, host, port = _find(ctx, req.key, key_type)
     if message is None:  # v0-3: Kafka's message for the code, "NONE" for none
-        message = KAFKA_MESSAGES.get(cast(ErrorCode, error))  # an ErrorCode, or an int equal to one
+        message = KAFKA_MESSAGES.get(error)
     return FindCoordinatorResponse(error_code=error, error_message=message, node_id=node, host=host, port=port)
 
 
