@@ -163,6 +163,48 @@ def test_applications_use_the_public_api_and_declared_edges():
     assert not problems, "\n".join(problems)
 
 
+# Old names kept for a release (docs/versioning.md): nothing of kcodec's own may still use them.
+DEPRECATED = {"kcodec.security.scram": "kcodec.protocol.sasl.scram",
+              "kcodec.security.oauthbearer": "kcodec.protocol.sasl.oauthbearer"}
+# The framing and matching a connection does: applications that hold connections (the broker, the admin
+# client) leave them to kcodec.protocol (ServerConnection, ClientConnection) and keep no copy of their own.
+CONNECTION_FRAMING = {"FrameSplitter", "encode_request", "encode_response", "decode_request", "decode_response",
+                      "decode_request_header", "encode_request_buffers", "encode_response_buffers"}
+ON_THE_PROTOCOL = ("kcodec.broker", "kcodec.client")
+
+
+def test_nothing_of_kcodec_uses_a_deprecated_module():
+    users = [f"{mod} imports {target}: use {DEPRECATED[target]}" for mod, target in every_import()
+             if target in DEPRECATED and not mod.startswith("kcodec.security")]
+    assert not users, "\n".join(users)
+
+
+def framing_names_used(path: Path) -> set[str]:
+    """The codec's connection-framing functions a file names (``kcodec.encode_response``, or imported)."""
+    tree = parse_python(path.read_text(encoding="utf-8"), str(path))
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("kcodec")
+             for a in n.names}
+    return used & CONNECTION_FRAMING
+
+
+def test_the_broker_and_the_client_frame_and_match_through_the_protocol():
+    problems = []
+    for path in PKG.rglob("*.py"):
+        mod = module_name(path)
+        if mod.startswith(ON_THE_PROTOCOL):
+            problems += [f"{mod} uses kcodec.{name}" for name in sorted(framing_names_used(path))]
+    assert not problems, "\n".join(problems)
+    for mod in ("kcodec.broker.server", "kcodec.broker.mechanisms", "kcodec.client.connection"):
+        assert any(layer_of(t) == "protocol" for m, t in every_import() if m == mod), f"{mod} is not on kcodec.protocol"
+
+
+def test_the_framing_check_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import kcodec\nfrom kcodec.framing import FrameSplitter\nkcodec.encode_response(m, 1, 2)\n")
+    assert framing_names_used(bad) == {"FrameSplitter", "encode_response"}
+
+
 def test_application_contract_catches_private_and_undeclared_imports(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from kcodec.records import _pure\nfrom kcodec.messages._base import Struct\n"

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from kcodec.messages import GetTelemetrySubscriptionsRequest, InitProducerIdRequest, PushTelemetryRequest
+from kcodec.protocol.sasl import SaslServer
 from kcodec.security.principal_rules import PrincipalRules
 from kcodec.security.tls import client_auth_of
 
 from .acl import ANONYMOUS, Authorizer
-from .mechanisms import MechanismServer, SaslSettings
+from .mechanisms import SaslSettings
 from .faults import Interceptors
 from .groups.coordinator import GroupCoordinator, GroupSettings
 from .state import ClusterState
@@ -62,18 +63,12 @@ DEFAULT_SASL_MAX_RECEIVE_SIZE = 512 * 1024  # Kafka's sasl.server.max.receive.si
 
 @dataclass
 class Session:
-    """One connection's listener, SASL progress and identity."""
+    """One connection's listener, SASL state and identity."""
 
     listener: ListenerRuntime = field(default_factory=ListenerRuntime)
 
     principal: str = ANONYMOUS
-    authenticated: bool = False
-    mechanism: Optional[str] = None
-    handshake_version: Optional[int] = None
-    exchange: Optional[MechanismServer] = None  # the SASL exchange in progress
-    raw_tokens: bool = False          # SaslHandshake v0: bare SASL tokens until the exchange ends
-    reauth: bool = False              # authenticated with SaslAuthenticate v1+: may re-authenticate (KIP-368)
-    expires_at: Optional[float] = None  # time.time() after which only re-authentication is served
+    sasl: Optional[SaslServer] = None  # a SASL listener's: the exchange, the session's end (KIP-368)
     client: str = ""                  # client software name (ApiVersions v3+) or client id
     software: tuple[str, str] = ("", "")  # client software name and version (ApiVersions v3+)
     host: str = ""                    # the peer's address, as Kafka names it ("/127.0.0.1")

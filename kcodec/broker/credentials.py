@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 from kcodec.errors import ErrorCode
-from kcodec.security.scram import (DEFAULT_ITERATIONS, MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES,
-                                   MIN_ITERATIONS, ScramCredential)
+from kcodec.protocol.sasl.scram import (DEFAULT_ITERATIONS, MAX_ITERATIONS, MECHANISM_IDS, MECHANISM_NAMES,
+                                        MIN_ITERATIONS, ScramCredential)
 
 SCRAM_MECHANISMS = tuple(MECHANISM_IDS)
 

@@ -1,23 +1,24 @@
-"""The broker's side of each SASL mechanism: PLAIN, SCRAM-SHA-256/512, OAUTHBEARER (unsecured JWS).
+"""The SASL mechanisms a listener enables (``SaslSettings``) and each connection's ``SaslServer`` for them.
 
-A mechanism server takes the client's messages one by one (``step(token) -> (reply, done)``) and
-raises SaslError when authentication fails; once done, ``user`` is who authenticated and
-``expires_at`` (seconds since the epoch, OAUTHBEARER only) when the credential ends (KIP-368).
+The mechanisms and Kafka's SASL framing are kcodec.protocol.sasl's; the broker gives them its checks:
+PLAIN and SCRAM against the cluster's SCRAM credentials (credentials.py), OAUTHBEARER with Kafka's
+unsecured-token validator (a refused token gets Kafka's error JSON; its cause is logged), principals as the authorizer names them (acl.principal_of).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Callable, Mapping, Optional
 
-from kcodec.security import SaslError, oauthbearer
-from kcodec.security.scram import ScramServer
+from kcodec.protocol.sasl import (MECHANISMS, OAuthBearerServer, PlainServer, SaslError, SaslServer,
+                                  ScramServerMechanism, ServerMechanism, unsecured_validator)
+from kcodec.protocol.sasl.oauthbearer import DEFAULT_CLOCK_SKEW, TokenClaims
 
+from .acl import principal_of
 from .credentials import SCRAM_MECHANISMS, Credentials
 
 log = logging.getLogger("kcodec.broker")
-MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 DEFAULT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)  # once users are given
 
 
@@ -34,7 +35,7 @@ class SaslSettings:
     mechanisms: tuple[str, ...] = ()
     reauth_ms: Optional[int] = None
     oauth_scope: tuple[str, ...] = ()
-    clock_skew: float = oauthbearer.DEFAULT_CLOCK_SKEW
+    clock_skew: float = DEFAULT_CLOCK_SKEW
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.mechanisms if m not in MECHANISMS]
@@ -45,88 +46,37 @@ class SaslSettings:
             raise ValueError("the re-authentication interval must be positive (milliseconds)")
 
 
-class MechanismServer(Protocol):
-    user: Optional[str]
-    expires_at: Optional[float]
-
-    def step(self, token: bytes) -> tuple[bytes, bool]: ...
-
-
-class PlainServer:
-    """RFC 4616: authzid NUL authcid NUL password, checked against the user's SCRAM credential."""
-
-    def __init__(self, credentials: Credentials) -> None:
-        self.credentials = credentials
-        self.user: Optional[str] = None
-        self.expires_at: Optional[float] = None
-
-    def step(self, token: bytes) -> tuple[bytes, bool]:
-        parts = bytes(token).split(b"\x00")
-        if len(parts) != 3:
-            raise SaslError("SASL PLAIN message is not authzid NUL user NUL password")
-        try:
-            authzid, user, password = (p.decode("utf-8") for p in parts)
-        except UnicodeDecodeError:
-            raise SaslError("SASL PLAIN message is not UTF-8") from None
-        if authzid and authzid != user:
-            raise SaslError(f"SASL PLAIN: authorization id {authzid!r} differs from user {user!r}", "principal")
-        if user not in self.credentials.users:
+def _password_check(credentials: Credentials) -> Callable[[str, str], bool]:
+    """SASL PLAIN's check: an unknown user is refused as such, a known one by its SCRAM credential."""
+    def check(user: str, password: str) -> bool:
+        if user not in credentials.users:
             raise SaslError(f"unknown user {user!r}", "unknown-user")
-        if not self.credentials.check_password(user, password):
-            raise SaslError(f"wrong password for user {user!r}", "credentials")
-        self.user = user
-        return b"", True
+        return credentials.check_password(user, password)
+    return check
 
 
-class ScramMechanismServer:
-    """RFC 5802: client-first -> server-first, client-final -> server-final (the server's signature)."""
+def _logged_validator(settings: SaslSettings) -> Callable[[str, Mapping[str, str]], TokenClaims]:
+    """Kafka's unsecured validator; a refusal's cause is logged (the client gets Kafka's error JSON only)."""
+    validate = unsecured_validator(settings.oauth_scope, settings.clock_skew)
 
-    def __init__(self, mechanism: str, credentials: Credentials) -> None:
-        self.scram = ScramServer(mechanism, lambda user: credentials.get(user, mechanism))
-        self.user: Optional[str] = None
-        self.expires_at: Optional[float] = None
-        self._first = True
-
-    def step(self, token: bytes) -> tuple[bytes, bool]:
-        if self._first:
-            self._first = False
-            return self.scram.first(token), False
-        reply = self.scram.final(token)
-        self.user = self.scram.user
-        return reply, True
-
-
-class OAuthBearerServer:
-    """RFC 7628 with Kafka's unsecured validator: a refused token gets the error JSON, the client's
-    0x01 answer then fails the exchange with that JSON as the message (Kafka's; the reason is logged)."""
-
-    def __init__(self, settings: SaslSettings) -> None:
-        self.settings = settings
-        self.user: Optional[str] = None
-        self.expires_at: Optional[float] = None
-        self._refusal: Optional[SaslError] = None
-
-    def step(self, token: bytes) -> tuple[bytes, bool]:
-        if self._refusal is not None:
-            if bytes(token) != oauthbearer.CLIENT_ABORT:
-                raise SaslError("OAUTHBEARER: expected the client's 0x01 after the error challenge")
-            raise self._refusal
+    def logged(token: str, extensions: Mapping[str, str]) -> TokenClaims:
         try:
-            value, _extensions = oauthbearer.parse_client_message(token)
-            claims = oauthbearer.validate_unsecured_token(value, required_scope=self.settings.oauth_scope,
-                                                          clock_skew=self.settings.clock_skew)
+            return validate(token, extensions)
         except SaslError as e:
             log.info("OAUTHBEARER token refused: %s", e)
-            challenge = oauthbearer.error_challenge(self.settings.oauth_scope if e.reason == "scope" else None)
-            self._refusal = SaslError(challenge.decode(), "error-challenge")
-            return challenge, False
-        self.user, self.expires_at = claims.subject, claims.expires_at
-        return b"", True
+            raise
+    return logged
 
 
-def mechanism_server(mechanism: str, settings: SaslSettings, credentials: Credentials) -> MechanismServer:
-    if mechanism == "PLAIN":
-        return PlainServer(credentials)
-    if mechanism == "OAUTHBEARER":
-        return OAuthBearerServer(settings)
-    return ScramMechanismServer(mechanism, credentials)
+def sasl_server(settings: SaslSettings, credentials: Credentials) -> SaslServer:
+    """A connection's SASL state for a listener with ``settings`` (the callers hold the cluster's lock
+    while it checks ``credentials``, which AlterUserScramCredentials changes)."""
+    def factory(mechanism: str) -> Callable[[], ServerMechanism]:
+        if mechanism == "PLAIN":
+            return lambda: PlainServer(_password_check(credentials))
+        if mechanism == "OAUTHBEARER":
+            validate = _logged_validator(settings)
+            return lambda: OAuthBearerServer(validate, settings.oauth_scope)
+        return lambda: ScramServerMechanism(mechanism, lambda user: credentials.get(user, mechanism))
+    return SaslServer({m: factory(m) for m in settings.mechanisms}, reauth_ms=settings.reauth_ms,
+                      principal_of=principal_of)

@@ -1,4 +1,5 @@
-"""The asyncio transport: a listening socket per broker and listener, frames in, responses out, in order.
+"""The asyncio transport: a listening socket per broker and listener; each connection's protocol state is a
+kcodec.protocol ServerConnection (requests out of the bytes read, responses in, written in request order).
 
 A connection's bad input (a malformed frame, a size over the limit, an api key or version kcodec does
 not know, a request before SASL authentication) closes that connection alone, with a log line; an
@@ -11,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-import struct
 import sys
-from functools import lru_cache
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any, Optional, Sequence, Union
 
 import kcodec
 from kcodec import definitions
 from kcodec.errors import ErrorCode
-from kcodec.messages import ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest
+from kcodec.messages import ApiVersionsRequest
+from kcodec.protocol import RequestFailed, RequestReceived, ServerConnection, TokenReceived
 from kcodec.security.dn import DerError
 from kcodec.security.principal_rules import NoMatchingRule
 from kcodec.security.tls import looks_like_tls, peer_principal, refused_handshake
@@ -29,7 +29,7 @@ from . import handlers
 from .context import ClusterRuntime, Context, ListenerRuntime, Session, java_host_address
 from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
-from .handlers.sasl import raw_token, session_expired
+from .mechanisms import sasl_server
 from .state import BrokerInfo
 from .unsupported import error_response
 from .writes import write_pieces
@@ -38,8 +38,6 @@ log = logging.getLogger("kcodec.broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
 PRODUCE = 0
-REAUTH_KEYS = {SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY}
-SASL_KEYS = {API_VERSIONS, *REAUTH_KEYS}
 CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
 READ_CHUNK = 65536
 FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
@@ -47,7 +45,6 @@ TLS_HANDSHAKE_TIMEOUT = 10.0  # seconds
 # Python 3.11+: each connection's TLS handshake runs in _serve, which logs a refused one with the peer and
 # the reason; on 3.10 asyncio runs it before _serve and drops a failure silently.
 _HANDSHAKE_IN_SERVE = sys.version_info >= (3, 11)
-_SIZE = struct.Struct(">i")
 
 
 async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
@@ -55,17 +52,6 @@ async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
         async with asyncio.timeout(timeout):
             return await reader.read(READ_CHUNK)
     return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
-
-
-class Pending:
-    """A response a handler finishes later (handlers.Later), encoded when it is ready."""
-
-    def __init__(self, server: "BrokerServer", later: "handlers.Later", key: int, version: int, corr: int) -> None:
-        self.server, self.later, self.key, self.version, self.corr = server, later, key, version, corr
-
-    async def encoded(self) -> Union[bytes, list[Any]]:
-        return self.server._encode(await self.later.result(), self.key, self.version, self.corr)
-
 
 
 class Close(Exception):
@@ -156,10 +142,14 @@ class BrokerServer:
         ip = peer[0] if isinstance(peer, tuple) else ""
         session = Session(listener, host=f"/{ip}" if ip else "", address=java_host_address(ip),
                           port=peer[1] if isinstance(peer, tuple) else 0)
+        if listener.sasl:
+            session.sasl = sasl_server(listener.sasl_settings, self.runtime.state.credentials)
         # Kafka's sasl.server.max.receive.size: what an unauthenticated peer may make the broker buffer
         pre_auth = listener.sasl and self.runtime.sasl_max_receive_size < self.runtime.max_frame_size
-        splitter = kcodec.FrameSplitter(max_frame_size=self.runtime.sasl_max_receive_size if pre_auth
-                                        else self.runtime.max_frame_size)
+        # Produce's records stay views of the frame until the log copies the batch it keeps; the rest are
+        # copies, so that nothing a handler keeps holds a receive buffer
+        conn = ServerConnection(max_frame_size=self.runtime.sasl_max_receive_size if pre_auth
+                                else self.runtime.max_frame_size, zero_copy={PRODUCE})
         first = True
         try:
             if _HANDSHAKE_IN_SERVE and listener.tls is not None:
@@ -174,23 +164,19 @@ class BrokerServer:
                     raise Close(f"a TLS handshake on {listener.security_protocol} listener {listener.name} (SSL needs a TLS "
                                 "listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
                 first = False
-                for frame in splitter.feed(data):
+                conn.receive_data(data)
+                while conn.frames_waiting:
                     # Kafka mutes a connection while its request is served and round-robins connections:
                     # each request yields first, so a connection with many buffered (pipelined) requests
                     # takes one turn among all that have one ready, never the loop.
                     await asyncio.sleep(0)
-                    out = self.handle_frame(frame, session)
-                    if pre_auth and session.authenticated:
-                        splitter.max_frame_size, pre_auth = self.runtime.max_frame_size, False
-                    if isinstance(out, Pending):  # a long-polling fetch: later frames wait their turn
-                        out = await out.encoded()
-                    if isinstance(out, list):  # pieces (handlers.Encoded): no joined copy of them
+                    await self._answer(conn, session)  # a long-polling fetch: later requests wait their turn
+                    if pre_auth and session.sasl is not None and session.sasl.authenticated:
+                        conn.max_frame_size, pre_auth = self.runtime.max_frame_size, False
+                    out = conn.data_to_send()
+                    if out:
+                        # no joined copy: a Fetch response's batches are the log's own buffers
                         await write_pieces(writer, out)
-                    elif out:
-                        writer.write(out)
-                        # waits only above the transport's high-water mark: a client that pipelines
-                        # requests and never reads cannot make responses pile up here
-                        await writer.drain()
                     if session.close_after_response:
                         # Kafka's connection.failed.authentication.delay.ms: the client reads the error
                         # before the close, and cannot retry in a tight loop
@@ -252,41 +238,67 @@ class BrokerServer:
             out = error_response(key, version, req, ErrorCode.NOT_CONTROLLER)
         return out
 
-    # -- one frame -------------------------------------------------------------------------------------
-    def handle_frame(self, frame: bytes, session: Session) -> Union[bytes, list[Any], None, "Pending"]:
-        """The response bytes for one whole frame (size prefix included), or Close."""
-        if session.raw_tokens:  # SaslHandshake v0: bare tokens both ways until the exchange ends
-            reply = raw_token(session, frame[4:])
-            if reply is None:
-                raise Close(f"SASL {session.mechanism} authentication failed (handshake v0)")
-            return _SIZE.pack(len(reply)) + reply
+    # -- one request -----------------------------------------------------------------------------------
+    async def _answer(self, conn: ServerConnection, session: Session) -> None:
+        """Decode the connection's next request and give it its answer (or none: a Produce with acks=0),
+        awaiting it when the handler finishes later; or Close."""
         try:
-            header, body_start, end = kcodec.decode_request_header(frame)
+            event = conn.next_event()
         except kcodec.DecodeError as e:
             raise Close(f"malformed request header: {e}") from None
-        key, version, corr = header.request_api_key, header.request_api_version, header.correlation_id
+        if isinstance(event, TokenReceived):  # SaslHandshake v0: bare tokens both ways until the exchange ends
+            self._token(conn, event, session)
+            return
+        assert event is not None
+        resp = self._handle(event, session)
+        if isinstance(resp, handlers.Later):
+            resp = await resp.result()
+        if isinstance(resp, handlers.CloseConnection):
+            raise Close(f"{_api_name(event.api_key)} v{event.version} {resp.reason}")
+        if isinstance(event, RequestReceived) and not event.expects_response:  # acks=0: Kafka never answers
+            return
+        if resp is handlers.NO_RESPONSE:
+            conn.skip(event)
+            return
+        version = 0 if isinstance(resp, _V0) else None  # ApiVersions of a version not served: the v0 layout
+        try:
+            conn.respond(event, resp.response if isinstance(resp, _V0) else resp, version)
+        except kcodec.KcodecError:
+            log.exception("broker %d: cannot encode the %s v%d response", self.node_id, _api_name(event.api_key),
+                          event.version)
+            raise Close("response encoding failed") from None
+        conn.raw_tokens = session.sasl is not None and session.sasl.raw_tokens
+
+    def _token(self, conn: ServerConnection, event: TokenReceived, session: Session) -> None:
+        sasl = session.sasl
+        assert sasl is not None
+        with self.runtime.state.lock:  # the SCRAM credentials may change meanwhile (AlterUserScramCredentials)
+            reply = sasl.token(event.data)
+        if reply is None:
+            raise Close(f"SASL {sasl.mechanism} authentication failed (handshake v0): {sasl.failure}")
+        session.principal = sasl.principal or session.principal
+        conn.respond_token(event, reply)
+        conn.raw_tokens = sasl.raw_tokens
+
+    def _handle(self, event: Union[RequestReceived, RequestFailed], session: Session) -> Any:
+        """A request's answer: a response, handlers.Later / NO_RESPONSE / CloseConnection, or _V0; or Close."""
+        header, key, version = event.header, event.api_key, event.version
         if not session.client:
             session.client = header.client_id or ""
-        if session.listener.sasl and not session.authenticated and key not in SASL_KEYS:
-            during = f" ended (SASL {session.mechanism} exchange unfinished)" if session.exchange else ""
-            raise Close(f"{_api_name(key)} request before SASL authentication{during}")
-        if session.exchange is not None and key not in SASL_KEYS:  # Kafka: IllegalSaslStateException
-            raise Close(f"{_api_name(key)} request during a SASL {session.mechanism} re-authentication exchange")
-        if session.expires_at is not None and key not in REAUTH_KEYS and session_expired(session):
-            raise Close(f"{_api_name(key)} request after the SASL session expired without re-authentication "
-                        "(KIP-368)")
+        refusal = session.sasl.refusal(key) if session.sasl is not None else None
+        if refusal is not None:  # Kafka: IllegalSaslStateException, or the end of an expired session
+            raise Close(f"{_api_name(key)} {refusal}")
         handler = handlers.HANDLERS.get(key)
-        if key == API_VERSIONS and handler is not None and not handler.versions[0] <= version <= handler.versions[1]:
+        if key == API_VERSIONS and handler is not None and (
+                isinstance(event, RequestFailed) and isinstance(event.error, kcodec.UnsupportedVersionError)
+                or not handler.versions[0] <= version <= handler.versions[1]):
             self.runtime.usage.record(session.client, "ApiVersions", version, header.client_id)
-            return kcodec.encode_response(unsupported_version_response(), 0, corr)
-        try:
-            cls = kcodec.message_class(key, "request")
-            # Produce's records stay views of the frame until the log copies the batch it keeps
-            req: Any = kcodec.decode_from(cls, frame, version, body_start, end, zero_copy=key == PRODUCE)[0]
-        except kcodec.UnsupportedVersionError as e:
-            raise Close(f"api key {key} version {version}: {e}") from None
-        except kcodec.DecodeError as e:
-            raise Close(f"malformed {_api_name(key)} v{version} request: {e}") from None
+            return _V0(unsupported_version_response())
+        if isinstance(event, RequestFailed):
+            if isinstance(event.error, kcodec.UnsupportedVersionError):
+                raise Close(f"api key {key} version {version}: {event.error}")
+            raise Close(f"malformed {_api_name(key)} v{version} request: {event.error}")
+        req = event.message
         intercepted = self._intercepted(key, version, req)
         if intercepted is not None:
             resp = intercepted
@@ -312,19 +324,11 @@ class BrokerServer:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("broker %d: %s v%d from %s (%s)", self.node_id, _api_name(key), version, session.client,
                       session.principal)
-        if resp is handlers.NO_RESPONSE:
-            return None
-        if isinstance(resp, handlers.CloseConnection):
-            raise Close(f"{_api_name(key)} v{version} {resp.reason}")
-        if isinstance(resp, handlers.Later):
-            return Pending(self, resp, key, version, corr)
-        return self._encode(resp, key, version, corr)
+        return resp
 
-    def _encode(self, resp: Any, key: int, version: int, corr: int) -> Union[bytes, list[Any]]:
-        if isinstance(resp, handlers.Encoded):
-            return resp.pieces
-        try:
-            return kcodec.encode_response(resp, version, corr)
-        except kcodec.KcodecError:
-            log.exception("broker %d: cannot encode the %s v%d response", self.node_id, _api_name(key), version)
-            raise Close("response encoding failed") from None
+
+class _V0:
+    """An answer given at version 0 whatever the request's (ApiVersions of a version not served)."""
+
+    def __init__(self, response: Any) -> None:
+        self.response = response

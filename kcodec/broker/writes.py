@@ -1,21 +1,28 @@
-"""Writing a response made of pieces (handlers.Encoded: a Fetch response's codec bytes with the stored
-batches between them) to an asyncio stream, without copying the pieces into the transport's buffer."""
+"""Writing a response given as buffers (a ServerConnection's ``data_to_send``: a Fetch response's codec bytes
+with the log's stored batches between them) to an asyncio stream, without copying the batches."""
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
+
+# Python 3.12+: the socket transport keeps the buffers it is given (a deque, no copy) and sends them with
+# sendmsg; before, it sends a buffer straight only when nothing waits before it and copies into its own
+# bytearray whatever the socket does not take at once.
+KEEPS_BUFFERS = sys.version_info >= (3, 12)
 
 
 async def write_pieces(writer: asyncio.StreamWriter, pieces: list[Any]) -> None:
-    """Write a response's pieces (handlers.Encoded) in order without asyncio copying them all.
+    """Write a response's buffers in order without asyncio copying them.
 
-    The transport sends a piece straight from the caller's buffer only when nothing waits before it, and
-    copies into its own buffer whatever the socket does not take at once: a whole Fetch response (up to
-    fetch.max.bytes, tens of MB) into fresh memory, copied again as it shrinks. So a piece that would push
-    the buffer past its high-water mark waits until the buffer is empty; small pieces are still coalesced.
-    Over TLS every byte is copied anyway (encrypted), and asyncio's SSL transport pauses at a high-water
-    mark of 0 even when empty (and may not resume): pieces go in at once there."""
+    From Python 3.12 they go to the transport's ``writelines`` as they are, and this waits until the
+    transport has sent them when it holds more than its high-water mark. Before 3.12 the transport would
+    copy a whole Fetch response (up to fetch.max.bytes, tens of MB) into fresh memory, copied again as it
+    shrinks: so a piece that would push the buffer past its high-water mark waits until the buffer is
+    empty (then the socket sends from the piece itself), and small pieces are still coalesced. Over TLS
+    every byte is copied anyway (encrypted), and asyncio's SSL transport pauses at a high-water mark of 0
+    even when empty (and may not resume): pieces go in at once there."""
     transport = writer.transport
     if writer.get_extra_info("ssl_object") is not None:
         for piece in pieces:
@@ -23,6 +30,11 @@ async def write_pieces(writer: asyncio.StreamWriter, pieces: list[Any]) -> None:
         await writer.drain()
         return
     _, high = transport.get_write_buffer_limits()
+    if KEEPS_BUFFERS:
+        transport.writelines(pieces)
+        if transport.get_write_buffer_size() > high:  # writelines does not pause the protocol itself
+            await _emptied(writer)
+        return
     for piece in pieces:
         buffered = transport.get_write_buffer_size()
         if buffered and buffered + len(piece) > high:

@@ -12,6 +12,7 @@ once something is wrong, and the reference is the definition of its message.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_CheckExact
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.float cimport PyFloat_AsDouble, PyFloat_FromDouble
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_SET_ITEM

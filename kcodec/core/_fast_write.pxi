@@ -184,19 +184,24 @@ cdef int splice(_Writer w, object v, object flat, Py_ssize_t n) except -1:
 
 
 cdef int put_parts(_Writer w, bint compact, object v, int kind) except -1:
-    """A Buffers value: its parts one after the other (each left out, when encode_buffers splices it)."""
+    """A Buffers value: its parts one after the other (each left out, when encode_buffers splices it). A
+    part that is bytes or a bytearray (a broker's stored batch) is taken as it is, with no view made of it
+    and no call per part: a Fetch response of many batches splices them at the cost of a list append."""
     cdef Py_buffer view
-    cdef Py_ssize_t n = 0
+    cdef Py_ssize_t n = 0, size
     cdef bint spliced
-    flats = [as_bytes_view(part) for part in v]
-    for flat in flats:
+    cdef list flats = []
+    for part in v:
+        flat = part if PyBytes_CheckExact(part) or PyByteArray_CheckExact(part) else as_bytes_view(part)
+        flats.append(flat)
         n += len(flat)
     put_length(w, compact, n, True)
     spliced = splices(w, kind, n)
     for part, flat in zip(v, flats):
         if spliced:
-            if len(flat):
-                splice(w, part, flat, len(flat))
+            size = len(flat)
+            if size:
+                splice(w, part, None if flat is part else flat, size)
         elif w.out == NULL:
             w.pos += len(flat)
         else:

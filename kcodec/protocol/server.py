@@ -9,7 +9,9 @@ received, responses in, written back in the order the requests came.
     transport.writelines(conn.data_to_send())    # the responses that may go now, in request order
 
 Frames are views of the bytes received (kcodec.protocol.frames: no copy), and with ``zero_copy`` (the
-default) a Produce request's records are views of its frame: a log keeps (copies) what it stores.
+default) a request's records and bytes values are views of its frame: a log keeps (copies) what it stores.
+``zero_copy`` may instead name the api keys decoded so (a broker: Produce's, whose batches its log copies),
+the others' values being copies that keep no frame alive.
 Responses are encoded as buffers: records values, and bytes values of at least ``splice_threshold``
 bytes, are the server's own buffers, never copied (a Fetch response's batches: ``kcodec.Buffers``).
 
@@ -23,7 +25,7 @@ request has its answer, so the client sees them in the order it asked. A Produce
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Optional, Union
+from typing import Any, Collection, Optional, Union
 
 import kcodec
 from kcodec.buffers import Buffers
@@ -50,10 +52,10 @@ class _Slot:
 class ServerConnection:
     """One connection's protocol state, server side (see the module's text)."""
 
-    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME, zero_copy: bool = True,
+    def __init__(self, *, max_frame_size: int = DEFAULT_MAX_FRAME, zero_copy: Union[bool, Collection[int]] = True,
                  splice_threshold: int = SPLICE_THRESHOLD) -> None:
         self.reader = FrameReader(max_frame_size)
-        self.zero_copy = zero_copy
+        self.zero_copy = zero_copy  # True, False, or the api keys whose requests are decoded zero-copy
         self.splice_threshold = splice_threshold
         self.raw_tokens = False  # frames are bare SASL tokens (after SaslHandshake v0) while True
         self._frames: deque[memoryview] = deque()
@@ -73,6 +75,16 @@ class ServerConnection:
 
     def buffer_updated(self, nbytes: int) -> None:
         self._frames.extend(self.reader.buffer_updated(nbytes))
+
+    @property
+    def max_frame_size(self) -> int:
+        """The largest frame accepted (its size prefix aside); a server may raise it once the peer has
+        authenticated, as Kafka bounds frames by sasl.server.max.receive.size until then."""
+        return self.reader.max_frame_size
+
+    @max_frame_size.setter
+    def max_frame_size(self, value: int) -> None:
+        self.reader.max_frame_size = value
 
     @property
     def frames_waiting(self) -> int:
@@ -102,7 +114,8 @@ class ServerConnection:
         message: Any
         try:
             cls = kcodec.message_class(header.request_api_key, "request")
-            message, _ = kcodec.decode_from(cls, frame, header.request_api_version, pos, end, zero_copy=self.zero_copy)
+            zero_copy = self.zero_copy if isinstance(self.zero_copy, bool) else header.request_api_key in self.zero_copy
+            message, _ = kcodec.decode_from(cls, frame, header.request_api_version, pos, end, zero_copy=zero_copy)
         except (UnsupportedVersionError, DecodeError) as e:
             return RequestFailed(header, e, frame)
         expects = not (header.request_api_key == PRODUCE_KEY and message.acks == 0)

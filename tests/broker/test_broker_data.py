@@ -405,32 +405,6 @@ def test_sigkill_loses_nothing_acknowledged(tmp_path):
         proc.wait(10)
 
 
-@pytest.mark.parametrize("version", range(4, 19))
-def test_spliced_fetch_frames_equal_the_codecs_encoding(version):
-    from kcodec.broker.handlers.fetch_frame import encode_spliced, new_marker
-    from kcodec.messages import FetchResponse
-
-    stored = [[batch(b"a" * 300), batch(b"b")], [], [batch(b"c" * 70_000)]]  # 70 KB: a 3-byte uvarint
-
-    def response(records):
-        parts = [FetchResponse.PartitionData(partition_index=i, high_watermark=9, records=r)
-                 for i, r in enumerate(records)]
-        topic = FetchResponse.FetchableTopicResponse(partitions=parts)
-        if version >= 13:
-            topic.topic_id = uuid.uuid4()
-        else:
-            topic.topic = "t"
-        return FetchResponse(responses=[topic])
-    markers = [new_marker() if b else b"" for b in stored]
-    spliced = response(markers)
-    plain = response([b"".join(b) for b in stored])
-    if version >= 13:
-        plain.responses[0].topic_id = spliced.responses[0].topic_id
-    pieces = encode_spliced(spliced, version, 7, [(m, b) for m, b in zip(markers, stored) if b])
-    assert b"".join(pieces) == kcodec.encode_response(plain, version, 7)
-    assert any(p is stored[2][0] for p in pieces)  # the stored batch itself, not a copy
-
-
 def test_a_journal_of_mostly_dropped_data_is_rewritten_at_load(tmp_path):
     state = tmp_path / "state.json"
     with Cluster(brokers=1, system_topic_partitions=1, state_file=state) as c:

@@ -14,8 +14,8 @@ from kcodec.broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import (AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
                              ListTopicsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)
-from kcodec.security import oauthbearer
-from kcodec.security.scram import ScramClient, salted_password
+from kcodec.protocol.sasl import oauthbearer
+from kcodec.protocol.sasl.scram import ScramClient, salted_password
 
 USERS = {"alice": "alice-pw", "bob": "bob-pw"}
 ALL = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]

@@ -14,7 +14,7 @@ from kcodec.broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import MetadataRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kcodec.records import BatchBuilder
-from kcodec.security.scram import ScramClient
+from kcodec.protocol.sasl.scram import ScramClient
 
 USERS = {"alice": "alice-pw"}
 LONG_NAME = "u" * 40_000

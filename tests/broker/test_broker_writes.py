@@ -1,11 +1,18 @@
 """kcodec.broker.writes: a response made of pieces reaches a slow reader whole, and the transport never
-holds more than about one piece of it (asyncio would copy all that the socket does not take at once)."""
+holds a copy of more than about one piece of it (asyncio before 3.12 would copy all that the socket does
+not take at once); a Fetch response's batches are the log's own objects when they reach the transport."""
 
 from __future__ import annotations
 
 import asyncio
 
-from kcodec.broker.writes import write_pieces
+from broker_wire import Wire
+
+import kcodec.broker.server as broker_server
+from kcodec.broker import Cluster
+from kcodec.broker.writes import KEEPS_BUFFERS, write_pieces
+from kcodec.messages import FetchRequest, ProduceRequest
+from kcodec.records import BatchBuilder, iter_batches
 
 PIECE = 256 * 1024
 HIGH_WATER = 64 * 1024  # asyncio's default high-water mark
@@ -21,18 +28,34 @@ def _pieces() -> list:
     return out
 
 
+def _recording(transport, handed: list) -> None:
+    """Record each buffer given to the transport (write, writelines), then let the transport have it."""
+    write, writelines = transport.write, transport.writelines
+
+    def recording_write(data) -> None:
+        handed.append((data, transport.get_write_buffer_size()))
+        write(data)
+
+    def recording_writelines(datas) -> None:
+        datas = list(datas)
+        handed.extend((d, None) for d in datas)
+        writelines(datas)
+    transport.write, transport.writelines = recording_write, recording_writelines
+
+
 def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
     pieces = _pieces()
+    handed: list = []
     buffered: list[int] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        transport = writer.transport
-        write = transport.write
+        _recording(writer.transport, handed)
+        write = writer.transport.write
 
-        def recording(data) -> None:
+        def after(data) -> None:
             write(data)
-            buffered.append(transport.get_write_buffer_size())
-        transport.write = recording  # type: ignore[method-assign]
+            buffered.append(writer.transport.get_write_buffer_size())
+        writer.transport.write = after  # type: ignore[method-assign]
         await write_pieces(writer, pieces)
         writer.close()
 
@@ -46,4 +69,43 @@ def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
             return data
 
     assert asyncio.run(main()) == b"".join(pieces)
-    assert len(buffered) == len(pieces) and max(buffered) <= PIECE + HIGH_WATER
+    assert [d for d, _ in handed] == pieces and all(d is p for (d, _), p in zip(handed, pieces))
+    if not KEEPS_BUFFERS:  # each piece written on its own, after the transport's copy of the last drained
+        assert len(buffered) == len(pieces) and max(buffered) <= PIECE + HIGH_WATER
+
+
+def _batch(value: bytes) -> bytes:
+    b = BatchBuilder()
+    b.append(None, value)
+    return b.build()
+
+
+def test_fetched_batches_are_the_logs_own_objects_at_the_transport(monkeypatch):
+    # Issue 29: a Fetch response reaches the socket without its record batches being copied. The batches
+    # the log holds must be the very objects the connection hands to the transport (whose write sends from
+    # the object itself when nothing waits before it; from Python 3.12 writelines keeps them for sendmsg),
+    # after the codec encoded the response around them (kcodec.Buffers).
+    handed: list = []
+
+    async def recorded(writer, pieces) -> None:
+        _recording(writer.transport, handed)
+        await write_pieces(writer, pieces)
+    monkeypatch.setattr(broker_server, "write_pieces", recorded)
+    values = [b"a" * 300_000, b"b", b"c" * 70_000]
+    with Cluster(brokers=1, system_topic_partitions=1) as c:
+        c.create_topic("t", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            for v in values:
+                r = w.call(ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
+                    name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=_batch(v))])]), 9)
+                assert r.responses[0].partition_responses[0].error_code == 0
+            handed.clear()
+            resp = w.call(FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=1 << 20, topics=[FetchRequest.FetchTopic(
+                topic="t", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]),
+                12)
+        stored = c.state.logs.log(c.topics()["t"].topic_id, 0).batches
+        records = resp.responses[0].partitions[0].records
+        assert [r.value for b in iter_batches(records) for r in b] == values
+        assert len(stored) == 3
+        for batch in stored:  # by identity: not a copy, not a view of a joined frame
+            assert any(obj is batch for obj, _ in handed), f"a stored batch of {len(batch)} bytes was copied"

@@ -16,7 +16,7 @@ from kcodec import cli
 from kcodec.broker import Cluster
 from kcodec.client import AuthenticationError, KafkaConnectionError, NewTopic, Sasl, SyncClient
 from kcodec.errors import ErrorCode
-from kcodec.security.oauthbearer import unsecured_token
+from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
 from client_support import settled
 

@@ -12,7 +12,7 @@ from interop_support import (ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, A
                               record)
 
 from kcodec.broker import Cluster
-from kcodec.security.oauthbearer import unsecured_token
+from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 aiokafka = need_module("aiokafka")

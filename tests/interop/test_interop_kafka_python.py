@@ -6,7 +6,7 @@ import pytest
 from needs import need_module
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
-from kcodec.security.oauthbearer import unsecured_token
+from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 kafka = need_module("kafka")

@@ -12,7 +12,7 @@ from broker_logs import wait_for_log
 from needs import missing, need_tool
 from interop_support import AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, record
 
-from kcodec.security.oauthbearer import unsecured_token
+from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop
 JS = Path(__file__).resolve().parent / "js"

@@ -167,3 +167,30 @@ def test_reauthentication_is_due_at_85_to_95_percent_of_the_lifetime():
     assert reauthentication_due(10_000, 100.0, lambda lo, hi: lo) == pytest.approx(108.5)
     assert reauthentication_due(10_000, 100.0, lambda lo, hi: hi) == pytest.approx(109.5)
     assert all(108.5 <= reauthentication_due(10_000, 100.0) <= 109.5 for _ in range(50))
+
+
+def test_inside_a_reauthentication_exchange_only_sasl_passes_and_refusals_say_why():
+    now = [1000.0]
+    sasl = sasl_server(now, reauth_ms=10_000)
+    assert sasl.refusal(3) == "request before SASL authentication" and sasl.refusal(18) is None
+    wire = wired(sasl)
+    wire.run(Authentication(wire.client, Sasl("PLAIN", "alice", "secret")))
+    assert sasl.refusal(3) is None
+    sasl.handshake(SaslHandshakeRequest(mechanism="PLAIN"), 1)  # re-authentication begins
+    assert not sasl.allows(3) and sasl.allows(36) and sasl.allows(18)
+    assert sasl.refusal(0) == "request during a SASL PLAIN re-authentication exchange"
+    sasl.authenticate(SaslAuthenticateRequest(auth_bytes=b"\0alice\0secret"), 2)
+    assert sasl.allows(3) and not sasl.in_exchange
+    now[0] = 1011.0
+    assert sasl.refusal(3) == "request after the SASL session expired without re-authentication (KIP-368)"
+
+
+def test_a_huge_user_name_is_not_echoed_whole():
+    # Kafka's error message repeats the client's input; a 40 KB user name would make it unencodable
+    # (a string over 32,767 bytes), so the answer is cut and the client still learns why.
+    sasl = sasl_server([1000.0])
+    sasl.handshake(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)
+    from kcodec.protocol.sasl.scram import ScramClient
+    resp = sasl.authenticate(SaslAuthenticateRequest(auth_bytes=ScramClient("SCRAM-SHA-256", "u" * 40_000, "p").first()), 2)
+    assert resp.error_code and sasl.close_after_response
+    assert len(resp.error_message) < 1000 and "more characters" in resp.error_message

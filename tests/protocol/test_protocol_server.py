@@ -125,3 +125,25 @@ def test_produce_records_are_views_of_the_frame_and_fetch_batches_leave_uncopied
     assert [b for b in out if any(b is k for k in kept)] == kept
     (resp,) = client.receive_data(out.join())
     assert resp.message.responses[0].partitions[0].records == b"".join(kept)
+
+
+def test_zero_copy_may_name_the_api_keys_decoded_so_and_the_frame_limit_may_rise():
+    # A broker keeps Produce's batches as views (its log copies them) and everything else as copies, which
+    # hold no receive buffer however long a handler keeps them.
+    client, server = ClientConnection(), ServerConnection(zero_copy={ProduceRequest.API_KEY}, max_frame_size=300)
+    from kcodec.messages import SaslAuthenticateRequest
+    produce = client.send(ProduceRequest(acks=1, timeout_ms=10, topic_data=[ProduceRequest.TopicProduceData(
+        name="t", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"\x01" * 50)])]), 9)
+    auth = client.send(SaslAuthenticateRequest(auth_bytes=b"\x02" * 50), 2)
+    server.receive_data(joined(produce) + joined(auth))
+    first, second = drain(server)
+    assert isinstance(first.message.topic_data[0].partition_data[0].records, memoryview)
+    assert type(second.message.auth_bytes) is bytes and second.message.auth_bytes == b"\x02" * 50
+    big = client.send(MetadataRequest(topics=[MetadataRequest.Topic(name="x" * 400)]), 12)
+    with pytest.raises(kcodec.DecodeError, match="outside 0..300"):
+        server.receive_data(joined(big))
+    server = ServerConnection(max_frame_size=300)
+    server.max_frame_size = 1000  # once the peer has authenticated (Kafka: sasl.server.max.receive.size before)
+    server.receive_data(joined(big))
+    (event,) = drain(server)
+    assert event.message.topics[0].name == "x" * 400 and server.reader.max_frame_size == 1000

@@ -46,14 +46,6 @@ class CloseConnection:
 CLOSE_CONNECTION: Any = CloseConnection("with acks=0 failed")
 
 
-class Encoded:
-    """A handler's answer already encoded: the response frame as pieces to write in order (Fetch puts
-    the stored batches between the codec's bytes)."""
-
-    def __init__(self, pieces: list[Any]) -> None:
-        self.pieces = pieces
-
-
 class Later:
     """A handler's answer computed later (a long-polling Fetch): the server awaits ``result()`` before
     it answers this connection's next request, so responses stay in order."""

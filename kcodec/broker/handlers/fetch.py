@@ -19,14 +19,14 @@ import struct
 import time
 from typing import Any, Optional
 
+from kcodec import Buffers
 from kcodec.errors import ErrorCode
 from kcodec.messages import FetchRequest, FetchResponse
 
 from ..context import Context
 from ..log.sessions import FetchSession, FetchSessions, Key
 from ..replicas import NO_PREFERENCE, preferred_read_replica
-from . import Encoded, Later, handles
-from .fetch_frame import encode_spliced, new_marker
+from . import Later, handles
 from .metadata import current_leader
 
 _Part = FetchResponse.PartitionData
@@ -64,10 +64,9 @@ def _refused(out: _Part, code: int) -> _Part:
 
 
 def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int, committed: bool,
-          first: bool, spliced: dict[bytes, list[Any]], endpoints: dict[int, Any],
-          rack: Optional[str]) -> tuple[_Part, int, bool]:
-    """One partition's answer, its record bytes (the batches go to ``spliced`` under the marker that
-    stands for them in ``records``), and whether a batch was left out for ``max_bytes``. A client's
+          first: bool, endpoints: dict[int, Any], rack: Optional[str]) -> tuple[_Part, int, bool]:
+    """One partition's answer, its record bytes (``records``: the stored batches themselves, which the
+    connection writes to the socket uncopied), and whether a batch was left out for ``max_bytes``. A client's
     ``leader_epoch`` (v9+; negative: unchecked) is checked as Kafka's Partition.getLocalLog does. From v11
     (``rack``: the consumer's rack_id, None below) a follower serves too, and a leader may name a
     preferred read replica instead of reading, as Kafka's ReplicaManager.readFromLog does."""
@@ -123,8 +122,7 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
     if batches and not first and size > max_bytes:
         return out, 0, True  # only the response's first batch may exceed the limits
     if batches:
-        out.records = new_marker()
-        spliced[out.records] = batches
+        out.records = Buffers(batches, size)  # type: ignore[assignment]  # the codec takes Buffers for bytes
         if committed:
             end = _next_offset(batches[-1])
             out.aborted_transactions = [_Aborted(producer_id=a.producer_id, first_offset=a.first_offset)
@@ -133,8 +131,8 @@ def _read(ctx: Context, key: Key, offset: int, max_bytes: int, leader_epoch: int
 
 
 def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], session: Optional[FetchSession],
-             incremental: bool, final: bool) -> Optional[Encoded]:
-    """The response frame, or None when not final and under min_bytes."""
+             incremental: bool, final: bool) -> Optional[FetchResponse]:
+    """The response, or None when not final and under min_bytes."""
     committed = req.isolation_level == READ_COMMITTED
     rack = req.rack_id if ctx.version >= 11 else None
     if session is not None:
@@ -143,11 +141,10 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], se
     total = 0
     full = False  # a batch was left out for the response's limit: waiting cannot make it bigger
     results: list[tuple[Key, _Part]] = []
-    spliced: dict[bytes, list[Any]] = {}
     endpoints: dict[int, Any] = {}
     for key, offset, pmax, leader_epoch in wanted:
-        part, size, cut = _read(ctx, key, offset, min(pmax, left), leader_epoch, committed, total == 0, spliced,
-                                endpoints, rack)
+        part, size, cut = _read(ctx, key, offset, min(pmax, left), leader_epoch, committed, total == 0, endpoints,
+                                rack)
         full = full or cut and left < pmax
         total += size
         left -= size
@@ -179,10 +176,14 @@ def _respond(ctx: Context, req: Any, wanted: list[tuple[Key, int, int, int]], se
         responses.append(r)
     resp = FetchResponse(error_code=0, session_id=session.id if session is not None else 0, responses=responses,
                          node_endpoints=[endpoints[n] for n in sorted(endpoints)])
-    order = [(p.records, spliced[p.records]) for r in responses for p in r.partitions if p.records in spliced]
-    if order:
-        ctx.runtime.usage.served_batches(ctx.node_id, ctx.header.client_id, sum(len(b) for _, b in order))
-    return Encoded(encode_spliced(resp, ctx.version, ctx.header.correlation_id, order))
+    batches = 0
+    for r in responses:
+        for p in r.partitions:
+            records: Any = p.records  # b"", or the log's batches
+            batches += len(records) if isinstance(records, Buffers) else 0
+    if batches:
+        ctx.runtime.usage.served_batches(ctx.node_id, ctx.header.client_id, batches)
+    return resp
 
 
 @handles(FetchRequest, FetchResponse, min_version=4)
@@ -203,7 +204,7 @@ def fetch(ctx: Context, req: Any) -> Any:
     deadline = time.monotonic() + req.max_wait_ms / 1000.0
     lock = ctx.state.lock
 
-    async def wait() -> Encoded:
+    async def wait() -> FetchResponse:
         while True:
             left = deadline - time.monotonic()
             with lock:

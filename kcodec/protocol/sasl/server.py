@@ -64,11 +64,23 @@ class SaslServer:
         return self.expires_at is not None and self.clock() > self.expires_at
 
     def allows(self, api_key: int) -> bool:
-        """Whether a request of ``api_key`` may be served now: before authentication only ApiVersions and
-        SASL; after the session's end only SASL (re-authentication). Kafka closes the connection otherwise."""
-        if not self.authenticated:
+        """Whether a request of ``api_key`` may be served now: before authentication and during a
+        re-authentication exchange only ApiVersions and SASL (Kafka's IllegalSaslStateException); after
+        the session's end only SASL (re-authentication). Kafka closes the connection otherwise."""
+        if not self.authenticated or self._exchange is not None:
             return api_key in BEFORE_AUTHENTICATION
         return api_key in SASL_KEYS or not self.expired()
+
+    def refusal(self, api_key: int) -> Optional[str]:
+        """Why a request of ``api_key`` may not be served now (for the server's log), or None if it may."""
+        if self.allows(api_key):
+            return None
+        if not self.authenticated:
+            unfinished = f" ended (SASL {self.mechanism} exchange unfinished)" if self._exchange is not None else ""
+            return f"request before SASL authentication{unfinished}"
+        if self._exchange is not None:
+            return f"request during a SASL {self.mechanism} re-authentication exchange"
+        return "request after the SASL session expired without re-authentication (KIP-368)"
 
     def handshake(self, req: SaslHandshakeRequest, version: int) -> SaslHandshakeResponse:
         mechanisms = self.enabled
@@ -139,9 +151,16 @@ class SaslServer:
         return max(1, round((self.expires_at - now) * 1000)) if self.expires_at is not None else 0
 
 
+MAX_ECHOED = 512  # characters of the client's input an error message repeats (a user name may be 40 KB)
+
+
 def failure_message(mechanism: Optional[str], e: SaslError) -> str:
-    """The error message Kafka's broker sends with SASL_AUTHENTICATION_FAILED."""
+    """The error message Kafka's broker sends with SASL_AUTHENTICATION_FAILED; what it repeats of the
+    client's input is cut to MAX_ECHOED characters (a string over 32,767 bytes cannot be encoded at all)."""
+    detail = str(e)
+    if len(detail) > MAX_ECHOED:
+        detail = detail[:MAX_ECHOED] + f"... ({len(detail) - MAX_ECHOED} more characters)"
     if e.reason in ("credentials", "unknown-user", "token"):
         return (f"Authentication failed during authentication due to invalid credentials with SASL mechanism "
-                f"{mechanism}: {e}")
-    return f"Authentication failed with SASL mechanism {mechanism}: {e}"
+                f"{mechanism}: {detail}")
+    return f"Authentication failed with SASL mechanism {mechanism}: {detail}"
