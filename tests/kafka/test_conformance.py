@@ -18,6 +18,7 @@ import conformance as cf
 import scenarios_admin  # noqa: F401  (registers its scenarios)
 import scenarios_data  # noqa: F401
 import scenarios_groups  # noqa: F401
+import scenarios_hostile  # noqa: F401
 import scenarios_txn  # noqa: F401
 
 from kcodec.broker import Cluster, Listener
