@@ -22,7 +22,7 @@ from typing import Any, Optional
 from kcodec.errors import ErrorCode
 from kcodec.messages import ProduceRequest, ProduceResponse
 
-from .. import configs as cfg
+from ..broker_configs import topic_value
 from ..context import Context
 from ..isr import acks_all_result, refuse_append
 from ..log.validator import (NO_LOG_START, Rules, check_request, producer_id_cut_off, scan_request,
@@ -37,17 +37,13 @@ _Partition = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def _config(topic: Topic, name: str) -> str:
-    value = topic.configs.get(name)
-    return value if value is not None else (cfg.TOPIC_CONFIGS[name].default or "")
-
-
-def _rules(topic: Topic) -> Rules:
-    return Rules(int(_config(topic, "max.message.bytes")), _config(topic, "message.timestamp.type") == "LogAppendTime",
-                 int(_config(topic, "message.timestamp.before.max.ms")),
-                 int(_config(topic, "message.timestamp.after.max.ms")),
-                 "compact" in _config(topic, "cleanup.policy").split(","),
-                 max_record_body=int(_config(topic, "max.decompressed.message.bytes")))
+def _rules(ctx: Context, topic: Topic) -> Rules:
+    def config(name: str) -> str:
+        return topic_value(ctx.state.broker_configs, ctx.node_id, topic.configs, name)
+    return Rules(int(config("max.message.bytes")), config("message.timestamp.type") == "LogAppendTime",
+                 int(config("message.timestamp.before.max.ms")), int(config("message.timestamp.after.max.ms")),
+                 "compact" in config("cleanup.policy").split(","),
+                 max_record_body=int(config("max.decompressed.message.bytes")))
 
 
 def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: tuple[str, int]) -> ErrorCode:
@@ -71,7 +67,8 @@ def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any
             out.current_leader = current_leader(ctx, topic, index, ProduceResponse.LeaderIdAndEpoch,
                                                 ProduceResponse.NodeEndpoint, endpoints)
         return
-    refused, batch = validate_append(memoryview(records), _rules(topic), f"{topic.name}-{index}",
+    rules = _rules(ctx, topic)
+    refused, batch = validate_append(memoryview(records), rules, f"{topic.name}-{index}",
                                      int(time.time() * 1000))
     code, message = (refused.code, refused.message) if refused is not None else (ErrorCode.NONE, None)
     if refused is not None and refused.record_errors and ctx.version >= 8:
@@ -90,10 +87,11 @@ def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any
         if in_log:
             out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
         return
+    def config(name: str) -> int:
+        return int(topic_value(state.broker_configs, ctx.node_id, topic.configs, name))
     code, base, append_time = state.logs.append(
-        topic.topic_id, index, records, _config(topic, "message.timestamp.type") == "LogAppendTime",
-        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")), int(_config(topic, "segment.ms")),
-        state.leader_epoch(topic, index))
+        topic.topic_id, index, records, rules.log_append_time, config("retention.bytes"), config("retention.ms"),
+        config("segment.ms"), state.leader_epoch(topic, index))
     out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
     out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
 
