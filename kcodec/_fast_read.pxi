@@ -28,8 +28,14 @@ cdef list trail_path(_Reader r):
 
 cdef inline int need(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
     if n > end - pos:
-        raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
+        short(pos, n, end, what)
     return 0
+
+
+cdef int short(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end, str what) except -1:
+    """Raises need's failure (callers whose ``what`` is made with the value check first, so that the
+    text is made only when it fails: a name's int16 length was a string concatenation per topic)."""
+    raise _Fail(f"expected {what} of {n} bytes, {max(end - pos, 0)} left", pos)
 
 
 cdef uint64_t uvarint(_Reader r, Py_ssize_t* pos, Py_ssize_t end) except? 0xFFFFFFFFFFFFFFFF:
@@ -64,12 +70,14 @@ cdef int64_t read_length(_Reader r, bint compact, bint nullable, Py_ssize_t* pos
             return <int64_t>r.buf[p] - 1
         n = <int64_t>uvarint(r, pos, end) - 1
     elif wide:
-        need(p, 4, end, f"the length of {what}")
+        if 4 > end - p:
+            short(p, 4, end, f"the length of {what}")
         b = r.buf + p
         n = <int32_t>((<uint32_t>b[0] << 24) | (<uint32_t>b[1] << 16) | (<uint32_t>b[2] << 8) | b[3])
         pos[0] = p + 4
     else:
-        need(p, 2, end, f"the length of {what}")
+        if 2 > end - p:
+            short(p, 2, end, f"the length of {what}")
         b = r.buf + p
         n = <int16_t>((<uint16_t>b[0] << 8) | b[1])
         pos[0] = p + 2
@@ -157,7 +165,7 @@ cdef inline object fixed_value(int kind, const unsigned char* b):
     return PyFloat_FromDouble(kc_double(kc_be64(b)))
 
 
-cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
+cdef object read_struct(_Reader r, const ReadOp* op, Py_ssize_t* pos, Py_ssize_t end):
     if op.nullable:
         need(pos[0], 1, end, "a struct's null marker")
         if r.buf[pos[0]] >= 0x80:
@@ -167,7 +175,7 @@ cdef object read_struct(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     return decode_struct(r, op.struct_index, pos, end)
 
 
-cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
+cdef object read_array(_Reader r, const ReadOp* op, Py_ssize_t* pos, Py_ssize_t end):
     cdef int64_t n
     cdef Py_ssize_t i = 0, p = pos[0], size
     cdef int kind = op.kind, d
@@ -207,7 +215,7 @@ cdef object read_array(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     return out
 
 
-cdef tuple read_scalars(_Reader r, _Op op, int64_t n, Py_ssize_t* pos, Py_ssize_t end):
+cdef tuple read_scalars(_Reader r, const ReadOp* op, int64_t n, Py_ssize_t* pos, Py_ssize_t end):
     cdef Py_ssize_t i, p = pos[0], size
     cdef int kind = op.kind, d
     cdef const unsigned char* b
@@ -248,16 +256,17 @@ cdef object read_field(_Reader r, _Op op, Py_ssize_t* pos, Py_ssize_t end):
     """One field, as a tagged field's body reads it (the reference's single-field readers)."""
     cdef int kind = op.kind
     if op.array:
-        return read_array(r, op, pos, end)
+        return read_array(r, &op.c, pos, end)
     if op.fixed:
-        need(pos[0], op.fixed, end, "an " + ("int" if kind != K_BOOL else "bool"))
+        if op.fixed > end - pos[0]:
+            short(pos[0], op.fixed, end, "an " + ("int" if kind != K_BOOL else "bool"))
         v = fixed_value(kind, r.buf + pos[0])
         pos[0] += op.fixed
         return v
     if kind == K_STRING:
         return read_string(r, op.compact, op.nullable, pos, end)
     if kind == K_STRUCT:
-        return read_struct(r, op, pos, end)
+        return read_struct(r, &op.c, pos, end)
     if kind == K_UUID:
         return read_uuid(r, pos, end)
     return read_bytes(r, op.compact, op.nullable, pos, end)
@@ -271,19 +280,19 @@ cdef inline object default_of(_Op op):
     return op.default
 
 
-cdef inline int store(object obj, _Plan plan, _Op op, object v) except -1:
+cdef inline int store(object obj, _Plan plan, const ReadOp* op, object v) except -1:
     if plan.slots:
         kc_set_slot(obj, op.offset, v)
     else:
-        setattr(obj, op.attr, v)
+        setattr(obj, (<_Op>op.op).attr, v)
     return 0
 
 
 cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize_t end):
     cdef _Plan plan = <_Plan>PyList_GET_ITEM(r.plans, index)
-    cdef tuple fields = plan.fields
-    cdef _Op op = None
-    cdef Py_ssize_t i, p
+    cdef const ReadOp* op
+    cdef _Op made
+    cdef Py_ssize_t i, p, n
     cdef int kind, d = r.depth
     cdef bint slots = plan.slots
     if slots:
@@ -291,11 +300,25 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     else:
         obj = plan.cls.__new__(plan.cls)
     r.depth = d + 1
-    for i in range(PyTuple_GET_SIZE(fields)):
-        op = <_Op>PyTuple_GET_ITEM(fields, i)
-        r.trail_op[d] = <PyObject*>op
+    for i in range(plan.nreads):
+        op = plan.reads + i
+        r.trail_op[d] = op.op
         kind = op.kind
         if op.array:
+            if slots and kind == K_INT32:  # replicas, ISR: read_array's int32 way without the call
+                p = pos[0]
+                n = -1
+                if op.compact:
+                    if p < end and 0 < r.buf[p] < 0x80:
+                        n = r.buf[p] - 1
+                        p += 1
+                elif end - p >= 4 and r.buf[p] < 0x80:
+                    n = <Py_ssize_t>kc_be32(r.buf + p)
+                    p += 4
+                if 0 <= n and n <= (end - p) // 4:
+                    kc_put_new(obj, op.offset, kc_int32_tuple_new_ref(r.buf + p, n))
+                    pos[0] = p + 4 * n
+                    continue
             v = read_array(r, op, pos, end)
         elif op.fixed:
             p = pos[0]
@@ -314,17 +337,34 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
                 if kc_store_ascii(obj, op.offset, r.buf + p + 1, r.buf[p] - 1):
                     pos[0] = p + r.buf[p]
                     continue
+            elif slots and not op.compact and end - p >= 2 and r.buf[p] < 0x80:
+                # an int16 length, not null (so at most MAX_STRING), and ASCII (v0-v8 names): the same
+                n = (<Py_ssize_t>r.buf[p] << 8) | r.buf[p + 1]
+                if n <= end - p - 2 and kc_store_ascii(obj, op.offset, r.buf + p + 2, n):
+                    pos[0] = p + 2 + n
+                    continue
             v = read_string(r, op.compact, op.nullable, pos, end)
         elif kind == K_STRUCT:
             v = read_struct(r, op, pos, end)
         elif kind == K_UUID:
-            v = read_uuid(r, pos, end)
+            p = pos[0]
+            if 16 > end - p:
+                v = read_uuid(r, pos, end)  # (fails)
+            elif slots and kc_be64(r.buf + p) == 0 and kc_be64(r.buf + p + 8) == 0:
+                kc_set_slot(obj, op.offset, ZERO_UUID)  # a request's "no topic id" (make_uuid's shared one)
+                pos[0] = p + 16
+                continue
+            else:
+                v = make_uuid(r.buf + p)
+                pos[0] = p + 16
         else:
             v = read_bytes(r, op.compact, op.nullable, pos, end)
         store(obj, plan, op, v)
     r.depth = d
-    for op in plan.absent:
-        store(obj, plan, op, default_of(op))
+    for i in range(plan.nshared):  # (slots only: the reader's copy keeps none otherwise)
+        kc_set_slot(obj, plan.shared_offsets[i], <object>plan.shared_values[i])
+    for made in plan.made:
+        store(obj, plan, &made.c, default_of(made))
     if plan.flexible:
         p = pos[0]
         if p < end and r.buf[p] == 0 and not plan.tagged:
@@ -348,7 +388,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
     cdef Py_ssize_t p, stop
     cdef int d = r.depth
     for op in plan.tagged:
-        store(obj, plan, op, default_of(op))
+        store(obj, plan, &op.c, default_of(op))
     count = uvarint(r, pos, end)
     p = pos[0]
     if <int64_t>count * 2 > end - p:
@@ -365,7 +405,8 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
         if known is not None:
             r.trail_op[d] = <PyObject*>known
             r.depth = d + 1
-        need(p, size, end, f"tagged field {tag}")
+        if <Py_ssize_t>size > end - p:
+            short(p, size, end, f"tagged field {tag}")
         stop = p + <Py_ssize_t>size
         if known is None:
             if unknown is None:
@@ -376,7 +417,7 @@ cdef object read_tagged(_Reader r, _Plan plan, object obj, Py_ssize_t* pos, Py_s
             v = read_field(r, op, pos, stop)
             if pos[0] != stop:
                 raise _Fail(f"tagged field {tag} read {pos[0] - p} of its {size} bytes", p)
-            store(obj, plan, op, v)
+            store(obj, plan, &op.c, v)
             r.depth = d
         pos[0] = stop
     return unknown

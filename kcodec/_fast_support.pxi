@@ -40,6 +40,9 @@ cdef extern from *:
     static inline PyObject* kc_get_slot(PyObject* o, Py_ssize_t off) {
         return *(PyObject**)((char*)o + off);
     }
+    static inline uint32_t kc_be32(const unsigned char* p) {
+        return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+    }
     static inline uint64_t kc_be64(const unsigned char* p) {
         return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) | ((uint64_t)p[3] << 32)
              | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) | ((uint64_t)p[6] << 8) | (uint64_t)p[7];
@@ -132,12 +135,15 @@ cdef extern from *:
         return t;
     }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
+    /* A new reference put in a new object's empty slot (the reference is the slot's now). */
+    static inline void kc_put_new(PyObject* o, Py_ssize_t off, PyObject* v) { *(PyObject**)((char*)o + off) = v; }
     /* An ASCII string of n bytes at b put in a new object's empty slot: 1 when stored, 0 when the bytes are
        not all ASCII (nothing kept: the caller takes the UTF-8 path, which checks and names a bad byte),
        -1 on memory error. Topic names are ASCII; this skips the general decoder's set-up. The bytes are
        checked and copied a word at a time in one loop: a names-only struct (a Metadata request's topic)
-       spent a third of its decode in the compiler's `rep movs` for a 20-40 byte memcpy. */
-    static int kc_store_ascii(PyObject* o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) {
+       spent a third of its decode in the compiler's `rep movs` for a 20-40 byte memcpy. The last bytes of
+       a name of 8 or more are one word ending at its end (overlapping the loop's last), not a byte each. */
+    static inline int kc_store_ascii(PyObject* o, Py_ssize_t off, const unsigned char* b, Py_ssize_t n) {
         Py_ssize_t i = 0;
         uint64_t w, acc = 0;
         unsigned char* d;
@@ -145,7 +151,8 @@ cdef extern from *:
         if (s == NULL) return -1;
         d = PyUnicode_1BYTE_DATA(s);
         for (; i + 8 <= n; i += 8) { memcpy(&w, b + i, 8); acc |= w; memcpy(d + i, &w, 8); }
-        for (; i < n; i++) { acc |= b[i]; d[i] = b[i]; }
+        if (i < n && n >= 8) { memcpy(&w, b + n - 8, 8); acc |= w; memcpy(d + n - 8, &w, 8); }
+        else for (; i < n; i++) { acc |= b[i]; d[i] = b[i]; }
         if (acc & 0x8080808080808080ULL) { Py_DECREF(s); return 0; }
         *(PyObject**)((char*)o + off) = s;
         return 1;
@@ -202,11 +209,14 @@ cdef extern from *:
     Py_ssize_t kc_slot_offset(object d)
     void kc_set_slot(object o, Py_ssize_t off, object v)
     PyObject* kc_get_slot(object o, Py_ssize_t off)
+    uint32_t kc_be32(const unsigned char* p)
     uint64_t kc_be64(const unsigned char* p)
     object kc_uint128(const unsigned char* b)
     int kc_uint128_into(PyObject* v, unsigned char* out)
     PyObject* kc_small[262]
     tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
+    PyObject* kc_int32_tuple_new_ref "kc_int32_tuple"(const unsigned char* b, Py_ssize_t n) except NULL
+    void kc_put_new(object o, Py_ssize_t off, PyObject* v)
     void kc_untrack(object o)
     bint kc_compact_long(object v, long long* out)
     bint kc_exact_small(PyObject* v, long long* out)
@@ -309,11 +319,19 @@ cdef Py_ssize_t slot_offset(type cls, str attr):
 
 # ------------------------------------------------------------------ plans: the IR, prepared for C
 
+cdef struct ReadOp:  # what the reader needs of an _Op, in C: its loop takes no reference per field
+    int kind, struct_index, elem_min, fixed
+    bint array, nullable, compact
+    Py_ssize_t offset
+    PyObject* op  # the _Op (borrowed: its plan holds it), for a failure's field path and non-slot stores
+
+
 cdef class _Op:
     cdef int kind, struct_index, tag, default_make, elem_min, fixed
     cdef bint array, nullable, compact, ignorable
     cdef Py_ssize_t offset
     cdef object attr, default
+    cdef ReadOp c  # (filled once the offset is known: read_ops)
 
 
 cdef class _Plan:
@@ -324,6 +342,18 @@ cdef class _Plan:
     cdef dict tags, other_tags
     cdef Py_ssize_t utf_offset
     cdef object sp
+    # the reader's copy (read_ops): the fields in C; the absent fields whose default is one shared immutable
+    # value (numbers, None, the empty tuple) as slot offsets and values, the others (fresh lists, structs)
+    cdef ReadOp* reads
+    cdef Py_ssize_t nreads, nshared
+    cdef Py_ssize_t* shared_offsets
+    cdef PyObject** shared_values  # (borrowed from shared)
+    cdef tuple shared, made
+
+    def __dealloc__(self):
+        PyMem_Free(self.reads)
+        PyMem_Free(self.shared_offsets)
+        PyMem_Free(self.shared_values)
 
 
 cdef class _Prog:
@@ -348,6 +378,31 @@ cdef _Op make_op(op, prog):
     o.elem_min = max(1, ir.min_field_size(_pure._element(op), prog.structs)) if op.array else 0
     o.offset = -1
     return o
+
+
+cdef int read_ops(_Plan plan) except -1:
+    """The plan's reader copy (see _Plan)."""
+    cdef _Op o
+    cdef Py_ssize_t i
+    for o in plan.fields + plan.tagged + plan.absent:
+        o.c.kind, o.c.struct_index, o.c.elem_min, o.c.fixed = o.kind, o.struct_index, o.elem_min, o.fixed
+        o.c.array, o.c.nullable, o.c.compact, o.c.offset = o.array, o.nullable, o.compact, o.offset
+        o.c.op = <PyObject*>o
+    shared = [o for o in plan.absent if o.default_make == 0 or (o.default_make == 1 and o.kind != K_STRUCT)]
+    plan.shared = tuple([default_of(o) for o in shared]) if plan.slots else ()
+    plan.made = tuple([o for o in plan.absent if o not in shared]) if plan.slots else plan.absent
+    plan.nreads, plan.nshared = len(plan.fields), len(plan.shared)
+    plan.reads = <ReadOp*>PyMem_Malloc(max(plan.nreads, 1) * sizeof(ReadOp))
+    plan.shared_offsets = <Py_ssize_t*>PyMem_Malloc(max(plan.nshared, 1) * sizeof(Py_ssize_t))
+    plan.shared_values = <PyObject**>PyMem_Malloc(max(plan.nshared, 1) * sizeof(PyObject*))
+    if plan.reads == NULL or plan.shared_offsets == NULL or plan.shared_values == NULL:
+        raise MemoryError()
+    for i in range(plan.nreads):
+        plan.reads[i] = (<_Op>plan.fields[i]).c
+    for i in range(plan.nshared):
+        plan.shared_offsets[i] = (<_Op>shared[i]).offset
+        plan.shared_values[i] = <PyObject*>plan.shared[i]
+    return 0
 
 
 cdef _Prog prepared(prog):
@@ -380,6 +435,7 @@ cdef _Prog prepared(prog):
                     plan.slots = False
         if plan.slots:
             kc_adopt(sp.cls)
+        read_ops(plan)
         fp.plans.append(plan)
     fp.deep = trail_depth(list(prog.structs), 0, ()) > MAX_TRAIL
     prog.backend_cache["cython"] = fp

@@ -43,6 +43,19 @@ def conversation(frames: list[tuple[int, bytes]], *, sport: int = 40000, dport: 
     return out
 
 
+def metadata_conversation(client: str, n: int) -> list[tuple[int, bytes]]:
+    """``n`` Metadata requests (v12, all topics) of ``client``, each answered (brokers' host names vary)."""
+    import kcodec
+    from kcodec.messages import MetadataRequest, MetadataResponse
+
+    out = []
+    for corr in range(n):
+        out.append((0, kcodec.encode_request(MetadataRequest(topics=None), 12, corr, client_id=client)))
+        out.append((1, kcodec.encode_response(MetadataResponse(
+            brokers=[MetadataResponse.Broker(node_id=1, host="b" * (corr % 50), port=9092)]), 12, corr)))
+    return out
+
+
 def disorder(packets: list[tuple[float, bytes]], seed: int = 1, swaps: int = 5,
              duplicates: int = 5) -> list[tuple[float, bytes]]:
     """Swap neighbouring packets and retransmit some, as a busy network does."""

@@ -44,6 +44,6 @@ def test_install_without_a_compiler(tmp_path):
              "assert kcodec.decode(M, kcodec.encode(m, 12), 12) == m\n"
              "print(kcodec.BACKEND, u.find_spec('kcodec._columnar') is not None)\n")
     r = subprocess.run([str(py), "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                       env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KCODEC_PURE")})
+                       env={k: v for k, v in env.items() if k not in ("PYTHONPATH", "KCODEC_PURE")})
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["python", "False"]

@@ -137,6 +137,30 @@ def test_int_fields_past_the_small_ints_keep_their_values(name, backend):
     assert [p.leader_epoch for p in parts] == epochs and [p.leader_id for p in parts] == [-(e // 2) for e in epochs]
 
 
+@pytest.mark.parametrize("name,backend", BACKENDS, ids=IDS)
+def test_int16_length_names_ascii_or_not(name, backend):
+    """Names with an int16 length (Metadata v0-v8; the compiled backend copies ASCII ones straight into
+    their slot): ASCII, empty, non-ASCII and long names decode alike; a bad byte or a cut name fails on
+    the UTF-8 path with its offset and field path, after an ASCII name as before it."""
+    names = ["orders", "", "é" * 3 + "x", "x" * 300, "a-b_c.d" * 7]
+    built = MR(topics=[MR.Topic(name=n, partitions=[MR.Partition(replica_nodes=[1])]) for n in names])
+    prog = program_for(MR, 1)
+    data = backend.encode(prog, built)
+    msg, end = backend.decode(prog, data, 0, None, False)
+    assert msg == built and end == len(data) and [t.name for t in msg.topics] == names
+    at = data.index(b"a-b_c.d")
+    bad = bytearray(data)
+    bad[at + 3] = 0xFF
+    with pytest.raises(kcodec.DecodeError) as ei:
+        backend.decode(prog, bytes(bad), 0, None, False)
+    assert ei.value.reason.startswith("invalid UTF-8") and ei.value.offset == at + 3
+    assert ei.value.path == "topics[4].name"
+    with pytest.raises(kcodec.DecodeError) as ei:
+        backend.decode(prog, data[:at + 5], 0, None, False)
+    assert ei.value.offset == at and ei.value.path == "topics[4].name"
+    assert ei.value.reason == f"expected a string of {len(names[4])} bytes, 5 left"
+
+
 _NO_COLLECTION = """
 import gc, sys, kcodec
 from kcodec.messages import MetadataResponse as MR

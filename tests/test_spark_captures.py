@@ -70,20 +70,11 @@ def test_tap_capture_pairs_in_order(spark, tmp_path):
     assert two.decode_error.isna().all() and (two.api_name == "Produce").all()
 
 
-def _conversation(client: str, n: int) -> list[tuple[int, bytes]]:
-    out = []
-    for corr in range(n):
-        out.append((0, kcodec.encode_request(MetadataRequest(topics=None), 12, corr, client_id=client)))
-        out.append((1, kcodec.encode_response(MetadataResponse(
-            brokers=[MetadataResponse.Broker(node_id=1, host="b" * (corr % 50), port=9092)]), 12, corr)))
-    return out
-
-
 def test_rotated_pcaps_two_captures_on_the_same_addresses_and_a_file_given_twice(spark, tmp_path):
     """One capture rotated as tcpdump -C names it, the same capture whole, a second capture reusing its
     address pair (and ids), and a copy of one file: each capture's exchanges exact, none merged or doubled."""
-    a = _conversation("first", 40)
-    b = _conversation("second", 25)
+    a = pcaps.metadata_conversation("first", 40)
+    b = pcaps.metadata_conversation("second", 25)
     pa_ = pcaps.conversation(a, segment=97)
     pb = pcaps.conversation(b, segment=131, isn=(1000, 5000), t0=1_700_000_000.0)  # same 4-tuple, same ISNs
     (tmp_path / "rot").mkdir()
@@ -133,11 +124,12 @@ def test_files_told_apart_by_their_heads_as_by_their_content(spark, tmp_path, mo
     (tmp_path / "odd" / "empty.pcap").write_bytes(b"")  # Spark's scans leave empty files out
     (tmp_path / "odd" / "tiny.bin").write_bytes(b"KCODE")
     (tmp_path / "pc").mkdir()
-    first, fifth = pcaps.conversation(_conversation("first", 3)), pcaps.conversation(_conversation("fifth", 3))
+    first = pcaps.conversation(pcaps.metadata_conversation("first", 3))
+    fifth = pcaps.conversation(pcaps.metadata_conversation("fifth", 3))
     pcaps.write(tmp_path / "pc" / "one.pcap", first)
     pcaps.write(tmp_path / "pc" / "two.pcap", fifth)  # the same length as one.pcap, other bytes
     pcaps.write(tmp_path / "odd" / "again.pcap", first)  # a copy of one.pcap
-    pcaps.write(tmp_path / "odd" / "alone.pcap", pcaps.conversation(_conversation("alone", 4)))
+    pcaps.write(tmp_path / "odd" / "alone.pcap", pcaps.conversation(pcaps.metadata_conversation("alone", 4)))
     paths = [str(tmp_path / d) for d in ("tap", "odd", "pc")]
 
     listing = spark.read.format("binaryFile").load(paths)

@@ -100,12 +100,16 @@ class Acl:
     def matches(self, principal: str, operation: str, resource_type: str, name: str, host: str = "") -> bool:
         """Whether this ACL decides ``operation`` by ``principal`` from ``host`` on the resource (Kafka's
         StandardAuthorizer: an ALLOW also answers the operations it implies, a DENY only its own)."""
-        if self.principal not in (principal, "User:*") or self.resource_type != resource_type:
-            return False
-        if self.host not in ("*", host):
+        if self.principal not in (principal, "User:*") or self.host not in ("*", host):
             return False
         if self.operation not in ("All", operation) and (self.permission == "Deny"
                                                          or self.operation not in _IMPLIES.get(operation, ())):
+            return False
+        return self.applies_to(resource_type, name)
+
+    def applies_to(self, resource_type: str, name: str) -> bool:
+        """Whether this ACL is about the resource, whoever and whatever it names."""
+        if self.resource_type != resource_type:
             return False
         if resource_type == "cluster":
             return True
@@ -127,11 +131,13 @@ class Authorizer:
     and the ones CreateAcls added (``created``, a list the cluster state saves), less the ones DeleteAcls
     removed. Start-up ACLs are configuration: a restart brings back one deleted at run time. Changes
     come from handlers under the state's lock and replace ``acls`` whole, so readers never see a list
-    that changes under them."""
+    that changes under them. ``allow_if_no_acl``: Kafka's allow.everyone.if.no.acl.found, anyone may do
+    anything on a resource no ACL is about (whatever principal or operation it names)."""
 
     def __init__(self, acls: Optional[Iterable[AclLike]] = None, super_users: Iterable[str] = (),
-                 created: Optional[list[Acl]] = None) -> None:
+                 created: Optional[list[Acl]] = None, allow_if_no_acl: bool = False) -> None:
         self.enabled = acls is not None
+        self.allow_if_no_acl = allow_if_no_acl
         self.configured = tuple(a if isinstance(a, Acl) else Acl.parse(a) for a in (acls or ()))
         self.created: list[Acl] = created if created is not None else []
         self.acls: tuple[Acl, ...] = tuple(dict.fromkeys(self.configured + tuple(self.created)))
@@ -140,6 +146,8 @@ class Authorizer:
     def allowed(self, principal: str, operation: str, resource_type: str = "topic", name: str = "",
                 host: str = "") -> bool:
         if not self.enabled or principal in self.super_users:
+            return True
+        if self.allow_if_no_acl and not any(a.applies_to(resource_type, name) for a in self.acls):
             return True
         allowed = False  # an ALLOW is needed, and any DENY that matches wins
         for a in self.acls:

@@ -16,7 +16,7 @@ class AdminError(Exception):
 
 
 # Kafka's default messages (Errors.message()) of the codes the broker answers with none of its own.
-KAFKA_MESSAGES = {
+KAFKA_MESSAGES: dict[int, str] = {
     ErrorCode.NONE: "NONE",
     ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
     ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",

@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-partitions", type=int, default=1, help="num.partitions (KIP-464 default)")
     p.add_argument("--default-replication-factor", type=int, default=1, help="default.replication.factor")
     p.add_argument("--no-auto-create", action="store_true", help="auto.create.topics.enable=false")
+    p.add_argument("--auto-create-delay-ms", type=int, default=0, metavar="MS",
+                   help="an auto-created topic appears this long after the Metadata that asks for it, as Kafka's "
+                        "controller creates it a round trip later (default 0: at once)")
     p.add_argument("--state", type=Path, metavar="FILE",
                    help="keep topics (and reassignments in progress), configs, leaders and leader epochs, ACLs "
                         "created at run time and data "
@@ -67,6 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="turn authorization on even without --acl: ACLs then come from CreateAcls (with --state "
                         "they survive restarts) and only --super-user may do anything at first")
     p.add_argument("--super-user", action="append", default=[], metavar="NAME")
+    p.add_argument("--allow-everyone-if-no-acl-found", action="store_true",
+                   help="allow.everyone.if.no.acl.found: with the authorizer on, anyone may do anything on a "
+                        "resource no ACL is about")
     p.add_argument("--list-topics-api-key", type=int, metavar="N",
                    help=f"ListTopics' api key (default 1142; same as {LIST_TOPICS_ENV})")
     p.add_argument("--rack", action="append", default=[], metavar="NODE=RACK",
@@ -199,8 +205,10 @@ def run(args: argparse.Namespace) -> int:
                           advertised_host=args.advertise,
                           num_partitions=args.num_partitions, default_replication_factor=args.default_replication_factor,
                           auto_create_topics=not args.no_auto_create, users=users,
+                          auto_create_delay_ms=args.auto_create_delay_ms,
                           acls=[] if args.authorizer and args.acl is None else args.acl,
                           super_users=args.super_user, state_file=args.state, max_frame_size=args.max_frame_size,
+                          allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
                           sasl_max_receive_size=_given(args.sasl_max_receive_size, DEFAULT_SASL_MAX_RECEIVE_SIZE),
                           sasl_mechanisms=args.sasl_mechanism, reauth_ms=args.reauth_ms, oauth_scope=args.oauth_scope,
                           tls=(args.tls_cert, args.tls_key) if args.tls_cert is not None else None,

@@ -45,6 +45,9 @@ class Cluster:
     port: the first broker's port; the others follow it. 0 (the default) gives every broker an
         ephemeral port.
     num_partitions, default_replication_factor: the broker defaults KIP-464 uses for -1.
+    auto_create_topics: Kafka's auto.create.topics.enable; auto_create_delay_ms: how long after the
+        Metadata that asks for it an auto-created topic appears (Kafka's controller round trip, during which
+        Metadata answers UNKNOWN_TOPIC_OR_PARTITION; 0, the default: at once, after that answer).
     users: {user: password} turns on SASL (then nothing but ApiVersions and the SASL exchange is served
         before authentication) with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the broker keeps SCRAM
         credentials made from the passwords, not the passwords.
@@ -68,7 +71,8 @@ class Cluster:
         (even ``[]``), the authorizer is on: a principal may do only what they allow and no DENY ACL
         denies (super_users everything), and CreateAcls / DeleteAcls change them at run time (with
         ``state_file``, the created ones survive restarts; the ones given here apply at every start).
-        None: no authorizer, everything is allowed.
+        None: no authorizer, everything is allowed. allow_everyone_if_no_acl_found: Kafka's
+        allow.everyone.if.no.acl.found: with the authorizer on, a resource no ACL is about is open to all.
     state_file: topics (with their partition reassignments in progress), configs and the ACLs CreateAcls
         added survive restarts there (written atomically after every change), and the data in a journal
         beside it (``FILE.data``: acks=-1 is fsynced before the answer).
@@ -120,8 +124,10 @@ class Cluster:
     def __init__(self, brokers: int = 1, *, host: str = "127.0.0.1", port: int = 0,
                  advertised_host: Optional[str] = None, first_node_id: int = 1, num_partitions: int = 1,
                  default_replication_factor: int = 1, auto_create_topics: bool = True,
+                 auto_create_delay_ms: int = 0,
                  users: Optional[dict[str, str]] = None, acls: Optional[Iterable[AclLike]] = None,
-                 super_users: Iterable[str] = (), state_file: Optional[os.PathLike[str] | str] = None,
+                 super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False,
+                 state_file: Optional[os.PathLike[str] | str] = None,
                  sasl_mechanisms: Optional[Iterable[str]] = None, reauth_ms: Optional[int] = None,
                  oauth_scope: Iterable[str] = (), tls: Optional[ServerTls] = None,
                  tls_client_auth: Optional[ClientAuth] = None, tls_client_ca: Optional[PathLike] = None,
@@ -174,10 +180,12 @@ class Cluster:
                                    tuple(dict.fromkeys(sasl_mechanisms)), reauth_ms, tuple(oauth_scope))
         self.listeners = list(listeners) if listeners is not None else [security.default_listener(port)]
         resolved = security.resolve(self.listeners)
-        authorizer = Authorizer(acls, super_users, state.created_acls)  # CreateAcls' ACLs live in the state
+        authorizer = Authorizer(acls, super_users, state.created_acls,  # CreateAcls' ACLs live in the state
+                                allow_if_no_acl=allow_everyone_if_no_acl_found)
         self.runtime = ClusterRuntime(state, authorizer, max_frame_size=max_frame_size,
                                       sasl_max_receive_size=sasl_max_receive_size,
                                       idle_timeout=idle_timeout, forward_admin=forward_admin,
+                                      auto_create_delay_ms=auto_create_delay_ms,
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
                                       fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes,

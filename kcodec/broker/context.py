@@ -138,6 +138,10 @@ class ClusterRuntime:
     replica_selector: Optional[str] = None  # Kafka's replica.selector.class (KIP-392; replicas.py); None: none
     idle_timeout: float = 600.0
     forward_admin: bool = True  # False: non-controllers answer NOT_CONTROLLER to admin requests
+    # Kafka's controller creates an auto-created topic a round trip after the Metadata that asked for it;
+    # 0: at once. Meanwhile the name is in auto_creating (Metadata answers it UNKNOWN_TOPIC_OR_PARTITION)
+    auto_create_delay_ms: int = 0
+    auto_creating: set[str] = field(default_factory=set)
     interceptors: Interceptors = field(default_factory=Interceptors)
     group_settings: GroupSettings = field(default_factory=GroupSettings)
     transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)

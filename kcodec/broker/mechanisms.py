@@ -7,6 +7,7 @@ raises SaslError when authentication fails; once done, ``user`` is who authentic
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Optional, Protocol
 
@@ -15,6 +16,7 @@ from kcodec.security.scram import ScramServer
 
 from .credentials import SCRAM_MECHANISMS, Credentials
 
+log = logging.getLogger("kcodec.broker")
 MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, "OAUTHBEARER")
 DEFAULT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)  # once users are given
 
@@ -96,7 +98,7 @@ class ScramMechanismServer:
 
 class OAuthBearerServer:
     """RFC 7628 with Kafka's unsecured validator: a refused token gets the error JSON, the client's
-    0x01 answer then fails the exchange with the reason."""
+    0x01 answer then fails the exchange with that JSON as the message (Kafka's; the reason is logged)."""
 
     def __init__(self, settings: SaslSettings) -> None:
         self.settings = settings
@@ -114,8 +116,10 @@ class OAuthBearerServer:
             claims = oauthbearer.validate_unsecured_token(value, required_scope=self.settings.oauth_scope,
                                                           clock_skew=self.settings.clock_skew)
         except SaslError as e:
-            self._refusal = e
-            return oauthbearer.error_challenge(self.settings.oauth_scope), False
+            log.info("OAUTHBEARER token refused: %s", e)
+            challenge = oauthbearer.error_challenge(self.settings.oauth_scope if e.reason == "scope" else None)
+            self._refusal = SaslError(challenge.decode(), "error-challenge")
+            return challenge, False
         self.user, self.expires_at = claims.subject, claims.expires_at
         return b"", True
 

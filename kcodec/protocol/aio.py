@@ -92,7 +92,14 @@ class AsyncConnection:
                 self._answers[outgoing.correlation_id] = fut
         if self._writer is not None:
             self._writer.writelines(outgoing.buffers)
-            await self._writer.drain()
+            try:
+                await self._writer.drain()
+            except ConnectionError as e:
+                # The stream broke under the write (a TLS alert, the peer's close): the reading side learns
+                # why and fails the answer's future with that cause, which says more than "Connection lost".
+                if fut is None:
+                    self.fail(e)  # (keeps the reader's cause when it came first)
+                    raise (self.error or e) from None
         else:
             assert isinstance(self._transport, asyncio.WriteTransport) and self._can_write is not None
             self._transport.writelines(outgoing.buffers)

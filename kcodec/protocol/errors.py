@@ -47,8 +47,9 @@ class SaslError(ProtocolError):
     """A SASL exchange failed: a malformed message, a failed check, or the peer's refusal; ``reason``
     names which, for callers and tests.
 
-    reasons: "malformed", "unknown-user", "credentials", "server-signature", "nonce", "token",
-    "mechanism", "principal", "state".
+    reasons: "malformed", "unknown-user", "credentials", "server-signature", "nonce", "token", "scope"
+    (an OAUTHBEARER token without the required scope), "mechanism", "principal", "state", "error-challenge"
+    (the exchange ended after an OAUTHBEARER error challenge: the message is the challenge, Kafka's message).
     """
 
     def __init__(self, message: str, reason: str = "malformed") -> None:

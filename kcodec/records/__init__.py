@@ -18,7 +18,7 @@ from __future__ import annotations
 from ._aborted import filter_aborted
 from ._builder import BatchBuilder
 from ._columns import RecordColumns, record_columns
-from ._compression import CodecError, compress, decompress
+from ._compression import CodecError, MissingCodecError, compress, decompress
 from ._checksum import CRC32C_HARDWARE, crc32, crc32c
 from ._control import ControlRecord, ControlType, control_batch, control_type, marker_record, read_control
 from ._messages import PartitionRecords, fetched, produced, records_field
@@ -30,7 +30,7 @@ Record = backend.Record
 
 __all__ = [
     "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "CodecError", "Compression", "ControlRecord", "ControlType",
-    "DEFAULT_MAX_UNCOMPRESSED", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
+    "DEFAULT_MAX_UNCOMPRESSED", "MissingCodecError", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
     "RecordsRead", "record_columns",
     "TimestampType", "control_batch", "control_type", "compress", "crc32", "crc32c", "decompress", "fetched", "filter_aborted",
     "iter_batches", "marker_record", "produced", "read_batches", "read_control", "read_records", "records_field",

@@ -1,8 +1,8 @@
 """`kcodec analyze CAPTURE... --out DIR [--master local[*]]`: captures -> Parquet tables and a report.
 
 Writes ``DIR/tables/{frames,exchanges,batches,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
-HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit, leave
-``--master`` out: the master spark-submit was given is used.
+HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit
+(``kcodec/spark/submit.py``), leave ``--master`` out: the master spark-submit was given is used.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tables", help="where the Parquet tables go (default OUT/tables); any Hadoop URI")
     p.add_argument("--master", default=None, help="Spark master (default local[*], or spark-submit's)")
     p.add_argument("--ports", default="", help="Kafka ports for pcaps, comma-separated (default: inferred)")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting (repeat), e.g. --conf spark.executor.memory=2g; kcodec's own: "
+                        "spark.kcodec.splitBytes (64m, the byte ranges capture files are read in) and "
+                        "spark.kcodec.partitionBytes (32m, input bytes per task after the shuffle)")
     p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
 
 
@@ -84,28 +88,33 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
     started = time.perf_counter()
 
     def step(n: int, what: str) -> None:
-        print_(f"[{n}/5] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
+        print_(f"[{n}/3] {what} ({time.perf_counter() - started:.1f} s)", flush=True)
 
     with StageProgress(spark, print_, progress):
-        step(1, f"reading {len(captures)} capture path(s) into {tables}/frames")
-        pipeline.read_frames(spark, captures, ports).write.mode("overwrite").parquet(f"{tables}/frames")
-        frames = spark.read.parquet(f"{tables}/frames")
-        pipeline.files(frames).write.mode("overwrite").parquet(f"{tables}/files")
-        step(2, f"pairing and decoding exchanges into {tables}/exchanges")
-        paired = pipeline.pairs(frames).persist()  # the exchanges and the Fetch batches both need it
-        pipeline.exchanges(frames, paired).write.mode("overwrite").parquet(f"{tables}/exchanges")
-        ex = spark.read.parquet(f"{tables}/exchanges")
-        step(3, f"decoding the record batches of Produce and Fetch into {tables}/batches")
-        pipeline.batches(frames, paired).write.mode("overwrite").parquet(f"{tables}/batches")
-        paired.unpersist()
-        batches = spark.read.parquet(f"{tables}/batches")
-        step(4, "aggregating")
-        agg = report.aggregates(ex, frames, batches)
-    step(5, f"writing the report to {out}")
+        step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
+        written = pipeline.write_tables(spark, captures, tables, ports)
+        for path, summary in sorted(written["files"].items()):
+            if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
+                print_(f"    {path}: {summary['error']}", flush=True)
+        agg = written["aggregates"]
+    step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
+            f"{written['rows'].get('batches', 0)} record batches written")
+    step(3, f"writing the report to {out}")
     path = report.write(agg, out, captures, kcodec.BACKEND)
     report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
     return agg
+
+
+def conf_pairs(items: list[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` arguments as a dict (a clear error for one without ``=``)."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"kcodec analyze: --conf expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value
+    return out
 
 
 def run(args: Any) -> int:
@@ -114,11 +123,15 @@ def run(args: Any) -> int:
     import os
 
     ports = [int(p) for p in args.ports.split(",") if p.strip()] if args.ports else None
-    master = args.master or (None if _under_spark_submit() else "local[*]")
+    conf = conf_pairs(getattr(args, "conf", []) or [])
+    under_submit = _under_spark_submit()
+    master = args.master or (None if under_submit else "local[*]")
     if master and master.startswith("local"):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
     verbose = getattr(args, "verbose", False)
-    spark = pipeline.session(master, quiet=not verbose)
+    if under_submit and not verbose:  # its JVM started with spark-submit's logging: errors only from here on
+        conf.setdefault("spark.log.level", "ERROR")
+    spark = pipeline.session(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
     if not verbose:
         spark.sparkContext.setLogLevel("ERROR")
     try:
@@ -134,12 +147,9 @@ def _under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM and hands Python its gateway
 
 
-def main() -> int:
-    """Entry point for spark-submit: ``spark-submit ... kcodec/spark/analyze.py CAPTURE... --out DIR``."""
+def main(argv: Optional[list[str]] = None) -> int:
+    """`kcodec analyze` from arguments (spark-submit runs ``kcodec/spark/submit.py``, which calls this)."""
     parser = argparse.ArgumentParser(prog="kcodec analyze")
     add_arguments(parser)
-    return run(parser.parse_args())
+    return run(parser.parse_args(argv))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

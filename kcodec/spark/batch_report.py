@@ -1,6 +1,6 @@
-"""The record-batch part of `kcodec analyze`'s report: what the data carried, from the batches table
-(``kcodec.spark.record_batches``): totals, per topic and per client, compression per codec and the
-batch size distribution, with their plots, Markdown and console lines.
+"""The record-batch part of `kcodec analyze`'s report: what the data carried (the batches table's figures,
+``kcodec.spark.aggregates``): totals, per topic and per client, compression per codec and the batch size
+distribution, with their plots, Markdown and console lines.
 
 Messages are the records of batches that decoded, control batches (transaction markers) left out;
 bytes are the batches as they crossed the wire (compressed). Fetched counts are what the Fetch
@@ -11,56 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from .aggregates import DIRECTIONS
 
-DIRECTIONS = ("produced", "fetched")
 PLOTS = ("records_by_topic.png", "batch_sizes.png")
-
-
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.collect()]
-
-
-def _by_direction(value: Any, direction: str) -> Any:
-    return F.when(F.col("direction") == direction, value)
-
-
-def _totals(prefix: str = "") -> list[Any]:
-    out = []
-    for d in DIRECTIONS:
-        out += [F.count(_by_direction(F.lit(1), d)).alias(f"{prefix}{d}_batches"),
-                F.coalesce(F.sum(_by_direction(F.col("record_count"), d)), F.lit(0)).alias(f"{prefix}{d}_records"),
-                F.coalesce(F.sum(_by_direction(F.col("compressed_bytes"), d)), F.lit(0)).alias(f"{prefix}{d}_bytes")]
-    return out
-
-
-def aggregates(rb: DataFrame) -> dict[str, Any]:
-    """Every batch figure the report shows (small: collected on the driver)."""
-    whole = rb.where(F.col("record_count").isNotNull())  # rows of batches, not of cut-off tails or unwalkable rests
-    ok = whole.where(F.col("error").isNull() & ~F.col("control"))
-    total = rb.agg(F.count(F.col("record_count")).alias("batches"),
-                   F.count("error").alias("batch_errors"),
-                   F.sum((F.col("crc_valid") == F.lit(False)).cast("long")).alias("crc_invalid"),
-                   F.sum(F.col("partial").cast("long")).alias("partial_tails"),
-                   F.sum(F.col("control").cast("long")).alias("control_batches")).collect()[0].asDict()
-    total.update(ok.agg(*_totals()).collect()[0].asDict())
-    total = {k: v or 0 for k, v in total.items()}
-    by_topic = _rows(ok.groupBy(F.coalesce("topic", "topic_id", F.lit("(unknown)")).alias("topic")).agg(*_totals())
-                     .orderBy(F.desc("produced_bytes"), F.desc("fetched_bytes"), "topic"))
-    by_client = _rows(ok.groupBy(F.coalesce("client_id", F.lit("(none)")).alias("client_id")).agg(*_totals())
-                      .orderBy(F.desc("produced_bytes"), F.desc("fetched_bytes"), "client_id"))
-    by_codec = _rows(ok.groupBy("direction", "codec").agg(
-        F.count("*").alias("batches"), F.sum("record_count").alias("records"),
-        F.sum("compressed_bytes").alias("compressed_bytes"), F.sum("uncompressed_bytes").alias("uncompressed_bytes"))
-        .orderBy("direction", F.desc("compressed_bytes")))
-    for r in by_codec:
-        r["ratio"] = r["uncompressed_bytes"] / r["compressed_bytes"] if r["compressed_bytes"] else None
-    # Batch sizes in powers of two: bucket k holds sizes 2^k .. 2^(k+1)-1 (records; bytes).
-    sizes = {what: _rows(ok.where(F.col(col) > 0).groupBy(
-        "direction", F.floor(F.log2(F.col(col))).cast("int").alias("bucket")).count().orderBy("direction", "bucket"))
-        for what, col in (("records", "record_count"), ("bytes", "compressed_bytes"))}
-    return {"total": total, "by_topic": by_topic, "by_client": by_client, "by_codec": by_codec, "sizes": sizes}
 
 
 def _bucket(k: int) -> str:

@@ -1,18 +1,15 @@
-"""What Spark's workers run: Arrow record batches in, Arrow record batches out (no Spark import here).
-
-``frames_from_files`` turns capture files (rows of ``path``, ``content``) into one row per Kafka frame
-with its header facts; ``decode_exchanges`` turns joined request/response rows into one row per
-exchange with what the bodies say. Neither ever raises for bad input: a capture that does not read
-and a frame that does not decode land in an ``error`` column, so one bad frame never fails a job.
+"""What Spark's workers read from frames (no Spark import here): the FRAMES and EXCHANGES columns,
+request headers, SASL v0 tokens, error codes and topic counts of a decoded message, and the what-if
+sizes of a Metadata response as ListTopics and DescribeTopicPartitions. ``kcodec.spark.conversation``
+puts them together per connection. Nothing here raises for bad input: a frame that does not decode
+fills an ``error`` column, so one bad frame never fails a job.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import struct
-import warnings
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
@@ -20,13 +17,11 @@ import kcodec
 from kcodec import definitions
 from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse, MetadataResponse
 from kcodec.tap.acks import produce_acks
-from kcodec.tap.frames import CaptureReader
 from kcodec.tap.sasl_v0 import handshake_v0
 
 PRODUCE, METADATA = 0, 3
 SASL_TOKEN = 2  # + direction: after SaslHandshake v0, bare SASL tokens (no Kafka header; kcodec.tap.sasl_v0)
 DTP_PARTITION_LIMIT = 2000  # DescribeTopicPartitions' default ResponsePartitionLimit
-BATCH_ROWS = 4096
 _CORR = struct.Struct(">i")
 
 FRAMES = pa.schema([
@@ -73,12 +68,9 @@ EXCHANGES = pa.schema([
     ("list_topics_v1_bytes", pa.int64()),
     ("dtp_pages", pa.int32()),
     ("dtp_bytes", pa.int64()),
+    ("request_trailing_bytes", pa.int32()),   # bytes after the request's body that its schema does not read
+    ("response_trailing_bytes", pa.int32()),  # likewise after the response's (decoded all the same)
 ])
-
-
-def _batches(rows: list[dict[str, Any]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for i in range(0, len(rows), BATCH_ROWS):
-        yield pa.RecordBatch.from_pylist(rows[i:i + BATCH_ROWS], schema=schema)
 
 
 def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str],
@@ -119,69 +111,6 @@ def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) ->
             ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
             state[f.conn] = ("request", st[1]) if ok else None
     return out
-
-
-def frame_batch(source: str, capture: str, frames: list[Any], tokens: Optional[list[bool]] = None) -> pa.RecordBatch:
-    """FRAMES columns for frames of one file (``kcodec.tap.frames.Frame``), built column by column;
-    ``tokens`` marks raw SASL tokens (``sasl_v0_tokens``)."""
-    tokens = tokens or [False] * len(frames)
-    heads = [(None,) * 6 if t else _header(f.direction, f.data) for f, t in zip(frames, tokens)]
-    cols: list[Any] = list(zip(*heads)) if heads else [()] * 6
-    return pa.RecordBatch.from_arrays([
-        pa.array([source] * len(frames), pa.string()),
-        pa.array([capture] * len(frames), pa.string()),
-        pa.array([f.conn for f in frames], pa.string()),
-        pa.array([f.position for f in frames], pa.int64()),
-        pa.array([f.direction + SASL_TOKEN if t else f.direction for f, t in zip(frames, tokens)], pa.int8()),
-        pa.array([f.ts_ns for f in frames], pa.int64()),
-        pa.array(cols[0], pa.int32()), pa.array(cols[1], pa.int16()), pa.array(cols[2], pa.int16()),
-        pa.array(cols[3], pa.string()),
-        pa.array([len(f.data) for f in frames], pa.int64()),
-        pa.array([f.data for f in frames], pa.binary()),
-        pa.array(cols[4], pa.int16()),
-        pa.array(cols[5], pa.string()),
-    ], schema=FRAMES)
-
-
-def _file_row(source: str, size: Optional[int], summary: dict[str, Any]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([{"source": source, "capture": summary.get("capture"), "direction": -1,
-                                        "size": size, "error": json.dumps(summary, sort_keys=True)}], schema=FRAMES)
-
-
-def frames_from_files(batches: Iterable[pa.RecordBatch], ports: Optional[list[int]] = None) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over Spark's binaryFile rows: every frame of every capture, plus one row per file.
-
-    With ``capture`` and ``last`` columns (``kcodec.spark.pipeline``), the rows of one capture arrive
-    consecutively in file order and are read through one ``CaptureReader``, so connections continue
-    across rotated files; without them every file is a capture of its own."""
-    reader: Optional[CaptureReader] = None
-    sasl: dict[str, Any] = {}  # SASL handshakes under way in the capture (sasl_v0_tokens)
-    for batch in batches:
-        names = batch.schema.names
-        paths = batch.column("path").to_pylist()
-        contents = batch.column("content")
-        lengths = batch.column("length").to_pylist() if "length" in names else [None] * len(paths)
-        captures = batch.column("capture").to_pylist() if "capture" in names else [None] * len(paths)
-        lasts = batch.column("last").to_pylist() if "last" in names else [True] * len(paths)
-        for i, path in enumerate(paths):
-            name = str(captures[i] if captures[i] is not None else path)
-            if reader is None or reader.name != name:
-                reader, sasl = CaptureReader(name, ports), {}
-            data = contents[i].as_py()
-            try:
-                frames, summary = reader.read(data, last=bool(lasts[i]))
-            except Exception as e:  # CaptureError, truncated files: reported, never fatal
-                frames, summary = [], {"error": f"{type(e).__name__}: {e}"}
-                if lasts[i]:
-                    frames, _ = reader.finish()
-            del data
-            summary["bytes"] = lengths[i]
-            summary.setdefault("capture", name)
-            yield _file_row(path, lengths[i], summary)
-            capture_name = summary["capture"]
-            tokens = sasl_v0_tokens(frames, sasl)
-            for j in range(0, len(frames), BATCH_ROWS):
-                yield frame_batch(path, capture_name, frames[j:j + BATCH_ROWS], tokens[j:j + BATCH_ROWS])
 
 
 def _is_struct(v: Any) -> bool:
@@ -336,52 +265,3 @@ def api_name(key: Optional[int]) -> Optional[str]:
     if not _API_NAMES:
         _API_NAMES.update(definitions.api_keys())
     return _API_NAMES.get(key, f"Unknown({key})")
-
-
-def exchange_row(r: dict[str, Any]) -> dict[str, Any]:
-    """One request (and its response, when there is one) decoded into the EXCHANGES columns."""
-    req_frame, resp_frame = r.get("request"), r.get("response")
-    key, version, corr = r.get("api_key"), r.get("api_version"), r.get("correlation_id")
-    out: dict[str, Any] = {
-        "source": r.get("source"), "capture": r.get("capture"), "conn": r.get("conn"), "exchange": r.get("exchange"),
-        "pairing": r.get("pairing"), "correlation_id": corr, "client_id": r.get("client_id"),
-        "api_key": key, "api_name": api_name(key), "api_version": version,
-        "request_ts_ns": r.get("request_ts_ns"), "response_ts_ns": r.get("response_ts_ns"),
-        "request_bytes": len(req_frame) if req_frame is not None else None,
-        "response_bytes": len(resp_frame) if resp_frame is not None else None,
-    }
-    if out["request_ts_ns"] is not None and out["response_ts_ns"] is not None:
-        out["latency_ns"] = out["response_ts_ns"] - out["request_ts_ns"]
-    if req_frame is None:
-        return out  # an orphan response: without its request, its api key and version are unknown
-    stage = "request"
-    try:
-        _, req = kcodec.decode_request(req_frame, strict=False)
-        counts = topic_counts(req)
-        if key == METADATA:
-            out["metadata_all_topics"] = req.topics is None or (version == 0 and not req.topics)
-        if resp_frame is not None and key is not None and version is not None and corr is not None:
-            stage = "response"
-            _, resp = kcodec.decode_response(resp_frame, key, version, strict=False)
-            codes = error_codes(resp)
-            out["error_codes"], out["error_count"] = codes, len(codes)
-            counts = topic_counts(resp) or counts
-            if key == METADATA:
-                stage = "what-if"
-                out.update(metadata_what_if(resp, version, resp_frame))
-        if counts is not None:
-            out["topics"], out["partitions"] = counts
-    except kcodec.KcodecError as e:
-        out["decode_error"] = f"{stage}: {type(e).__name__}: {e}"
-    except Exception as e:  # a bug of ours must not kill a job over terabytes; it is reported per row
-        out["decode_error"] = f"{stage}: internal {type(e).__name__}: {e}"
-    return out
-
-
-def decode_exchanges(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over joined request/response rows: one EXCHANGES row each."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", kcodec.TrailingBytesWarning)
-        for batch in batches:
-            rows = [exchange_row(r) for r in batch.to_pylist()]
-            yield from _batches(rows, EXCHANGES)

@@ -38,7 +38,9 @@ import pyarrow as pa
 ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN = (
     "answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
 STATUSES = (ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN)
-MAX_WAITING = 1_000_000  # requests kept waiting per connection; older acks=0 ones are let go first
+MAX_WAITING = 100_000  # requests kept waiting per connection; older ones are let go (unanswered)
+MAX_HELD = 1024  # responses held for a request captured after them; older ones are orphans
+Pair = tuple[Optional[int], Optional[int], str]
 
 PAIRS = pa.schema([
     ("conn", pa.string()),
@@ -48,37 +50,62 @@ PAIRS = pa.schema([
 ])
 
 
-def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[tuple[Optional[int], Optional[int], str]]:
-    """(request position, response position, status) for frames of one connection given in wire order
-    as (position, direction, correlation id, acks): direction 0 a request, 1 a response."""
-    out: list[tuple[Optional[int], Optional[int], str]] = []
-    waiting: "collections.deque[tuple[int, Optional[int], bool]]" = collections.deque()  # (position, corr, expects)
-    held: list[tuple[int, Optional[int]]] = []  # responses no waiting request matched, since the last match
-    for position, direction, corr, acks in rows:
-        if direction == 0:
-            early = next((i for i, h in enumerate(held) if h[1] == corr), None) if corr is not None else None
-            if early is not None:  # its answer was captured just before it (see the module's doc)
-                out.append((position, held.pop(early)[0], ANSWERED if acks != 0 else ACKS0_ANSWERED))
-                continue
-            waiting.append((position, corr, acks != 0))
-            if len(waiting) > MAX_WAITING:
-                p, _, expects = waiting.popleft()
-                out.append((p, None, UNANSWERED if expects else NO_RESPONSE))
-            continue
-        match = next((i for i, w in enumerate(waiting) if w[1] == corr), None) if corr is not None else None
+class Pairer:
+    """``pair``'s rule one frame at a time: ``request`` and ``response`` return the pairs (request
+    position, response position, status) each completes, ``finish`` the rest. At most MAX_WAITING
+    requests wait (older ones are let go as unanswered) and MAX_HELD responses are held (older ones
+    become orphans), so a connection's state stays bounded."""
+
+    def __init__(self) -> None:
+        self.waiting: "collections.deque[tuple[int, Optional[int], bool]]" = collections.deque()  # (position, corr, expects)
+        self.held: list[tuple[int, Optional[int]]] = []  # responses no waiting request matched, since the last match
+
+    def request(self, position: int, corr: Optional[int], acks: Optional[int]) -> list[Pair]:
+        held = self.held
+        early = next((i for i, h in enumerate(held) if h[1] == corr), None) if corr is not None and held else None
+        if early is not None:  # its answer was captured just before it (see the module's doc)
+            return [(position, held.pop(early)[0], ANSWERED if acks != 0 else ACKS0_ANSWERED)]
+        self.waiting.append((position, corr, acks != 0))
+        if len(self.waiting) > MAX_WAITING:
+            p, _, expects = self.waiting.popleft()
+            return [(p, None, UNANSWERED if expects else NO_RESPONSE)]
+        return []
+
+    def response(self, position: int, corr: Optional[int]) -> list[Pair]:
+        waiting = self.waiting
+        match = None
+        if corr is not None:
+            match = 0 if waiting and waiting[0][1] == corr else next(
+                (i for i, w in enumerate(waiting) if w[1] == corr), None)
         if match is None:
-            held.append((position, corr))
-            continue
-        out.extend((None, h, ORPHAN) for h, _ in held)
-        held = []
+            self.held.append((position, corr))
+            if len(self.held) > MAX_HELD:
+                return [(None, self.held.pop(0)[0], ORPHAN)]
+            return []
+        out: list[Pair] = [(None, h, ORPHAN) for h, _ in self.held]
+        self.held = []
         for _ in range(match):
             p, _, expects = waiting.popleft()
             out.append((p, None, OVERTAKEN if expects else NO_RESPONSE))
         p, _, expects = waiting.popleft()
         out.append((p, position, ANSWERED if expects else ACKS0_ANSWERED))
-    out.extend((None, h, ORPHAN) for h, _ in held)
-    out.extend((p, None, UNANSWERED if expects else NO_RESPONSE) for p, _, expects in waiting)
-    return out
+        return out
+
+    def finish(self) -> list[Pair]:
+        out: list[Pair] = [(None, h, ORPHAN) for h, _ in self.held]
+        out.extend((p, None, UNANSWERED if expects else NO_RESPONSE) for p, _, expects in self.waiting)
+        self.held, self.waiting = [], collections.deque()
+        return out
+
+
+def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[Pair]:
+    """(request position, response position, status) for frames of one connection given in wire order
+    as (position, direction, correlation id, acks): direction 0 a request, 1 a response."""
+    p = Pairer()
+    out: list[Pair] = []
+    for position, direction, corr, acks in rows:
+        out += p.request(position, corr, acks) if direction == 0 else p.response(position, corr)
+    return out + p.finish()
 
 
 def _nullable(v: Any) -> Optional[int]:

@@ -1,15 +1,19 @@
-"""The Spark side: captures -> frames -> exchanges, as DataFrames.
+"""The Spark side: captures -> frames -> exchanges and record batches, as DataFrames and as tables.
 
-How the work splits: Spark's ``binaryFile`` source lists the inputs (local paths, globs, any
-Hadoop-compatible URI) and packs whole files into partitions of about
-``spark.sql.files.maxPartitionBytes`` (128 MB by default); each partition is one task, which reads its
-files and emits their frames. A capture file is the unit of parallelism because a TCP stream must be
-reassembled in order: `kcodec tap` rotates its files (64 MB by default) so that a busy cluster's
-captures arrive as many files, each read by its own task. The files of one rotated pcap capture
-(``tcpdump -C``/``-G``) are read in order by one task, which carries TCP state across them. After
-that, each connection's frames are paired in wire order on a worker (``pairing``, grouped by
-connection, only the narrow columns), joined back to the frames in a shuffle, and decoded on the
-shuffled partitions (``spark.sql.shuffle.partitions``), independent of how the input was cut.
+How the work splits (issue 32): the driver lists the inputs and plans byte ranges (``ranges``): a
+packet capture file is cut into ranges of ``spark.kcodec.splitBytes`` (64 MiB), each read by its own
+task in bounded memory (pass 1, ``segments``), which emits the TCP segments it finds keyed by
+connection; a tap file is one range. One shuffle brings each connection's segments together in
+capture order, on ``max(1, input bytes / spark.kcodec.partitionBytes)`` tasks (32 MiB each by
+default), and pass 2 reassembles each connection, cuts its frames, pairs and decodes them as they
+come, record batches included (``conversation``). So a TCP stream, a frame cut by a range or a file
+boundary, and a request and its answer in different ranges all meet in one task, exactly as if the
+capture had been read whole, while no task holds more than a range and a connection's state.
+
+`kcodec analyze` (``write_tables``) writes every table in that one pass: each task writes its own
+Parquet files (``tasks``), and the shuffle goes through Arrow files the workers write and read
+(``_one_pass``), not through the JVM. The DataFrame functions below (``read_frames``, ``exchanges``,
+``batches``) give the same rows to programs that want DataFrames, through Spark's own shuffle.
 """
 
 from __future__ import annotations
@@ -18,14 +22,18 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from . import captures, decode, pairing, record_batches
+import pyarrow as pa
 
+from . import aggregates, captures, decode, ranges, record_batches, segments, storage, tasks
+
+
+FILES = pa.schema([("source", pa.string()), ("bytes", pa.int64()), ("summary", pa.string())])
 
 # Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
 # level", no NativeCodeLoader or other WARN lines); ``quiet=False`` (``-v``) keeps Spark's own defaults.
@@ -33,145 +41,238 @@ QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
 
 
 def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
-            quiet: bool = True) -> SparkSession:
-    """A SparkSession; ``master=None`` keeps what spark-submit configured. ``quiet``: Spark logs errors only."""
+            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkSession:
+    """A SparkSession; ``master=None`` keeps what spark-submit configured. ``quiet``: Spark logs errors
+    only. ``conf``: Spark settings (``kcodec analyze --conf``), applied last."""
     builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
-               # Capture files reach the workers whole; keep the Arrow batches around them small.
-               .config("spark.sql.execution.arrow.maxBytesPerBatch", str(64 * 1024 * 1024)))
+               .config("spark.sql.adaptive.enabled", "true"))
     if master:
         builder = builder.master(master)
-    if master and master.startswith("local") and "SPARK_DRIVER_MEMORY" not in os.environ:
-        # In local mode the executors live in the driver's JVM, whose default heap (1 GB) two tasks
-        # holding 64 MB capture files and writing Parquet can outgrow.
-        builder = builder.config("spark.driver.memory", os.environ.get("KCODEC_SPARK_DRIVER_MEMORY", "4g"))
     if not ui:
         builder = builder.config("spark.ui.enabled", "false")
+    conf = dict(conf or {})
     if quiet:  # read when the JVM starts: the driver's (and in local mode the executors') logging
-        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}")
+        option = f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}"
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            conf[key] = f"{option} {conf[key]}" if conf.get(key) else option
+    for k, v in conf.items():
+        builder = builder.config(k, v)
     return builder.getOrCreate()
 
 
+SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
+    """Spark settings for `kcodec analyze`: its JVMs carry no capture bytes (the workers hand them to
+    each other through files, ``_one_pass``), so they start lean: C1 compiles only and the serial
+    collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
+    needs. A small local input (its size known before Spark starts) also goes without the web UI.
+    ``--conf`` wins."""
+    import glob
+
+    out = {"spark.driver.extraJavaOptions": QUICK_JVM}
+    if not (master or "").startswith("local"):
+        out["spark.executor.extraJavaOptions"] = QUICK_JVM
+    total = 0
+    for p in paths:
+        local = storage.local_path(p)
+        if local is None:
+            return out
+        for name in glob.glob(local) or [local]:
+            if os.path.isdir(name):
+                total += sum(e.stat().st_size for e in os.scandir(name) if e.is_file())
+            elif os.path.isfile(name):
+                total += os.path.getsize(name)
+    if total < SMALL_INPUT:
+        out["spark.ui.enabled"] = "false"
+    return out
+
+
+def _setting(spark: SparkSession, key: str, default: int) -> int:
+    value = spark.conf.get(key, None)
+    return ranges.size(value) if value else default
+
+
+def plan(spark: SparkSession, paths: Sequence[str], unsplit: frozenset[str] = frozenset()) -> ranges.Plan:
+    """The job's plan (``ranges.plan``) with the session's split size."""
+    return ranges.plan(spark, list(paths), _setting(spark, "spark.kcodec.splitBytes", ranges.SPLIT_BYTES), unsplit)
+
+
+def segment_rows(spark: SparkSession, p: ranges.Plan) -> DataFrame:
+    """Pass 1 and the shuffle: the SEGMENTS rows of every range, each connection's in one partition,
+    sorted by connection and capture order."""
+    rows = [tuple(r[n] for n in segments.RANGES.names) for r in p.ranges]
+    schema = from_arrow_schema(segments.RANGES)
+    if rows:
+        plan_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), schema)
+    else:
+        plan_df = spark.createDataFrame([], schema)
+    n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
+    return (plan_df.mapInArrow(segments.read_ranges, from_arrow_schema(segments.SEGMENTS))
+            .repartition(n, "key", "capture").sortWithinPartitions("key", "capture", "order"))
+
+
+def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "") -> tasks.Job:
+    return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables)
+
+
+def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
+                 ports: Optional[Iterable[int]] = None) -> dict[str, Any]:
+    """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
+    exchanges, batches and files (and topic_ids). Returns what the tasks reported: ``files`` (path ->
+    summary) and ``rows`` (per table)."""
+    unsplit: frozenset[str] = frozenset()
+    for _ in range(2):  # a second time only if a file's ranges did not join up: then that file is read whole
+        p = plan(spark, paths, unsplit)
+        for name in (*tasks.SCHEMAS, "files"):
+            storage.remove_dir(f"{tables}/{name}")
+        job = _job(p, ports, tables)
+        parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
+        for what, data in _one_pass(spark, p, job):
+            parts[what].append(json.loads(data))
+        bad = ranges.check(parts["range"])
+        if not bad:
+            break
+        unsplit = unsplit | frozenset(bad)
+    for name, schema in tasks.SCHEMAS.items():  # a table no task wrote to is still there, empty
+        storage.ensure_table(f"{tables}/{name}", schema)
+    summaries = ranges.file_summaries(p, parts["range"], parts["reassembly"])
+    files_table = storage.TableFile(f"{tables}/files", "part-00000.parquet", FILES)
+    files_table.write(pa.RecordBatch.from_arrays(
+        [pa.array(sorted(summaries), pa.string()), pa.array([summaries[k].get("bytes") for k in sorted(summaries)], pa.int64()),
+         pa.array([ranges.as_json(summaries[k]) for k in sorted(summaries)], pa.string())], schema=FILES))
+    files_table.close()
+    merged = aggregates.merge(parts["aggregates"])
+    if merged.c.get("b_unnamed") and aggregates.topic_names(merged):
+        _name_topics(spark, tables)
+    rows: dict[str, int] = {}
+    for counts in parts["rows"]:
+        for k, v in counts.items():
+            rows[k] = rows.get(k, 0) + v
+    return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit),
+            "aggregates": aggregates.finish(merged, summaries)}
+
+
+def _one_pass(spark: SparkSession, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
+    """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
+    ``TABLES/_shuffle``; Spark hands each partition's file names (not their bytes) to a pass-2 task, which
+    merges them and writes the tables. The bytes go from one Python worker to another through those
+    files, never through the JVM: cheaper than Spark's shuffle of the same rows, and the JVM's memory
+    stays small. (The DataFrame functions below use Spark's shuffle.)"""
+    scratch = f"{job.tables}/_shuffle"
+    storage.remove_dir(scratch)
+    n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
+    try:
+        return (spark.sparkContext.parallelize(p.ranges, max(1, len(p.ranges)))
+                .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
+                .partitionBy(n, _identity)
+                .mapPartitions(functools.partial(tasks.write_partition, job=job))
+                .collect())
+    finally:
+        storage.remove_dir(scratch)
+
+
+def _identity(p: int) -> int:
+    return p
+
+
+def _name_topics(spark: SparkSession, tables: str) -> None:
+    """Batches of versions that name topics by id get their names from the captures' Metadata
+    responses: the batches table is rewritten with them (only when some are missing and known)."""
+    ids = spark.read.parquet(f"{tables}/topic_ids").dropDuplicates(["topic_id"])
+    rb = spark.read.parquet(f"{tables}/batches")
+    named = (rb.join(F.broadcast(ids), on="topic_id", how="left")
+             .select(*[F.coalesce("topic", "topic_name").alias("topic") if c == "topic" else F.col(c)
+                       for c in record_batches.BATCHES.names]))
+    named.write.mode("overwrite").parquet(f"{tables}/batches.named")
+    storage.remove_dir(f"{tables}/batches")
+    storage.rename(f"{tables}/batches.named", f"{tables}/batches")
+
+
 def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Iterable[int]] = None) -> DataFrame:
-    """One row per Kafka frame of every capture (``decode.FRAMES``), plus one row per file (direction -1).
+    """One row per Kafka frame of every capture (``decode.FRAMES``), plus rows per file (direction -1)
+    that ``files`` merges into one summary per file.
 
     Files are first told apart by content (``captures.plan``): a file given twice is read once (its
-    copy gets a file row saying so), and the pcaps of one rotated capture are read in order by one task
-    so that its connections continue across files; tap files are read one task per file. Telling them
-    apart reads only their first bytes (``captures.identities``), so a file's bytes are read once, for
-    its frames (but packet files of equal lengths, digested first).
+    copy gets a file row saying so), and the pcaps of one rotated capture make one capture, so that its
+    connections continue across files. Each file is read once, by byte ranges (see the module's doc).
     """
-    listing = [(r["path"], r["length"]) for r in
-               spark.read.format("binaryFile").load(list(paths)).select("path", "length").collect()]  # no content
-    plan = captures.plan(_identities(spark, listing))
-    fn = functools.partial(decode.frames_from_files, ports=sorted(ports) if ports else None)
-    schema = from_arrow_schema(decode.FRAMES)
-
-    def load(files: list[captures.File]) -> DataFrame:
-        return spark.read.format("binaryFile").load([f.path for f in files]).select("path", "length", "content")
-
-    # Each branch scans only its own files, so tap files need no join and a tap-only input no packet
-    # branch (filtered after the scan, that branch read every file again unless AQE saw it empty).
-    tap_files = [f for f in plan.files if f.capture is None]
-    set_files = [f for f in plan.files if f.capture is not None]
-    parts = [load(tap_files).mapInArrow(fn, schema)] if tap_files else []  # one capture a file
-    if set_files:
-        table = spark.createDataFrame([(f.path, f.capture, f.rank, f.last) for f in set_files],
-                                      "path string, capture string, rank int, last boolean")
-        parts.append(load(set_files).join(F.broadcast(table), on="path").repartition("capture")
-                     .sortWithinPartitions("capture", "rank").mapInArrow(fn, schema))
-    if not parts:  # nothing listed: the (empty) scan of what was given
-        parts.append(spark.read.format("binaryFile").load(list(paths)).select("path", "length", "content")
-                     .mapInArrow(fn, schema))
-    out = functools.reduce(DataFrame.unionByName, parts)
-    if plan.duplicates:
-        rows = [{"source": path, "direction": -1, "error": json.dumps({"duplicate_of": first}, sort_keys=True)}
-                for path, first in plan.duplicates]
+    p = plan(spark, paths)
+    out = segment_rows(spark, p).mapInArrow(functools.partial(tasks.frame_rows, job=_job(p, ports)),
+                                            from_arrow_schema(decode.FRAMES))
+    if p.file_rows:
+        rows = [{"source": path, "direction": -1, "error": json.dumps({"part": "file", "path": path, **s},
+                                                                      sort_keys=True)}
+                for path, s in p.file_rows.items()]
+        schema = from_arrow_schema(decode.FRAMES)
         out = out.unionByName(spark.createDataFrame([tuple(r.get(n) for n in schema.fieldNames()) for r in rows],
                                                     schema))
     return out
 
 
-def _identities(spark: SparkSession, listing: list[tuple[str, int]]) -> list[tuple[str, str]]:
+def _identities(spark: SparkSession, listing: list[tuple[str, int]],
+                heads: Optional[dict[str, bytes]] = None) -> list[tuple[str, str]]:
     """(path, identity) of every file listed, from its head and length where those tell (``captures``)."""
-    heads = captures.heads(spark, [path for path, _ in listing])
+    heads = heads if heads is not None else captures.heads(spark, [path for path, _ in listing])
     known: dict[str, str]
     if heads is None:
         known, unread = {}, [path for path, _ in listing]
     else:
         known, unread = captures.identities([(path, length, heads[path]) for path, length in listing])
-    if unread:
+    if unread and heads is not None:  # packet files of equal lengths: digested by the workers, streaming
+        known.update(spark.sparkContext.parallelize(unread, len(unread)).map(storage.digest).collect())
+    elif unread:  # no JVM at hand (Spark Connect): Spark's binaryFile source reads them whole
         digests = spark.read.format("binaryFile").load(unread).select(
             "path", captures.identity(F.col("content")).alias("digest")).collect()
         known.update((r["path"], r["digest"]) for r in digests)
     return list(known.items())
 
 
-def pairs(frames: DataFrame) -> DataFrame:
-    """Requests and responses paired per connection in wire order (``pairing``): one row per request
-    and per orphan response (``pairing.PAIRS``). Each connection is paired on a worker."""
-    keys = frames.where(F.col("direction").isin(0, 1)).select(
-        "conn", "position", "direction", "correlation_id", "acks")
-    return keys.groupBy("conn").applyInPandas(pairing.pair_frames, from_arrow_schema(pairing.PAIRS))
+def _by_connection(frames: DataFrame) -> DataFrame:
+    return (frames.where(F.col("direction").isin(0, 1)).repartition("conn")
+            .sortWithinPartitions("conn", "position"))
 
 
-def exchanges(frames: DataFrame, paired: Optional[DataFrame] = None) -> DataFrame:
-    """Every request with its response (``pairs``, or ``paired`` when already computed), decoded
+def exchanges(frames: DataFrame) -> DataFrame:
+    """Every request with its response, paired per connection in wire order (``pairing``) and decoded
     (``decode.EXCHANGES``); requests without a response and responses without a request (orphans) are
     rows too, their other side null."""
-    req = frames.where(F.col("direction") == 0).select(
-        "conn", F.col("position").alias("request_position"), F.col("source").alias("request_source"),
-        F.col("capture").alias("request_capture"), F.col("correlation_id").alias("request_correlation_id"),
-        "client_id", "api_key", "api_version", F.col("ts_ns").alias("request_ts_ns"), F.col("frame").alias("request"))
-    resp = frames.where(F.col("direction") == 1).select(
-        "conn", F.col("position").alias("response_position"), F.col("source").alias("response_source"),
-        F.col("capture").alias("response_capture"), F.col("correlation_id").alias("response_correlation_id"),
-        F.col("ts_ns").alias("response_ts_ns"), F.col("frame").alias("response"))
-    joined = ((pairs(frames) if paired is None else paired).join(req, on=["conn", "request_position"], how="left")
-              .join(resp, on=["conn", "response_position"], how="left")
-              .select("*", F.coalesce("request_source", "response_source").alias("source"),
-                      F.coalesce("request_capture", "response_capture").alias("capture"),
-                      F.coalesce("request_correlation_id", "response_correlation_id").alias("correlation_id"),
-                      F.coalesce("request_position", "response_position").alias("exchange")))
-    return joined.mapInArrow(decode.decode_exchanges, from_arrow_schema(decode.EXCHANGES))
+    return _by_connection(frames).mapInArrow(functools.partial(tasks.decoded_rows, table="exchanges"),
+                                             from_arrow_schema(decode.EXCHANGES))
 
 
-def batches(frames: DataFrame, paired: Optional[DataFrame] = None) -> DataFrame:
+def batches(frames: DataFrame) -> DataFrame:
     """One row per record batch of every Produce request and answered Fetch response
-    (``kcodec.spark.batches.BATCHES``), keyed to its exchange by ``(conn, exchange)``. Topics named by
-    id (Fetch and Produce v13+) get their names from the captures' Metadata responses (v10+)."""
-    paired = pairs(frames) if paired is None else paired
-    req = frames.where(F.col("direction") == 0).select(
-        "conn", F.col("position").alias("exchange"), "source", "capture", "client_id", "api_key", "api_version",
-        F.col("ts_ns").alias("request_ts_ns"), F.col("frame").alias("request"))
-    resp = frames.where(F.col("direction") == 1).select(
-        "conn", F.col("position").alias("response_position"), F.col("ts_ns").alias("response_ts_ns"),
-        F.col("frame").alias("response"))
-    produce = (req.where(F.col("api_key") == record_batches.PRODUCE)
-               .select("*", F.lit(None).cast("long").alias("response_ts_ns"), F.lit(None).cast("binary").alias("response")))
-    answered = paired.where(F.col("request_position").isNotNull() & F.col("response_position").isNotNull()).select(
-        "conn", F.col("request_position").alias("exchange"), "response_position")
-
-    def with_response(key: int) -> DataFrame:
-        return (answered.join(req.where(F.col("api_key") == key), on=["conn", "exchange"])
-                .join(resp, on=["conn", "response_position"]).drop("response_position"))
-
-    rows = (produce.unionByName(with_response(record_batches.FETCH).drop("request").select(
-        "*", F.lit(None).cast("binary").alias("request")))
-            .mapInArrow(record_batches.decode_batches, from_arrow_schema(record_batches.BATCHES)))
-    ids = (with_response(record_batches.METADATA).where(F.col("api_version") >= 10).select("response", "api_version")
-           .mapInArrow(record_batches.decode_topic_ids, from_arrow_schema(record_batches.TOPIC_IDS))
-           .dropDuplicates(["topic_id"]))
+    (``record_batches.BATCHES``), keyed to its exchange by ``(conn, exchange)``. Topics named by id
+    (Fetch and Produce v13+) get their names from the captures' Metadata responses (v10+)."""
+    by_conn = _by_connection(frames)
+    rows = by_conn.mapInArrow(functools.partial(tasks.decoded_rows, table="batches"),
+                              from_arrow_schema(record_batches.BATCHES))
+    ids = (by_conn.mapInArrow(functools.partial(tasks.decoded_rows, table="topic_ids"),
+                              from_arrow_schema(record_batches.TOPIC_IDS)).dropDuplicates(["topic_id"]))
     return (rows.join(F.broadcast(ids), on="topic_id", how="left")
             .select(*[F.coalesce("topic", "topic_name").alias("topic") if c == "topic" else F.col(c)
                       for c in record_batches.BATCHES.names]))
 
 
 def orphan_responses(frames: DataFrame) -> DataFrame:
-    """Responses whose request the captures lack (connections captured mid-way): ``pairs`` rows."""
-    return pairs(frames).where(F.col("pairing") == pairing.ORPHAN)
+    """Responses whose request the captures lack (connections captured mid-way): ``exchanges`` rows."""
+    return exchanges(frames).where(F.col("pairing") == "orphan")
 
 
 def files(frames: DataFrame) -> DataFrame:
-    """One row per capture file: its summary (kind, capture, frames, what reassembly skipped) as JSON."""
-    return frames.where(F.col("direction") == -1).select("source", F.col("size").alias("bytes"),
-                                                          F.col("error").alias("summary"))
+    """One row per capture file: its summary (kind, capture, frames, what reassembly skipped) as JSON,
+    merged from what each task of ``read_frames`` learnt of it."""
+    spark = frames.sparkSession
+    parts = [json.loads(r["error"]) for r in frames.where(F.col("direction") == -1).select("error").collect()]
+    p = ranges.Plan(file_rows={r["path"]: {k: v for k, v in r.items() if k not in ("part", "path")}
+                               for r in parts if r["part"] == "file"})
+    p.lengths = {r["path"]: r.get("bytes") for r in parts if r["part"] == "file"}
+    rng = [r for r in parts if r["part"] == "range"]
+    for r in rng:
+        p.lengths.setdefault(r["path"], r.get("size"))
+    summaries = ranges.file_summaries(p, rng, [r for r in parts if r["part"] == "reassembly"])
+    return spark.createDataFrame([(path, s.get("bytes"), ranges.as_json(s)) for path, s in sorted(summaries.items())],
+                                 "source string, bytes long, summary string")

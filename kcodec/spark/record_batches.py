@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
 import kcodec
 from kcodec.records import Compression, RecordsError, crc32, crc32c, iter_batches, record_columns
 
-from .decode import BATCH_ROWS, _batches, api_name
+from .decode import api_name
 
 PRODUCE, FETCH, METADATA = 0, 1, 3
 V2_CRC_START, LEGACY_CRC_START, V2_HEADER = 21, 16, 61
@@ -175,12 +175,14 @@ def exchange_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
             "exchange": r.get("exchange"), "client_id": r.get("client_id"), "api_name": api_name(key),
             "api_version": version}
     try:
-        if key == PRODUCE:
-            base.update(direction="produced", ts_ns=r.get("request_ts_ns"))
-            _, msg = kcodec.decode_request(r["request"], strict=False, zero_copy=True)
-        else:
-            base.update(direction="fetched", ts_ns=r.get("response_ts_ns"))
-            _, msg = kcodec.decode_response(r["response"], FETCH, version, strict=False, zero_copy=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", kcodec.TrailingBytesWarning)
+            if key == PRODUCE:
+                base.update(direction="produced", ts_ns=r.get("request_ts_ns"))
+                _, msg = kcodec.decode_request(r["request"], strict=False, zero_copy=True)
+            else:
+                base.update(direction="fetched", ts_ns=r.get("response_ts_ns"))
+                _, msg = kcodec.decode_response(r["response"], FETCH, version, strict=False, zero_copy=True)
         return [dict(base, **row) for row in message_rows(key, msg)]
     except kcodec.KcodecError as e:
         return [dict(base, error=f"{base['direction']}: {type(e).__name__}: {e}")]
@@ -188,36 +190,9 @@ def exchange_rows(r: dict[str, Any]) -> list[dict[str, Any]]:
         return [dict(base, error=f"{base.get('direction')}: internal {type(e).__name__}: {e}")]
 
 
-def decode_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over Produce requests and answered Fetch exchanges (``kcodec.spark.pipeline.batches``):
-    the BATCHES rows of each."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", kcodec.TrailingBytesWarning)
-        for batch in batches:
-            rows: list[dict[str, Any]] = []
-            for r in batch.to_pylist():
-                rows.extend(exchange_rows(r))
-                if len(rows) >= BATCH_ROWS:
-                    yield from _batches(rows, BATCHES)
-                    rows = []
-            yield from _batches(rows, BATCHES)
-
-
-def decode_topic_ids(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow over Metadata responses (``response``, ``api_version``): the (topic id, name) pairs
-    they state (v10+), so that batches of versions that name topics by id get their names."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", kcodec.TrailingBytesWarning)
-        for batch in batches:
-            seen: dict[str, str] = {}
-            for r in batch.to_pylist():
-                try:
-                    _, resp = kcodec.decode_response(r["response"], METADATA, r["api_version"], strict=False)
-                except kcodec.KcodecError:
-                    continue  # the exchanges table reports it
-                for t in resp.topics:
-                    if t.name and getattr(t, "topic_id", None) not in (None, NIL_UUID):
-                        seen[str(t.topic_id)] = t.name
-            if seen:
-                yield pa.RecordBatch.from_pylist([{"topic_id": k, "topic_name": v} for k, v in seen.items()],
-                                                 schema=TOPIC_IDS)
+def topic_ids(resp: Any) -> Iterator[tuple[str, str]]:
+    """The (topic id, name) pairs a Metadata response states (v10+), so that batches of versions that
+    name topics by id get their names."""
+    for t in resp.topics:
+        if t.name and getattr(t, "topic_id", None) not in (None, NIL_UUID):
+            yield str(t.topic_id), t.name

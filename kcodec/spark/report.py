@@ -1,86 +1,13 @@
-"""The aggregates of `kcodec analyze` (computed by Spark, small enough to collect) and their report:
-Markdown with PNG plots, and a console summary."""
+"""The report of `kcodec analyze` from its figures (``kcodec.spark.aggregates``): Markdown with PNG plots,
+and a console summary."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Optional
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from . import batch_report
-
-MAX_BUCKETS = 60
-
-
-def _rows(df: DataFrame) -> list[dict[str, Any]]:
-    return [r.asDict() for r in df.collect()]
-
-
-PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
-
-
-def aggregates(ex: DataFrame, frames: DataFrame, batches: Optional[DataFrame] = None) -> dict[str, Any]:
-    """Every figure the report shows, from the exchanges and frames tables (and the batches table's,
-    ``batch_report``, when given)."""
-    total = ex.agg(
-        F.count("request_bytes").alias("exchanges"),
-        *[F.sum((F.col("pairing") == p).cast("long")).alias(f"pairing_{p}") for p in PAIRINGS],
-        F.count("decode_error").alias("decode_errors"),
-        F.sum("request_bytes").alias("request_bytes"),
-        F.sum("response_bytes").alias("response_bytes"),
-        F.min("request_ts_ns").alias("t0"),
-        F.max("request_ts_ns").alias("t1"),
-        F.countDistinct("conn").alias("connections"),
-        F.countDistinct("client_id").alias("clients"),
-    ).collect()[0].asDict()
-    fr = frames.groupBy("direction").agg(F.count("*").alias("n"), F.sum("size").alias("bytes")).collect()
-    by_dir = {r["direction"]: (r["n"], r["bytes"]) for r in fr}
-    for p in PAIRINGS:
-        total[f"pairing_{p}"] = total[f"pairing_{p}"] or 0
-    total.update(requests=by_dir.get(0, (0, 0))[0], responses=by_dir.get(1, (0, 0))[0],
-                 answered=total["pairing_answered"] + total["pairing_acks0_answered"],
-                 capture_files=by_dir.get(-1, (0, 0))[0], orphan_responses=total["pairing_orphan"],
-                 duplicate_files=frames.where((F.col("direction") == -1)
-                                              & F.col("error").contains('"duplicate_of"')).count(),
-                 sasl_v0_tokens=by_dir.get(2, (0, 0))[0] + by_dir.get(3, (0, 0))[0],
-                 header_errors=frames.where(F.col("error").isNotNull() & (F.col("direction") >= 0)).count())
-
-    span = max(1, (total["t1"] or 0) - (total["t0"] or 0))
-    bucket = max(1_000_000, -(-span // MAX_BUCKETS))  # ns, at least 1 ms
-    t0 = total["t0"] or 0
-    over_time = _rows(ex.where(F.col("request_ts_ns").isNotNull()).groupBy(F.floor((F.col("request_ts_ns") - F.lit(t0)) / F.lit(bucket)).alias("bucket"),
-                                 "api_name")
-                      .agg(F.sum(F.coalesce("request_bytes", F.lit(0)) + F.coalesce("response_bytes", F.lit(0)))
-                           .alias("bytes")).orderBy("bucket"))
-    by_api = _rows(ex.where(F.col("request_bytes").isNotNull()).groupBy("api_name", "api_key").agg(
-        F.count("*").alias("requests"), F.sum("request_bytes").alias("request_bytes"),
-        F.sum("response_bytes").alias("response_bytes"),
-        (F.avg("latency_ns") / 1e6).alias("latency_ms_avg"),
-        (F.percentile_approx("latency_ns", 0.99) / 1e6).alias("latency_ms_p99"),
-        F.sum("error_count").alias("errors"), F.count("decode_error").alias("decode_errors"),
-    ).orderBy(F.desc("request_bytes")))
-    versions = _rows(ex.groupBy("api_name", "api_version").count().orderBy("api_name", "api_version"))
-    md = ex.where((F.col("api_key") == 3) & F.col("list_topics_v1_bytes").isNotNull())
-    metadata = _rows(md.groupBy(F.coalesce("client_id", F.lit("(none)")).alias("client_id")).agg(
-        F.count("*").alias("responses"),
-        F.sum(F.col("metadata_all_topics").cast("int")).alias("all_topics_requests"),
-        F.sum("topics").alias("topics"),
-        F.sum("response_bytes").alias("metadata_bytes"),
-        F.sum("list_topics_v0_bytes").alias("list_topics_v0_bytes"),
-        F.sum("list_topics_v1_bytes").alias("list_topics_v1_bytes"),
-        F.sum("dtp_pages").alias("dtp_pages"),
-        F.sum("dtp_bytes").alias("dtp_bytes"),
-    ).orderBy(F.desc("metadata_bytes")))
-    errors = _rows(ex.select("api_name", F.explode("error_codes").alias("code"))
-                   .groupBy("code", "api_name").count().orderBy(F.desc("count")))
-    decode_errors = _rows(ex.where(F.col("decode_error").isNotNull())
-                          .groupBy(F.substring("decode_error", 1, 120).alias("decode_error")).count()
-                          .orderBy(F.desc("count")).limit(20))
-    return {"total": total, "bucket_ns": bucket, "over_time": over_time, "by_api": by_api, "versions": versions,
-            "metadata": metadata, "errors": errors, "decode_errors": decode_errors,
-            "batches": batch_report.aggregates(batches) if batches is not None else None}
+from .aggregates import PAIRINGS
 
 
 def error_name(code: int) -> str:
@@ -188,8 +115,9 @@ def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> 
           f"Captures: {', '.join(captures)}  \nDecoded with kcodec ({backend} backend) on Spark.\n",
           "\n## Totals\n\n",
           _table([{"what": k, "value": t[k]} for k in (
-              "capture_files", "duplicate_files", "connections", "clients", "requests", "responses", "exchanges",
-              "answered", "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "request_bytes",
+              "capture_files", "duplicate_files", "empty_files", "connections", "clients", "requests", "responses", "exchanges",
+              "answered", "orphan_responses", "sasl_v0_tokens", "header_errors", "decode_errors", "trailing_bytes",
+              "request_bytes",
               "response_bytes")], ["what", "value"]),
           "\n## Pairing\n\nPer connection, in wire order, each response answers the earliest waiting request "
           "with its correlation id (see docs/analyze.md).\n\n",
@@ -231,6 +159,11 @@ def console(agg: dict[str, Any], print_: Any = print) -> None:
     print_(f"{t['capture_files']} capture files, {t['connections']} connections, {t['clients']} clients: "
            f"{t['requests']} requests, {t['responses']} responses ({t['orphan_responses']} without a request), "
            f"{t['decode_errors']} exchanges that did not decode")
+    if t.get("empty_files"):
+        print_(f"  {t['empty_files']} empty capture file(s) (0 bytes, no capture in them): see the files table")
+    if t.get("trailing_bytes"):
+        print_(f"  {t['trailing_bytes']} exchanges decoded with trailing bytes after a body "
+               "(request_trailing_bytes, response_trailing_bytes)")
     print_("  pairing: " + ", ".join(f"{t[f'pairing_{p}']} {p}" for p in PAIRINGS)
            + (f"; the broker answered {t['pairing_acks0_answered']} acks=0 Produce requests"
               if t["pairing_acks0_answered"] else ""))

@@ -27,6 +27,7 @@ record boundary; a truncated last record (a crash while writing) is reported, ne
 
 from __future__ import annotations
 
+import io
 import os
 import struct
 from pathlib import Path
@@ -71,19 +72,26 @@ def parse_header(data: Union[bytes, memoryview]) -> CaptureHeader:
 def iter_records(data: Union[bytes, memoryview]) -> Iterator[Record]:
     """Every record of a whole capture file held in memory (the header is checked first)."""
     parse_header(data)
-    mv = memoryview(data)
-    pos, end = HEADER.size, len(mv)
-    while pos < end:
-        if end - pos < RECORD.size:
+    return read_records(io.BytesIO(data), HEADER.size)
+
+
+def read_records(f: BinaryIO, pos: int = HEADER.size) -> Iterator[Record]:
+    """Every record of a capture file from byte ``pos`` of a file object, one at a time (bounded memory)."""
+    f.seek(pos)
+    while True:
+        head = f.read(RECORD.size)
+        if not head:
+            return
+        if len(head) < RECORD.size:
             raise CaptureError(f"record head cut short at byte {pos}")
-        kind, conn, ts, length = RECORD.unpack_from(mv, pos)
-        pos += RECORD.size
+        kind, conn, ts, length = RECORD.unpack(head)
         if kind > CLOSED:
-            raise CaptureError(f"unknown record kind {kind} at byte {pos - RECORD.size}")
-        if length > end - pos:
-            raise CaptureError(f"record at byte {pos - RECORD.size} needs {length} bytes, {end - pos} left")
-        yield Record(kind, conn, ts, bytes(mv[pos:pos + length]))
-        pos += length
+            raise CaptureError(f"unknown record kind {kind} at byte {pos}")
+        payload = f.read(length)
+        if len(payload) < length:
+            raise CaptureError(f"record at byte {pos} needs {length} bytes, {len(payload)} left")
+        yield Record(kind, conn, ts, payload)
+        pos += RECORD.size + length
 
 
 def read_capture(path: Union[str, Path]) -> tuple[CaptureHeader, list[Record]]:

@@ -1,6 +1,6 @@
 """Kafka frames out of pcap / pcapng captures (tcpdump, tshark): TCP reassembly per connection.
 
-The file formats and the link, IP and TCP layers are read with dpkt. Per direction of each TCP
+The file formats are read by ``pcapfile``, the link, IP and TCP layers by ``segments`` (dpkt for rare layouts). Per direction of each TCP
 connection, segments are put back in sequence order: out-of-order segments wait (up to
 ``max_buffered`` bytes per direction), retransmitted and overlapping bytes are dropped, and a hole that
 never fills (a lost packet, the end of the capture) is skipped and counted.
@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, NamedTuple, Optional
 import kcodec
 from kcodec import definitions
 
-from . import pcapfile
+from . import pcapfile, segments
 from .capture import CaptureError
 
 MAX_FRAME = 100 * 1024 * 1024
@@ -367,22 +367,6 @@ class Reassembler:
             self._close(key, self._conns[key].last_ts)
 
 
-def _ip_layer(linktype: int, buf: bytes) -> Any:
-    import dpkt
-
-    if linktype == dpkt.pcap.DLT_EN10MB:
-        return dpkt.ethernet.Ethernet(buf).data
-    if linktype in (dpkt.pcap.DLT_NULL, dpkt.pcap.DLT_LOOP):
-        return dpkt.loopback.Loopback(buf).data
-    if linktype == dpkt.pcap.DLT_LINUX_SLL:
-        return dpkt.sll.SLL(buf).data
-    if linktype == 276:  # LINUX_SLL2
-        return dpkt.sll2.SLL2(buf).data
-    if linktype in (dpkt.pcap.DLT_RAW, 101, 228, 229):
-        return dpkt.ip6.IP6(buf) if buf[:1] and buf[0] >> 4 == 6 else dpkt.ip.IP(buf)
-    raise ValueError(f"link type {linktype} is not supported")
-
-
 def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None, max_buffered: int = 16 * 1024 * 1024,
               reassembler: Optional[Reassembler] = None, last: bool = True) -> tuple[list[Frame], Stats]:
     """Every Kafka frame in a pcap or pcapng capture held in memory, with what reassembly met.
@@ -391,8 +375,6 @@ def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None, max_buffered: 
     ``reassembler``, ``last`` only for the final one: a connection, a frame cut by the rotation and the
     requests awaiting their answers then carry over from file to file, and nothing at a boundary is lost.
     """
-    import dpkt
-
     try:
         pkts = pcapfile.packets(data)
     except pcapfile.FormatError as e:
@@ -403,26 +385,17 @@ def read_pcap(data: bytes, ports: Optional[Iterable[int]] = None, max_buffered: 
         for linktype, ts_ns, buf in pkts:
             r.stats.packets += 1
             try:
-                ip = _ip_layer(linktype, buf)
-            except (dpkt.UnpackError, ValueError, IndexError, struct.error):
-                r.stats.undecodable_packets += 1
-                continue
-            tcp = getattr(ip, "data", None)
-            if not isinstance(tcp, dpkt.tcp.TCP):
+                s = segments.segment(linktype, buf)
+            except segments.NotTcp:
                 r.stats.not_tcp += 1
                 continue
-            flags = tcp.flags
-            r.segment(_addr(ip.src), tcp.sport, _addr(ip.dst), tcp.dport, tcp.seq, bytes(tcp.data),
-                      syn=bool(flags & dpkt.tcp.TH_SYN), ack=bool(flags & dpkt.tcp.TH_ACK), ts_ns=ts_ns)
+            except ValueError:
+                r.stats.undecodable_packets += 1
+                continue
+            r.segment(s.src, s.sport, s.dst, s.dport, s.seq, s.payload, syn=bool(s.flags & segments.SYN),
+                      ack=bool(s.flags & segments.ACK), ts_ns=ts_ns)
     except pcapfile.Truncated as e:
         r.stats.stopped_early = str(e)
     if last:
         r.finish()
     return r.out, r.stats
-
-
-def _addr(raw: bytes) -> str:
-    import socket
-
-    return socket.inet_ntop(socket.AF_INET6 if len(raw) == 16 else socket.AF_INET, raw)
-

@@ -14,7 +14,7 @@ gives each interface's link type, ``if_tsresol`` (10^-n or 2^-n s, µs by defaul
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from typing import Any, Iterator, NamedTuple, Optional
 
 PCAP_MAGICS = {b"\xa1\xb2\xc3\xd4": (">", 1000), b"\xd4\xc3\xb2\xa1": ("<", 1000),
                b"\xa1\xb2\x3c\x4d": (">", 1), b"\x4d\x3c\xb2\xa1": ("<", 1)}  # -> (byte order, ns per unit)
@@ -95,6 +95,29 @@ def _options(data: bytes, pos: int, end: int, order: str) -> dict[int, bytes]:
     return out
 
 
+def interface(data: bytes, body: int, body_end: int, order: str) -> tuple[int, int, int]:
+    """(link type, tsresol, tsoffset) of an Interface Description Block's body."""
+    linktype = struct.unpack_from(order + "H", data, body)[0]
+    opts = _options(data, body + 8, body_end, order)
+    resol = opts[OPT_TSRESOL][0] if len(opts.get(OPT_TSRESOL, b"")) >= 1 else 6
+    offset = struct.unpack(order + "q", opts[OPT_TSOFFSET])[0] if len(opts.get(OPT_TSOFFSET, b"")) == 8 else 0
+    return linktype, resol, offset
+
+
+def packet_block(data: Any, body: int, body_end: int, btype: int, order: str,
+                 interfaces: list[tuple[int, int, int]]) -> Optional[Packet]:
+    """The packet of an Enhanced (or obsolete) Packet Block's body; None when it names an interface not
+    described or overruns its block."""
+    if btype == EPB:
+        iface, hi, lo, caplen = struct.unpack_from(order + "IIII", data, body)
+    else:
+        iface, _drops, hi, lo, caplen = struct.unpack_from(order + "HHIII", data, body)
+    if iface >= len(interfaces) or caplen > body_end - body - 20:
+        return None
+    linktype, resol, offset = interfaces[iface]
+    return Packet(linktype, _ts_ns((hi << 32) | lo, resol, offset), bytes(data[body + 20:body + 20 + caplen]))
+
+
 def _pcapng(data: bytes) -> Iterator[Packet]:
     if len(data) < 12:
         raise FormatError(f"damaged pcapng header: {len(data)} bytes")
@@ -120,21 +143,13 @@ def _pcapng_blocks(data: bytes) -> Iterator[Packet]:
             raise Truncated(n, f"block at byte {pos} of {blen} bytes, {end - pos} left")
         body, body_end = pos + 8, pos + blen - 4
         if btype == IDB and body_end - body >= 8:
-            linktype = struct.unpack_from(order + "H", data, body)[0]
-            opts = _options(data, body + 8, body_end, order)
-            resol = opts[OPT_TSRESOL][0] if len(opts.get(OPT_TSRESOL, b"")) >= 1 else 6
-            offset = struct.unpack(order + "q", opts[OPT_TSOFFSET])[0] if len(opts.get(OPT_TSOFFSET, b"")) == 8 else 0
-            interfaces.append((linktype, resol, offset))
+            interfaces.append(interface(data, body, body_end, order))
         elif btype in (EPB, PB) and body_end - body >= 20:
-            if btype == EPB:
-                iface, hi, lo, caplen = struct.unpack_from(order + "IIII", data, body)
-            else:
-                iface, _drops, hi, lo, caplen = struct.unpack_from(order + "HHIII", data, body)
-            if iface >= len(interfaces) or caplen > body_end - body - 20:
-                raise Truncated(n, f"packet block at byte {pos} names interface {iface} or overruns its block")
-            linktype, resol, offset = interfaces[iface]
-            last_ts = _ts_ns((hi << 32) | lo, resol, offset)
-            yield Packet(linktype, last_ts, data[body + 20:body + 20 + caplen])
+            got = packet_block(data, body, body_end, btype, order, interfaces)
+            if got is None:
+                raise Truncated(n, f"packet block at byte {pos} names an unknown interface or overruns its block")
+            last_ts = got.ts_ns
+            yield got
             n += 1
         elif btype == SPB and body_end - body >= 4 and interfaces:
             orig = struct.unpack_from(order + "I", data, body)[0]

@@ -278,6 +278,33 @@ def test_acl_patterns_principals_and_decisions():
     assert Authorizer([deny, "bob:Read:topic:*"]).allowed("User:bob", "Describe", "topic", "t")
 
 
+def test_allow_everyone_if_no_acl_found():
+    """Kafka's allow.everyone.if.no.acl.found: a resource no ACL is about is open to everyone; one that any
+    ACL is about (for whomever, whatever operation) is decided by the ACLs alone."""
+    open_ = Authorizer(["alice:Read:topic:orders", "bob:Write:topic:logs-*"], allow_if_no_acl=True)
+    assert open_.allowed("User:carol", "Write", "topic", "payments") and open_.allowed("User:ANONYMOUS", "Alter", "cluster")
+    assert open_.allowed("User:carol", "Read", "group", "g")
+    assert open_.allowed("User:alice", "Read", "topic", "orders") and not open_.allowed("User:carol", "Read", "topic", "orders")
+    assert not open_.allowed("User:alice", "Write", "topic", "orders")
+    assert not open_.allowed("User:carol", "Read", "topic", "logs-1") and open_.allowed("User:carol", "Read", "topic", "log")
+    closed = Authorizer(["alice:Read:topic:orders"])
+    assert not closed.allowed("User:carol", "Write", "topic", "payments")
+
+
+def test_allow_everyone_if_no_acl_found_over_the_wire():
+    """An open cluster that CreateAcls then closes, resource by resource (kafka-go's CI runs Kafka so)."""
+    with Cluster(acls=[], allow_everyone_if_no_acl_found=True, system_topic_partitions=1) as c:
+        c.create_topic("t", 1, 1)
+        with Wire(c.addresses[0]) as w:
+            binding = CreateAclsRequest.AclCreation(
+                resource_type=2, resource_name="t", resource_pattern_type=3, principal="User:alice", host="*",
+                operation=3, permission_type=3)  # alice may read t
+            assert w.call(CreateAclsRequest(creations=[binding]), 3).results[0].error_code == 0
+            topics = w.call(MetadataRequest(topics=None), 12).topics
+            # ANONYMOUS may Describe every topic but t now, which ACLs decide (alice's Read, not ANONYMOUS)
+            assert [x.name for x in topics if x.error_code == 0] == ["__consumer_offsets", "__transaction_state"]
+
+
 def test_advertised_in_api_versions(cluster):
     with Wire(cluster.addresses[0]) as w:
         r = w.call(ApiVersionsRequest(), 0)

@@ -14,7 +14,7 @@ from test_broker_groups import at_coordinator, join_req
 from kcodec.broker import Cluster, GroupSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
-                             DescribeGroupsRequest, ListGroupsRequest, OffsetCommitRequest)
+                             DescribeGroupsRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest)
 
 
 @pytest.fixture
@@ -105,6 +105,35 @@ def test_leave_timeout_offsets_and_the_classic_apis(cluster):
         assert commit("", -1) == 0
         assert w.call(DeleteGroupsRequest(groups_names=["g"]), 2).results[0].error_code == 0
         assert cluster.state.offsets.of("g") == {}
+
+
+def test_offset_delete_keeps_the_offsets_of_subscribed_topics(cluster):
+    """OffsetDelete works on consumer groups as on classic ones (Kafka's admin deleteConsumerGroupOffsets):
+    a topic a member subscribes to, by name or by regex, is GROUP_SUBSCRIBED_TO_TOPIC; the rest go."""
+    cluster.create_topic("audit", 1)
+    cluster.create_topic("logs-a", 1)
+
+    def delete(w: Wire, *topics: str) -> dict[str, int]:
+        r = w.call(OffsetDeleteRequest(group_id="g", topics=[OffsetDeleteRequest.Topic(
+            name=t, partitions=[OffsetDeleteRequest.Partition(partition_index=0)]) for t in topics]), 0)
+        assert r.error_code == 0
+        return {t.name: t.partitions[0].error_code for t in r.topics}
+    with at_coordinator(cluster, "g") as w:
+        a = hb(w, "member-a", 0, ["orders"])
+        hb(w, "member-b", 0, regex="logs-.*")
+        w.call(OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=a.member_epoch, member_id="member-a",
+                                   topics=[OffsetCommitRequest.Topic(name=t, partitions=[OffsetCommitRequest.Partition(
+                                       partition_index=0, committed_offset=3, committed_metadata="")])
+                                       for t in ("orders", "audit", "logs-a")]), 9)
+        assert delete(w, "orders", "audit", "logs-a") == {
+            "orders": E.GROUP_SUBSCRIBED_TO_TOPIC, "audit": 0, "logs-a": E.GROUP_SUBSCRIBED_TO_TOPIC}
+        assert set(cluster.state.offsets.of("g")) == {("orders", 0), ("logs-a", 0)}
+        for member in ("member-a", "member-b"):
+            hb(w, member, -1)  # both leave: the group stays, empty, with its offsets
+        assert delete(w, "orders", "logs-a") == {"orders": 0, "logs-a": 0}
+        assert cluster.state.offsets.of("g") == {}
+        assert w.call(OffsetDeleteRequest(group_id="nope", topics=[]), 0).error_code in (
+            E.GROUP_ID_NOT_FOUND, E.NOT_COORDINATOR)
 
 
 def test_offset_fetch_checks_the_member_epoch(cluster):

@@ -1,5 +1,5 @@
 """KIP-848 regex subscriptions (SubscribedTopicRegex) over the wire: the coordinator resolves a member's
-regex against the cluster's topics (whole names, internal topics excluded), re-resolves it as topics
+regex against the cluster's topics (whole names, internal topics included), re-resolves it as topics
 appear and go (each change bumps the group epoch), adds it to the member's names, refuses an invalid
 pattern with INVALID_REGULAR_EXPRESSION, and ConsumerGroupDescribe reports it."""
 
@@ -50,10 +50,17 @@ def test_a_regex_member_gets_the_matching_topics_and_follows_creation_and_deleti
         assert a5.member_epoch > a4.member_epoch and a5.assignment is None  # released: the new epoch
 
 
-def test_regex_and_names_together_internal_topics_excluded_and_shared_with_a_names_member(cluster):
+def test_a_regex_matches_internal_topics_too(cluster):
+    """As Kafka's coordinator (franz-go's Test848RegexBrokerResolves relies on it): only the ACLs filter."""
+    with at_coordinator(cluster, "g") as w:
+        a = hb(w, "member-a", 0, regex="__consumer_.*|orders")
+        assert by_topic(a, cluster) == {"__consumer_offsets": set(range(7)), "orders": {0, 1, 2, 3}}
+
+
+def test_regex_and_names_together_shared_with_a_names_member(cluster):
     cluster.create_topic("payments", 2)
     with at_coordinator(cluster, "g") as w:
-        a = hb(w, "member-a", 0, ["payments"], regex=".*")  # everything but __consumer_offsets & co.
+        a = hb(w, "member-a", 0, ["payments"], regex="[a-z].*")  # every topic but __consumer_offsets & co.
         assert by_topic(a, cluster) == {"orders": {0, 1, 2, 3}, "payments": {0, 1}}
         b = hb(w, "member-b", 0, ["orders"], regex="pay.*")
         assert b.error_code == 0 and by_topic(b, cluster) == {}  # its share is still a's
@@ -64,7 +71,7 @@ def test_regex_and_names_together_internal_topics_excluded_and_shared_with_a_nam
         assert by_topic(hb(w, "member-b", b.member_epoch, owned={}), cluster) == {"orders": {2, 3}, "payments": {1}}
         described = w.call(ConsumerGroupDescribeRequest(group_ids=["g"]), 0).groups[0]
         assert {m.member_id: (m.subscribed_topic_names, m.subscribed_topic_regex) for m in described.members} == {
-            "member-a": (("payments",), ".*"), "member-b": (("orders",), "pay.*")}
+            "member-a": (("payments",), "[a-z].*"), "member-b": (("orders",), "pay.*")}
         b2 = hb(w, "member-b", b.member_epoch, regex="")  # an empty regex: names only from now on
         assert by_topic(b2, cluster) == {"orders": {2, 3}}  # payments 1 is to be given up
         after = w.call(ConsumerGroupDescribeRequest(group_ids=["g"]), 0).groups[0]

@@ -316,6 +316,28 @@ def test_metadata_by_topic_id_auto_creation_and_authorized_operations(cluster):
     assert invalid.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
+def test_auto_creation_after_a_delay_answers_unknown_meanwhile():
+    """auto_create_delay_ms: the topic appears a while after the Metadata that asks for it, as when Kafka's
+    controller creates it; Metadata meanwhile answers UNKNOWN_TOPIC_OR_PARTITION and creates nothing more
+    (kafka-go's partition watcher counts on that window to see the partitions arrive)."""
+    import time
+
+    from kcodec.broker import Cluster
+
+    with Cluster(auto_create_delay_ms=300, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
+        ask = MetadataRequest(topics=[MetadataRequest.Topic(name="later")], allow_auto_topic_creation=True)
+        for _ in range(2):
+            first = w.call(ask, 12).topics[0]
+            assert (first.error_code, first.partitions) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
+            assert "later" not in c.topics()
+        deadline = time.monotonic() + 5
+        while "later" not in c.topics():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        found = w.call(ask, 12).topics[0]
+        assert found.error_code == 0 and len(found.partitions) == 1
+
+
 def test_state_file_survives_a_restart(tmp_path):
     from kcodec.broker import Cluster
 

@@ -13,11 +13,30 @@ from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AU
 
 from kcodec.broker import Cluster
 
+import java_clients
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _write_report() -> Iterator[None]:
     yield
     write_report()
+
+
+@pytest.fixture(scope="session")
+def java_driver(tmp_path_factory) -> Iterator[java_clients.JavaClients]:
+    """Kafka's Java clients in one JVM for the session (tests/interop/java_clients.py)."""
+    java_clients.ensure_built()
+    driver = java_clients.JavaClients(tmp_path_factory.mktemp("java-clients"))
+    yield driver
+    driver.close()
+
+
+@pytest.fixture
+def java(java_driver) -> java_clients.JavaClients:
+    """The session's driver, started again when a scenario before left it dead (a timeout)."""
+    if not java_driver.alive:
+        java_driver.start()
+    return java_driver
 
 
 @pytest.fixture

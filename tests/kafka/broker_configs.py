@@ -12,7 +12,7 @@ kcodec/broker/kafka_broker_configs.json (generated: never edit it by hand).
 - DescribeConfigs of a new topic with synonyms: each topic config's broker config (its default's synonym).
 - IncrementalAlterConfigs, validate only, of each dynamic config at the cluster level: the ones Kafka takes
   per broker only and the security ones it takes per listener only.
-tests/kafka/test_broker_configs.py checks the committed file against the Kafka the tests run.
+tests/kafka/test_broker_configs_file.py checks the committed file against the Kafka the tests run.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def collect(address: tuple[str, int]) -> dict[str, Any]:
                 if kind:
                     refused[kind].append(name)
         return {"generated": f"by tests/kafka/broker_configs.py from Apache Kafka {rk.KAFKA_VERSION}'s answers; "
-                             "do not edit (tests/kafka/test_broker_configs.py checks it against that Kafka)",
+                             "do not edit (tests/kafka/test_broker_configs_file.py checks it against that Kafka)",
                 "kafka_version": rk.KAFKA_VERSION, "configs": configs, "dynamic_defaults": dynamic_defaults,
                 "topic_synonyms": dict(sorted(_topic_synonyms(r).items())), **refused}
     finally:

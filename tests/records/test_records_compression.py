@@ -307,3 +307,55 @@ def test_a_batch_just_within_the_limit_costs_about_itself(name):
 def decompress_buffer(codec, packed):
     from kcodec.records._compression import inflate
     return inflate(codec, packed, CAP)
+
+
+_WITHOUT_CODECS = r"""
+import sys
+for name in ("cramjam", "lz4", "lz4.frame", "zstandard"):
+    sys.modules[name] = None  # as if kcodec were installed without its codec extras
+from kcodec.records import BatchBuilder, Compression, MissingCodecError, RecordsError, read_records
+for codec in (Compression.NONE, Compression.GZIP):  # the standard library's
+    b = BatchBuilder(compression=codec)
+    b.append(b"k", b"v" * 1000)
+    assert [r.value for r in read_records(b.build())] == [b"v" * 1000]
+for codec, extra in ((Compression.SNAPPY, "snappy"), (Compression.LZ4, "lz4"), (Compression.ZSTD, "zstd")):
+    b = BatchBuilder(compression=codec)
+    b.append(b"k", b"v")
+    try:
+        b.build()
+    except MissingCodecError as e:
+        assert f"kcodec[{extra}]" in str(e), e
+    else:
+        raise AssertionError(f"{codec.name} built without its library")
+    try:
+        read_records(bytes.fromhex(sys.argv[int(codec)]))
+    except RecordsError as e:
+        assert f"kcodec[{extra}]" in str(e) and "byte 61" in str(e), e
+    else:
+        raise AssertionError(f"{codec.name} read without its library")
+print("ok")
+"""
+
+
+def test_without_the_codec_extras_gzip_works_and_the_others_name_their_extra():
+    """`pip install kcodec` brings no compression library: snappy, lz4 and zstd batches then fail with an
+    error naming the extra to install (at the records' offset), in building and in reading."""
+    import subprocess
+    import sys
+
+    batches = {}
+    for codec in (Compression.SNAPPY, Compression.LZ4, Compression.ZSTD):
+        b = BatchBuilder(compression=codec)
+        b.append(b"k", b"v")
+        batches[int(codec)] = b.build().hex()
+    args = [batches.get(i, "") for i in range(1, 5)]
+    out = subprocess.run([sys.executable, "-c", _WITHOUT_CODECS, *args], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_the_distribution_requires_no_compression_library():
+    from importlib.metadata import requires
+
+    plain = [r for r in requires("kcodec") or [] if "extra ==" not in r]
+    assert [r.split(">")[0].split("=")[0].strip() for r in plain] == ["crc32c"], plain

@@ -203,19 +203,26 @@ class ConsumerGroups:
         return (topic.topic_id, len(topic.replicas)) if topic is not None else None
 
     def _subscriptions(self, group: ConsumerGroup) -> dict[str, set[str]]:
-        """Each member's topics: its names, plus the non-internal topics its regex matches that it may
-        describe (Kafka resolves a regex with the member's principal)."""
+        """Each member's topics: its names, plus the topics its regex matches that it may describe (Kafka
+        resolves a regex with the member's principal, internal topics included)."""
         matched = {m.regex: self._resolve(m.regex) for m in group.members.values() if m.regex}
         return {m.member_id: set(m.subscribed) | {t for t in matched.get(m.regex or "", ()) if m.may_describe(t)}
                 for m in group.members.values()}
 
+    def subscribed_topics(self, group_id: str) -> Optional[set[str]]:
+        """The topics the members of group ``group_id`` subscribe to, by name or by regex (None: no such
+        group): OffsetDelete keeps their offsets (Kafka's ConsumerGroup.isSubscribedToTopic)."""
+        group = self.groups.get(group_id)
+        return None if group is None else set().union(*self._subscriptions(group).values())
+
     def _resolve(self, pattern: str) -> frozenset[str]:
-        """The non-internal topics ``pattern`` matches, listed again only when the topic names changed."""
+        """The topics ``pattern`` matches, internal ones included (Kafka's refreshRegularExpressions goes
+        through every topic of the metadata image), listed again only when the topic names changed."""
         state = self.owner.state
         known = self._resolved.get(pattern)
         if known is not None and known[0] == state.names_version:
             return known[1]
-        names = frozenset(matching(pattern, [n for n, t in state.topics.items() if not t.internal]))
+        names = frozenset(matching(pattern, state.topics))
         if len(self._resolved) >= _RESOLVED_MAX:  # patterns no member uses any more: drop them all
             self._resolved.clear()
         self._resolved[pattern] = (state.names_version, names)

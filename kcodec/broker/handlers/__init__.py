@@ -78,4 +78,4 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 from . import (acl_admin, acls, api_versions, configs, consumer_groups, group_admin, group_offsets,  # noqa: E402,F401
                groups, listing, log_dirs, metadata, sasl, scram, topics)
 from . import elections, fetch, offsets, produce, producer_id, transactions, txn_admin, txn_offsets  # noqa: E402,F401
-from . import config_resources, quorum, reassignments, telemetry  # noqa: E402,F401
+from . import client_quotas, config_resources, quorum, reassignments, telemetry  # noqa: E402,F401

@@ -153,15 +153,21 @@ def offset_fetch(ctx: Context, req: Any) -> OffsetFetchResponse:
 # -- OffsetDelete ----------------------------------------------------------------------------------------
 @handles(OffsetDeleteRequest, OffsetDeleteResponse)
 def offset_delete(ctx: Context, req: Any) -> OffsetDeleteResponse:
-    """Offsets of topics the group's members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC)."""
+    """Offsets of topics the group's members subscribe to stay (GROUP_SUBSCRIBED_TO_TOPIC); classic
+    groups and KIP-848 consumer groups alike."""
     Resp = OffsetDeleteResponse
     error = group_error(ctx, req.group_id, "Delete")
-    group = ctx.runtime.groups.get(req.group_id) if error is None else None
-    if group is None:
-        return Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND if error is None else error)
-    subscribed = group.subscribed_topics()
-    if subscribed is None:  # members of another protocol type, or unreadable subscriptions
-        return Resp(error_code=ErrorCode.NON_EMPTY_GROUP)
+    if error is not None:
+        return Resp(error_code=error)
+    group = ctx.runtime.groups.get(req.group_id)
+    if group is not None:
+        subscribed = group.subscribed_topics()
+        if subscribed is None:  # members of another protocol type, or unreadable subscriptions
+            return Resp(error_code=ErrorCode.NON_EMPTY_GROUP)
+    else:
+        subscribed = ctx.runtime.groups.consumer.subscribed_topics(req.group_id)
+        if subscribed is None:
+            return Resp(error_code=ErrorCode.GROUP_ID_NOT_FOUND)
     out, deleted = [], False
     for t in req.topics:
         topic = ctx.state.topics.get(t.name)

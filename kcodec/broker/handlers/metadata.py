@@ -3,6 +3,8 @@ and DescribeCluster."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import uuid
 from typing import Any, Optional
 
@@ -13,6 +15,7 @@ from ..context import Context
 from ..state import AdminError, Topic, validate_topic_name
 from . import handles
 
+log = logging.getLogger("kcodec.broker")
 ZERO_UUID = uuid.UUID(int=0)
 NO_OPERATIONS = -(1 << 31)  # Kafka's "not requested" marker for authorized operations
 
@@ -66,20 +69,40 @@ def _by_name(ctx: Context, req: Any, name: str) -> MetadataResponse.Topic:
     topic = ctx.state.topics.get(name)
     if topic is None:
         auto = ctx.version < 4 or req.allow_auto_topic_creation
-        if not (auto and ctx.state.auto_create_topics):
-            return _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, req=req)
+        if not (auto and ctx.state.auto_create_topics) or name in ctx.runtime.auto_creating:
+            return _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name, req=req)  # the latter: being created
         if not ctx.may_create(name):
             return _error(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name)
         try:
-            topic = ctx.state.add_topic(ctx.state.plan_topic(name))
+            topic = ctx.state.plan_topic(name)
         except AdminError as e:
             return _error(ctx, e.code, name)
+        _auto_create(ctx, topic)
         # Kafka's AutoTopicCreationManager asks the controller and answers at once, without partitions:
-        # the client's next Metadata finds the topic
+        # a later Metadata finds the topic
         entry = _error(ctx, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
         entry.is_internal = topic.internal
         return entry
     return _topic(ctx, req, topic)
+
+
+def _auto_create(ctx: Context, topic: Topic) -> None:
+    """Add the topic now, or after the cluster's auto-creation delay (Kafka's controller round trip)."""
+    runtime = ctx.runtime
+    if runtime.auto_create_delay_ms <= 0:
+        ctx.state.add_topic(topic)
+        return
+
+    def create() -> None:
+        with runtime.state.lock:
+            runtime.auto_creating.discard(topic.name)
+            if topic.name not in runtime.state.topics:
+                try:
+                    runtime.state.add_topic(runtime.state.plan_topic(topic.name))
+                except AdminError as e:  # a name taken meanwhile ('.' and '_' collide): Kafka logs it
+                    log.info("auto-creation of %s failed: %s", topic.name, e)
+    runtime.auto_creating.add(topic.name)
+    asyncio.get_running_loop().call_later(runtime.auto_create_delay_ms / 1000, create)
 
 
 def _by_id(ctx: Context, req: Any, topic_id: uuid.UUID) -> MetadataResponse.Topic:

@@ -61,8 +61,8 @@ def sasl_authenticate(ctx: Context, req: Any) -> SaslAuthenticateResponse:
     except SaslError as e:
         s.close_after_response = True
         s.exchange = None
-        return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                                        error_message=failure_message(s.mechanism, e))
+        return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=(
+            str(e) if e.reason == "error-challenge" else failure_message(s.mechanism, e)))
     resp = SaslAuthenticateResponse(error_message=None, auth_bytes=reply)
     if ctx.version >= 1:
         resp.session_lifetime_ms = lifetime_ms

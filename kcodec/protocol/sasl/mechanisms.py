@@ -187,8 +187,8 @@ def unsecured_validator(required_scope: tuple[str, ...] = (),
 
 class OAuthBearerServer:
     """RFC 7628: the client's token judged by ``validate(token, extensions) -> TokenClaims`` (SaslError when
-    refused); a refused token gets the error JSON (naming ``scope``), the client's 0x01 answer then fails the
-    exchange with the reason."""
+    refused); a refused token gets Kafka's error JSON (``insufficient_scope`` naming ``scope`` when the scope
+    was wanting), the client's 0x01 answer then fails the exchange with that JSON as the message, as Kafka's."""
 
     def __init__(self, validate: Optional[Validator] = None, scope: tuple[str, ...] = ()) -> None:
         self.validate = validate or unsecured_validator(scope)
@@ -196,6 +196,7 @@ class OAuthBearerServer:
         self.user: Optional[str] = None
         self.expires_at: Optional[float] = None
         self._refusal: Optional[SaslError] = None
+        self.refused_because: Optional[SaslError] = None
 
     def step(self, token: bytes) -> tuple[bytes, bool]:
         if self._refusal is not None:
@@ -206,7 +207,9 @@ class OAuthBearerServer:
             value, extensions = oauthbearer.parse_client_message(token)
             claims = self.validate(value, extensions)
         except SaslError as e:
-            self._refusal = e
-            return oauthbearer.error_challenge(self.scope), False
+            challenge = oauthbearer.error_challenge(self.scope if e.reason == "scope" else None)
+            self._refusal = SaslError(challenge.decode(), "error-challenge")
+            self.refused_because = e  # the cause, for a log
+            return challenge, False
         self.user, self.expires_at = claims.subject, claims.expires_at
         return b"", True

@@ -127,16 +127,18 @@ def validate_unsecured_token(token: str, *, now: Optional[float] = None, require
         raise SaslError("OAUTHBEARER token's 'scope' claim is neither a string nor a list of strings", "token")
     missing = [s for s in required_scope if s not in scope]
     if missing:
-        raise SaslError(f"OAUTHBEARER token lacks the required scope {missing}", "token")
+        raise SaslError(f"OAUTHBEARER token lacks the required scope {missing}", "scope")
     return TokenClaims(subject, exp, iat, tuple(scope))
 
 
-def error_challenge(scope: Iterable[str] = ()) -> bytes:
-    """The RFC 7628 error JSON a server sends for a refused token."""
-    body: dict[str, str] = {"status": "invalid_token"}
-    if scope:
-        body["scope"] = " ".join(scope)
-    return json.dumps(body).encode()
+def error_challenge(required_scope: Optional[Iterable[str]] = None) -> bytes:
+    """The RFC 7628 error JSON a server sends for a refused token, as Kafka's OAuthBearerSaslServer writes it:
+    ``{"status":"invalid_token"}``, or for a token that lacks some of ``required_scope``
+    ``{"status":"insufficient_scope", "scope":"[a, b]"}`` (the whole required scope as Java prints a list,
+    and Kafka's spacing)."""
+    if required_scope is None:
+        return b'{"status":"invalid_token"}'
+    return ('{"status":"insufficient_scope", "scope":"[' + ", ".join(required_scope) + ']"}').encode()
 
 
 def _number(value: Any) -> bool:

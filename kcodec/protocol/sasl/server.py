@@ -99,8 +99,8 @@ class SaslServer:
         except SaslError as e:
             self.close_after_response = True
             self._exchange = None
-            return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
-                                            error_message=failure_message(self.mechanism, e))
+            return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=(
+                str(e) if e.reason == "error-challenge" else failure_message(self.mechanism, e)))
         resp = SaslAuthenticateResponse(error_message=None, auth_bytes=reply)
         if version >= 1:
             resp.session_lifetime_ms = lifetime_ms

@@ -1,0 +1,298 @@
+"""The report's figures, gathered by the workers as they write the tables (no Spark import here).
+
+Each task of `kcodec analyze` adds up what its rows say (``Aggregates``: counters keyed by API, version,
+client, topic, codec...), the driver merges the tasks' partial sums (``merge``) and finishes them into
+the report's figures (``finish``, the shape ``kcodec.spark.report`` writes). So the report costs no
+Spark job after the one pass over the captures, and the driver's memory depends on how many APIs,
+clients and topics there are, not on the capture's size. Two figures are approximations: the 99th
+percentile of a latency comes from a histogram of 2 % wide buckets, and the bytes-over-time plot sums
+bytes per millisecond, coarser (a power of two of milliseconds) where a task saw more than
+``MAX_TIME_KEYS`` distinct ones.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from typing import Any, Optional
+
+PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
+DIRECTIONS = ("produced", "fetched")
+MAX_TIME_KEYS = 100_000
+MAX_BUCKETS = 60
+_LOG = math.log(1.02)
+NS_PER_MS = 1_000_000
+
+
+def _key(*parts: Any) -> tuple[Any, ...]:
+    return parts
+
+
+def _json(groups: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: {json.dumps(list(k)): v for k, v in g.items()} for name, g in groups.items()}
+
+
+def _tuples(groups: dict[str, Any]) -> dict[str, Counter[Any]]:
+    return {name: Counter({tuple(json.loads(k)): v for k, v in g.items()}) for name, g in groups.items()}
+
+
+class Aggregates:
+    """One task's partial sums; ``add(table, row)`` for every row it writes."""
+
+    def __init__(self) -> None:
+        self.c: Counter[str] = Counter()  # plain totals
+        self.groups: dict[str, Counter[Any]] = {}  # name -> key (a tuple) -> value
+        self.t0: Optional[int] = None
+        self.t1: Optional[int] = None
+        self.width = 1  # ms per over_time key
+        self.conns: set[str] = set()
+        self.clients: set[str] = set()
+
+    def _g(self, name: str, key: tuple[Any, ...], value: float = 1) -> None:
+        g = self.groups.get(name)
+        if g is None:
+            g = self.groups[name] = Counter()
+        g[key] += value  # type: ignore[assignment]
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        getattr(self, table)(row)
+
+    def frames(self, r: dict[str, Any]) -> None:
+        d = r["direction"]
+        self._g("frames", _key(d), 1)
+        self._g("frame_bytes", _key(d), r["size"] or 0)
+        if r.get("error") is not None and d >= 0:
+            self.c["header_errors"] += 1
+
+    def topic_ids(self, r: dict[str, Any]) -> None:
+        self._g("topic_ids", _key(r["topic_id"], r["topic_name"]), 1)
+
+    def exchanges(self, r: dict[str, Any]) -> None:
+        c, g = self.c, self._g
+        req, resp = r.get("request_bytes"), r.get("response_bytes")
+        api, key, version = r.get("api_name"), r.get("api_key"), r.get("api_version")
+        c[f"pairing_{r.get('pairing')}"] += 1
+        self.conns.add(r["conn"])
+        if r.get("client_id") is not None:
+            self.clients.add(r["client_id"])
+        decode_error = r.get("decode_error")
+        if decode_error is not None:
+            c["decode_errors"] += 1
+            g("decode_errors", _key(decode_error[:120]))
+        if r.get("request_trailing_bytes") is not None or r.get("response_trailing_bytes") is not None:
+            c["trailing_bytes"] += 1
+        g("versions", _key(api, version))
+        for code in r.get("error_codes") or ():
+            g("errors", _key(code, api))
+        ts = r.get("request_ts_ns")
+        if ts is not None:
+            self.t0 = ts if self.t0 is None else min(self.t0, ts)
+            self.t1 = ts if self.t1 is None else max(self.t1, ts)
+            g("over_time", _key(api, ts // NS_PER_MS // self.width * self.width), (req or 0) + (resp or 0))
+            if len(self.groups["over_time"]) > MAX_TIME_KEYS:
+                self._coarsen(self.width * 2)
+        if req is None:
+            return
+        c["exchanges"] += 1
+        c["request_bytes"] += req
+        c["response_bytes"] += resp or 0
+        k = _key(api, key)
+        g("api_requests", k)
+        g("api_request_bytes", k, req)
+        if resp is not None:
+            g("api_response_bytes", k, resp)
+        g("api_errors", k, r.get("error_count") or 0)
+        if decode_error is not None:
+            g("api_decode_errors", k)
+        latency = r.get("latency_ns")
+        if latency is not None:
+            g("api_latency_n", k)
+            g("api_latency_sum", k, latency)
+            g("api_latency_hist", _key(api, key, int(math.log(latency) / _LOG) if latency > 0 else None))
+        if key == 3 and r.get("list_topics_v1_bytes") is not None:
+            m = _key(r.get("client_id") or "(none)")
+            g("md_responses", m)
+            for col in ("topics", "response_bytes", "list_topics_v0_bytes", "list_topics_v1_bytes", "dtp_pages",
+                        "dtp_bytes"):
+                g(f"md_{col}", m, r.get(col) or 0)
+            g("md_all_topics_requests", m, int(bool(r.get("metadata_all_topics"))))
+
+    def _coarsen(self, width: int) -> None:
+        old = self.groups.get("over_time", Counter())
+        new: Counter[Any] = Counter()
+        for (api, ms), v in old.items():
+            new[(api, ms // width * width)] += v
+        self.groups["over_time"], self.width = new, width
+
+    def batches(self, r: dict[str, Any]) -> None:
+        c, g = self.c, self._g
+        count, error, control = r.get("record_count"), r.get("error"), r.get("control")
+        if count is not None:
+            c["b_batches"] += 1
+        if error is not None:
+            c["b_batch_errors"] += 1
+        if r.get("crc_valid") is False:
+            c["b_crc_invalid"] += 1
+        if r.get("partial"):
+            c["b_partial_tails"] += 1
+        if control:
+            c["b_control_batches"] += 1
+        if r.get("topic") is None and r.get("topic_id") is not None:
+            c["b_unnamed"] += 1  # named by id: the driver names it from the Metadata responses
+        if count is None or error is not None or control:
+            return
+        d, size = r["direction"], r.get("compressed_bytes") or 0
+        c[f"b_{d}_batches"] += 1
+        c[f"b_{d}_records"] += count
+        c[f"b_{d}_bytes"] += size
+        for name, key in (("b_topic", _key(r.get("topic"), r.get("topic_id"), d)),
+                          ("b_client", _key(r.get("client_id") or "(none)", d))):
+            g(f"{name}_batches", key)
+            g(f"{name}_records", key, count)
+            g(f"{name}_bytes", key, size)
+        k = _key(d, r.get("codec"))
+        g("b_codec_batches", k)
+        g("b_codec_records", k, count)
+        g("b_codec_compressed", k, size)
+        g("b_codec_uncompressed", k, r.get("uncompressed_bytes") or 0)
+        if count > 0:
+            g("b_size_records", _key(d, count.bit_length() - 1))
+        if size > 0:
+            g("b_size_bytes", _key(d, size.bit_length() - 1))
+
+    def partial(self) -> dict[str, Any]:
+        return {"c": dict(self.c), "groups": _json(self.groups), "t0": self.t0,
+                "t1": self.t1, "width": self.width, "conns": sorted(self.conns), "clients": sorted(self.clients)}
+
+
+def merge(partials: list[dict[str, Any]]) -> Aggregates:
+    """The tasks' partial sums, added up."""
+    out = Aggregates()
+    width = max([p["width"] for p in partials] or [1])
+    for p in partials:
+        out.c.update(p["c"])
+        for name, values in _tuples(p["groups"]).items():
+            g = out.groups.setdefault(name, Counter())
+            if name == "over_time" and p["width"] != width:
+                for (api, ms), v in values.items():
+                    g[(api, ms // width * width)] += v
+            else:
+                g.update(values)
+        for bound, pick in (("t0", min), ("t1", max)):
+            if p[bound] is not None:
+                mine = getattr(out, bound)
+                setattr(out, bound, p[bound] if mine is None else pick(mine, p[bound]))
+        out.conns.update(p["conns"])
+        out.clients.update(p["clients"])
+    out.width = width
+    return out
+
+
+def _rows(a: Aggregates, names: dict[str, str], fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Rows from groups keyed alike: ``names`` maps column -> group name, ``fields`` names the key's parts."""
+    empty: Counter[Any] = Counter()
+    keys: set[tuple[Any, ...]] = set()
+    for g in names.values():
+        keys.update(a.groups.get(g, empty))
+    out = []
+    for k in keys:
+        row = dict(zip(fields, k))
+        for col, g in names.items():
+            row[col] = a.groups.get(g, empty).get(k, 0)
+        out.append(row)
+    return out
+
+
+def _p99(a: Aggregates, api: Any, key: Any) -> Optional[float]:
+    hist = [(k[2], v) for k, v in a.groups.get("api_latency_hist", {}).items() if k[:2] == (api, key)]
+    n = sum(v for _, v in hist)
+    if not n:
+        return None
+    seen = 0
+    for b, v in sorted(hist, key=lambda x: (x[0] is not None, x[0] or 0)):
+        seen += v
+        if seen >= 0.99 * n:
+            return 0.0 if b is None else math.exp((b + 0.5) * _LOG) / 1e6
+    return None
+
+
+def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The report's figures (``kcodec.spark.report.write``) from the merged sums and the files' summaries."""
+    c = a.c
+    frames = {k[0]: v for k, v in a.groups.get("frames", {}).items()}
+    kinds = Counter("duplicate" if "duplicate_of" in s else "empty" if s.get("kind") == "empty" else "read"
+                    for s in files.values())
+    total: dict[str, Any] = {f"pairing_{p}": c.get(f"pairing_{p}", 0) for p in PAIRINGS}
+    total.update(exchanges=c.get("exchanges", 0), decode_errors=c.get("decode_errors", 0),
+                 request_bytes=c.get("request_bytes", 0), response_bytes=c.get("response_bytes", 0),
+                 t0=a.t0, t1=a.t1, connections=len(a.conns), clients=len(a.clients),
+                 requests=frames.get(0, 0), responses=frames.get(1, 0),
+                 answered=c.get("pairing_answered", 0) + c.get("pairing_acks0_answered", 0),
+                 capture_files=sum(kinds.values()), orphan_responses=c.get("pairing_orphan", 0),
+                 duplicate_files=kinds.get("duplicate", 0), empty_files=kinds.get("empty", 0),
+                 sasl_v0_tokens=frames.get(2, 0) + frames.get(3, 0), header_errors=c.get("header_errors", 0),
+                 trailing_bytes=c.get("trailing_bytes", 0))
+    span = max(1, (a.t1 or 0) - (a.t0 or 0))
+    bucket = max(NS_PER_MS * a.width, -(-span // MAX_BUCKETS))
+    over: Counter[tuple[Any, int]] = Counter()
+    for (api, ms), v in a.groups.get("over_time", {}).items():
+        over[(api, (ms * NS_PER_MS - (a.t0 or 0)) // bucket)] += v
+    over_time = [{"bucket": max(0, b), "api_name": api, "bytes": v} for (api, b), v in sorted(over.items(), key=lambda x: x[0][1])]
+    by_api = _rows(a, {"requests": "api_requests", "request_bytes": "api_request_bytes",
+                       "response_bytes": "api_response_bytes", "errors": "api_errors",
+                       "decode_errors": "api_decode_errors", "_n": "api_latency_n", "_sum": "api_latency_sum"},
+                   ("api_name", "api_key"))
+    for r in by_api:
+        n, s = r.pop("_n"), r.pop("_sum")
+        r["latency_ms_avg"] = s / n / 1e6 if n else None
+        r["latency_ms_p99"] = _p99(a, r["api_name"], r["api_key"])
+    by_api.sort(key=lambda r: -r["request_bytes"])
+    versions = sorted(_rows(a, {"count": "versions"}, ("api_name", "api_version")),
+                      key=lambda r: (r["api_name"] is not None, r["api_name"] or "", r["api_version"] or -1))
+    md_cols = ("responses", "all_topics_requests", "topics", "response_bytes", "list_topics_v0_bytes",
+               "list_topics_v1_bytes", "dtp_pages", "dtp_bytes")
+    metadata = _rows(a, {col: f"md_{col}" for col in md_cols}, ("client_id",))
+    for r in metadata:
+        r["metadata_bytes"] = r.pop("response_bytes")
+    metadata.sort(key=lambda r: -r["metadata_bytes"])
+    errors = sorted(_rows(a, {"count": "errors"}, ("code", "api_name")), key=lambda r: -r["count"])
+    decode_errors = sorted(_rows(a, {"count": "decode_errors"}, ("decode_error",)), key=lambda r: -r["count"])[:20]
+    return {"total": total, "bucket_ns": bucket, "over_time": over_time, "by_api": by_api, "versions": versions,
+            "metadata": metadata, "errors": errors, "decode_errors": decode_errors, "batches": _batches(a)}
+
+
+def topic_names(a: Aggregates) -> dict[str, str]:
+    return {k[0]: k[1] for k in a.groups.get("topic_ids", {})}
+
+
+def _batches(a: Aggregates) -> dict[str, Any]:
+    c = a.c
+    total = {k: c.get(f"b_{k}", 0) for k in ("batches", "batch_errors", "crc_invalid", "partial_tails", "control_batches")}
+    for d in DIRECTIONS:
+        for w in ("batches", "records", "bytes"):
+            total[f"{d}_{w}"] = c.get(f"b_{d}_{w}", 0)
+    names = topic_names(a)
+
+    def per(name: str, label: str, rename: Any) -> list[dict[str, Any]]:
+        rows: dict[Any, dict[str, Any]] = {}
+        for w in ("batches", "records", "bytes"):
+            for k, v in a.groups.get(f"{name}_{w}", {}).items():
+                *who, d = k
+                who_ = rename(who)
+                row = rows.setdefault(who_, {label: who_, **{f"{x}_{y}": 0 for x in DIRECTIONS
+                                                             for y in ("batches", "records", "bytes")}})
+                row[f"{d}_{w}"] += v
+        return sorted(rows.values(), key=lambda r: (-r["produced_bytes"], -r["fetched_bytes"], r[label]))
+
+    by_topic = per("b_topic", "topic", lambda w: w[0] or names.get(w[1] or "") or w[1] or "(unknown)")
+    by_client = per("b_client", "client_id", lambda w: w[0])
+    by_codec = _rows(a, {"batches": "b_codec_batches", "records": "b_codec_records",
+                         "compressed_bytes": "b_codec_compressed", "uncompressed_bytes": "b_codec_uncompressed"},
+                     ("direction", "codec"))
+    by_codec.sort(key=lambda r: (r["direction"], -r["compressed_bytes"]))
+    for r in by_codec:
+        r["ratio"] = r["uncompressed_bytes"] / r["compressed_bytes"] if r["compressed_bytes"] else None
+    sizes = {what: sorted(_rows(a, {"count": f"b_size_{what}"}, ("direction", "bucket")),
+                          key=lambda r: (r["direction"], r["bucket"])) for what in ("records", "bytes")}
+    return {"total": total, "by_topic": by_topic, "by_client": by_client, "by_codec": by_codec, "sizes": sizes}

@@ -1,0 +1,260 @@
+"""Pass 2 of `kcodec analyze` on the workers: each connection's rows, in capture order, -> its tables.
+
+Spark hands a task the rows of whole connections, sorted by connection and capture order (pass 1,
+``kcodec.spark.segments``). A connection is reassembled (``kcodec.tap.pcap``), cut into frames, its
+requests and responses paired as they come (``pairing.Pairer``) and each exchange decoded once, its
+record batches with it (``record_batches``): a Produce request's when it is read, a Fetch response's
+when its request is known. Nothing but the requests still waiting for an answer (their decoded
+columns, not their bytes) and the connection's reassembly buffers is held, so memory does not grow
+with the capture. Rows go out per table (``Tables``): frames, exchanges, batches, and the topic ids
+that Metadata responses name.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Iterable, Iterator, Optional
+
+import kcodec
+from kcodec.tap import pcap
+from kcodec.tap.segments import ACK, SYN
+
+from . import decode, pairing, record_batches
+from .segments import OFFSET_BITS, SEGMENT, SUMMARY
+
+FRAME_COLUMNS = decode.FRAMES.names
+STATS = ("frames", "retransmitted_bytes", "gap_bytes", "skipped_bytes", "resyncs")  # what reassembly adds per file
+
+
+class Tables:
+    """Where a task's rows go: ``emit(table, row)``; ``frames``, ``exchanges``, ``batches``, ``topic_ids``."""
+
+    def __init__(self, emit: Callable[[str, dict[str, Any]], None]) -> None:
+        self.emit = emit
+
+
+class Conversation:
+    """One connection: frames in, in wire order; exchange and batch rows out, as pairs complete."""
+
+    def __init__(self, conn: str, tables: Tables) -> None:
+        self.conn = conn
+        self.tables = tables
+        self.pairer = pairing.Pairer()
+        self.requests: dict[int, tuple[dict[str, Any], Optional[tuple[int, int]]]] = {}  # position -> (row, key/version)
+        self.responses: dict[int, dict[str, Any]] = {}  # held responses: position -> frame row
+
+    def frame(self, f: dict[str, Any]) -> None:
+        direction, position = f["direction"], f["position"]
+        if direction == 0:
+            row, key_version = request_row(f, self.tables)
+            self.requests[position] = (row, key_version)
+            self._pairs(self.pairer.request(position, f["correlation_id"], f["acks"]), f)
+        elif direction == 1:
+            self.responses[position] = f
+            self._pairs(self.pairer.response(position, f["correlation_id"]), f)
+
+    def finish(self) -> None:
+        self._pairs(self.pairer.finish(), None)
+
+    def _pairs(self, pairs: list[pairing.Pair], latest: Optional[dict[str, Any]]) -> None:
+        for req, resp, status in pairs:
+            response = self.responses.pop(resp) if resp is not None else None
+            if req is None:
+                assert response is not None
+                row = orphan_row(response)
+            else:
+                row, key_version = self.requests.pop(req)
+                row["pairing"] = status
+                if response is not None:
+                    response_columns(row, response, key_version, self.tables)
+            self.tables.emit("exchanges", row)
+
+
+def _decode(fn: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any, int]:
+    """(header, message, trailing bytes): decoded strictly, and again tolerating trailing bytes when
+    those were all that stood in the way."""
+    try:
+        return (*fn(*args, zero_copy=True), 0)
+    except kcodec.DecodeError as e:
+        if "trailing bytes after the body" not in e.reason:
+            raise
+        trailing = int(e.reason.split(" ", 1)[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kcodec.TrailingBytesWarning)
+        return (*fn(*args, strict=False, zero_copy=True), trailing)
+
+
+def _base(f: dict[str, Any]) -> dict[str, Any]:
+    return {"source": f["source"], "capture": f["capture"], "conn": f["conn"], "exchange": f["position"],
+            "correlation_id": f["correlation_id"]}
+
+
+def _message_columns(row: dict[str, Any], msg: Any, trailing: int, side: str) -> None:
+    """Trailing bytes, topics and partitions of a decoded message (a response's counts win)."""
+    if trailing:
+        row[f"{side}_trailing_bytes"] = trailing
+    counts = decode.topic_counts(msg)
+    if counts is not None:
+        row["topics"], row["partitions"] = counts
+
+
+def _failure(e: Exception) -> str:
+    """Why a message did not decode; an error of ours (not a KcodecError) says "internal"."""
+    return f"{type(e).__name__}: {e}" if isinstance(e, kcodec.KcodecError) else f"internal {type(e).__name__}: {e}"
+
+
+def _batch_base(row: dict[str, Any], direction: str, ts_ns: int) -> dict[str, Any]:
+    """The columns a batches row takes from its exchange's."""
+    return {"source": row["source"], "capture": row["capture"], "conn": row["conn"], "exchange": row["exchange"],
+            "client_id": row.get("client_id"), "api_name": row["api_name"], "api_version": row["api_version"],
+            "direction": direction, "ts_ns": ts_ns}
+
+
+def request_row(f: dict[str, Any], tables: Tables) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
+    """The exchange columns a request frame gives, and its api key and version when it decoded (its
+    answer is read with them). A Produce request's record batches go out now, from the same decode."""
+    key, version, frame = f["api_key"], f["api_version"], f["frame"]
+    row = _base(f)
+    row.update(client_id=f["client_id"], api_key=key, api_name=decode.api_name(key), api_version=version,
+               request_ts_ns=f["ts_ns"], request_bytes=len(frame))
+    if key is None or version is None:
+        row["decode_error"] = f"request: {f['error']}" if f.get("error") else "request: no header"
+        return row, None
+    produce = key == record_batches.PRODUCE and _batch_base(row, "produced", f["ts_ns"])
+    try:
+        _, req, trailing = _decode(kcodec.decode_request, frame)
+    except Exception as e:  # a bug of ours (not a KcodecError) must not kill a job either: reported on the row
+        what = _failure(e)
+        row["decode_error"] = f"request: {what}"
+        if produce:  # the batches table says so too
+            tables.emit("batches", dict(produce, error=f"produced: {what}"))
+        return row, None
+    _message_columns(row, req, trailing, "request")
+    if key == decode.METADATA:
+        row["metadata_all_topics"] = req.topics is None or (version == 0 and not req.topics)
+    if produce:
+        for r in record_batches.message_rows(key, req):
+            b = dict(produce)
+            b.update(r)
+            tables.emit("batches", b)
+    return row, (key, version)
+
+
+def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Optional[tuple[int, int]],
+                     tables: Tables) -> None:
+    """Fill an exchange row with its response: bytes, time, and what the response says (when the
+    request decoded); a Fetch response's record batches go out, a Metadata response's topic ids."""
+    frame = f["frame"]
+    row.update(response_ts_ns=f["ts_ns"], response_bytes=len(frame))
+    if row.get("request_ts_ns") is not None:
+        row["latency_ns"] = f["ts_ns"] - row["request_ts_ns"]
+    if key_version is None or f["correlation_id"] is None:
+        return
+    key, version = key_version
+    fetch = key == record_batches.FETCH and _batch_base(row, "fetched", f["ts_ns"])
+    try:
+        _, resp, trailing = _decode(kcodec.decode_response, frame, key, version)
+        codes = decode.error_codes(resp)
+        row["error_codes"], row["error_count"] = codes, len(codes)
+        _message_columns(row, resp, trailing, "response")
+        if key == decode.METADATA:
+            row.update(decode.metadata_what_if(resp, version, frame))
+            for tid, name in record_batches.topic_ids(resp):
+                tables.emit("topic_ids", {"topic_id": tid, "topic_name": name})
+        if fetch:
+            for r in record_batches.message_rows(key, resp):
+                b = dict(fetch)
+                b.update(r)
+                tables.emit("batches", b)
+    except Exception as e:
+        what = _failure(e)
+        row["decode_error"] = f"response: {what}"
+        if fetch:
+            tables.emit("batches", dict(fetch, error=f"fetched: {what}"))
+
+
+def orphan_row(f: dict[str, Any]) -> dict[str, Any]:
+    """A response without its request: without it, its api key and version are unknown."""
+    row = _base(f)
+    row.update(pairing=pairing.ORPHAN, response_ts_ns=f["ts_ns"], response_bytes=len(f["frame"]))
+    return row
+
+
+class Connections:
+    """A task's rows of whole connections, sorted by connection key and capture order (pass 1's
+    ``SEGMENTS``): reassembled and cut into frames, each connection's frames through its
+    ``Conversation`` (unless ``decode`` is off: frames only). ``files`` names the file of a row by
+    (capture, rank) for packet captures and (capture, sequence) for tap files."""
+
+    def __init__(self, captures: list[str], files: dict[tuple[int, int], str], ports: Optional[list[int]],
+                 tables: Tables, decode: bool = True) -> None:
+        self.captures, self.files, self.ports = captures, files, ports
+        self.tables, self.decode = tables, decode
+        self.stats: dict[str, pcap.Stats] = {}
+        self.key: Optional[tuple[int, int]] = None
+        self.reassembler: Optional[pcap.Reassembler] = None
+        self.conversations: dict[str, Conversation] = {}
+        self.sasl: dict[str, Any] = {}
+        self.last: dict[str, int] = {}
+        self.path = ""
+
+    def rows(self, batch: Any) -> Iterator[bytes]:
+        """Feed one Arrow batch of SEGMENTS rows; yields the summaries (JSON) of the ranges it meets."""
+        return self.feed(zip(*[batch.column(i).to_pylist() for i in range(batch.num_columns)]))
+
+    def feed(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[bytes]:
+        """Feed SEGMENTS rows as tuples, sorted by connection key and capture order."""
+        for key, cid, order, kind, ts, src, sport, dst, dport, seq, flags, data in rows:
+            if kind == SUMMARY:
+                yield data
+                continue
+            if (key, cid) != self.key:
+                self.close()
+                self.key = (key, cid)
+            name = self.captures[cid]
+            if kind == SEGMENT:
+                self.path = self.files[(cid, order >> OFFSET_BITS)]
+                r = self.reassembler
+                if r is None:
+                    r = self.reassembler = pcap.Reassembler(self.ports)
+                r.stats = self.stats.setdefault(self.path, pcap.Stats())
+                r.out = []
+                r.segment(src, sport, dst, dport, seq, data, syn=bool(flags & SYN), ack=bool(flags & ACK), ts_ns=ts)
+                for f in r.out:
+                    self.frame(name, f"{name}/{f.conn}", f.direction, f.ts_ns, f.data, order)
+            else:
+                self.path = self.files[(cid, order >> 32)]
+                self.frame(name, f"{name}/{seq}", kind, ts, data, order)
+
+    def frame(self, capture: str, conn: str, direction: int, ts: int, data: bytes, order: int) -> None:
+        position = max(order, self.last.get(conn, -1) + 1)  # frames completed by one packet: order + k
+        self.last[conn] = position
+        token = decode.sasl_v0_tokens([pcap.Frame(conn, direction, ts, data)], self.sasl)[0]
+        corr, key, version, client, acks, error = (None,) * 6 if token else decode._header(direction, data)
+        row = {"source": self.path, "capture": capture, "conn": conn, "position": position,
+               "direction": direction + decode.SASL_TOKEN if token else direction, "ts_ns": ts,
+               "correlation_id": corr, "api_key": key, "api_version": version, "client_id": client,
+               "size": len(data), "frame": data, "acks": acks, "error": error}
+        self.tables.emit("frames", row)
+        if self.decode and not token:
+            c = self.conversations.get(conn)
+            if c is None:
+                c = self.conversations[conn] = Conversation(conn, self.tables)
+            c.frame(row)
+
+    def close(self) -> None:
+        """The end of a connection key's rows: what reassembly still holds, then every conversation."""
+        r, self.reassembler = self.reassembler, None
+        if r is not None:
+            r.out = []
+            r.stats = self.stats.setdefault(self.path, pcap.Stats())
+            r.finish()
+            name = self.captures[self.key[1]] if self.key else ""
+            for f in r.out:
+                self.frame(name, f"{name}/{f.conn}", f.direction, f.ts_ns, f.data, 0)
+        for c in self.conversations.values():
+            c.finish()
+        self.conversations, self.sasl, self.last = {}, {}, {}
+
+    def file_stats(self) -> dict[str, dict[str, int]]:
+        return {path: {k: getattr(s, k) for k in STATS} for path, s in self.stats.items()}

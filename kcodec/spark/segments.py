@@ -1,0 +1,198 @@
+"""Pass 1 of `kcodec analyze` on the workers: byte ranges of capture files -> TCP segments (no Spark import).
+
+Each task reads one range (``kcodec.tap.pcapsplit``) in bounded memory and emits a row per TCP segment
+that carries bytes or a SYN (``SEGMENTS``), keyed by its connection: a 64-bit digest of the capture and
+the connection's two ends, the same from either side. A tap file (``.kcap``) is one range, read record by
+record; its frames are whole and go out as they are. Spark then brings each connection's rows together,
+in capture order (``order``), for pass 2 (``kcodec.spark.conversation``). Every range also emits one
+summary row (``kind`` SUMMARY): where it started and stopped, its packets, what it could not read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from typing import Any, BinaryIO, Iterable, Iterator, Optional
+
+import pyarrow as pa
+
+from kcodec.tap import capture, pcapsplit
+from kcodec.tap.segments import SYN, ACK, NotTcp, segment
+
+from . import storage
+
+SEGMENT, SUMMARY = -1, -2  # kinds; 0 and 1: a tap file's frame, client -> broker and back
+OFFSET_BITS = 44  # order = file rank << OFFSET_BITS | the record's offset (files up to 16 TiB)
+ROWS, ROW_BYTES = 8192, 8 << 20  # an output batch: at most this many rows or payload bytes
+
+SEGMENTS = pa.schema([
+    ("key", pa.int64()),       # the connection: a digest of capture and both ends (``conn_key``)
+    ("capture", pa.int32()),   # index into the job's captures
+    ("order", pa.int64()),     # capture order: rank << OFFSET_BITS | offset (pcap), sequence << 32 | record (kcap)
+    ("kind", pa.int8()),       # SEGMENT, SUMMARY, or a tap frame's direction
+    ("ts_ns", pa.int64()),
+    ("src", pa.string()), ("sport", pa.int32()), ("dst", pa.string()), ("dport", pa.int32()),
+    ("seq", pa.int64()),       # the TCP sequence number; a tap frame's connection id
+    ("flags", pa.int16()),     # TCP flags (SYN, ACK)
+    ("data", pa.binary()),     # the segment's payload, a tap frame, or a summary (JSON)
+])
+
+RANGES = pa.schema([
+    ("capture", pa.int32()), ("path", pa.string()), ("rank", pa.int32()), ("kind", pa.string()),
+    ("index", pa.int32()), ("start", pa.int64()), ("end", pa.int64()), ("size", pa.int64()),
+])
+
+
+def conn_key(capture_id: int, a: tuple[str, int], b: tuple[str, int]) -> int:
+    """The same 64-bit key for both directions of a connection (a digest: rows of two connections that
+    happen to share one are still told apart by their addresses in pass 2)."""
+    lo, hi = (a, b) if a <= b else (b, a)
+    text = f"{capture_id}|{lo[0]}|{lo[1]}|{hi[0]}|{hi[1]}".encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big", signed=True)
+
+
+def tap_key(capture_id: int, conn: int) -> int:
+    return int.from_bytes(hashlib.blake2b(f"{capture_id}|tap|{conn}".encode(), digest_size=8).digest(),
+                          "big", signed=True)
+
+
+class _Out:
+    """Columns of SEGMENTS rows, cut into batches as they fill."""
+
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = [[] for _ in SEGMENTS.names]
+        self.bytes = 0
+
+    def add(self, *row: Any) -> Optional[pa.RecordBatch]:
+        for col, v in zip(self.cols, row):
+            col.append(v)
+        data = row[-1]
+        self.bytes += len(data) if data is not None else 0
+        if len(self.cols[0]) >= ROWS or self.bytes >= ROW_BYTES:
+            return self.flush()
+        return None
+
+    def flush(self) -> Optional[pa.RecordBatch]:
+        if not self.cols[0]:
+            return None
+        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(self.cols, SEGMENTS)],
+                                           schema=SEGMENTS)
+        self.cols, self.bytes = [[] for _ in SEGMENTS.names], 0
+        return batch
+
+
+def _pcap_range(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _Out) -> Iterator[pa.RecordBatch]:
+    fmt = pcapsplit.read_format(f)
+    got = pcapsplit.RangeResult()
+    cid, base = r["capture"], r["rank"] << OFFSET_BITS
+    keys: dict[tuple[Any, ...], int] = {}
+    segments = not_tcp = undecodable = 0
+    for p in pcapsplit.packets(f, fmt, r["start"], r["end"], got):
+        try:
+            s = segment(p.linktype, p.data)
+        except NotTcp:
+            not_tcp += 1
+            continue
+        except ValueError:
+            undecodable += 1
+            continue
+        segments += 1
+        if not s.payload and not s.flags & SYN:
+            continue  # a bare ACK, FIN or RST: nothing for reassembly
+        ends = (s.src, s.sport, s.dst, s.dport)
+        key = keys.get(ends)
+        if key is None:
+            key = keys[ends] = conn_key(cid, (s.src, s.sport), (s.dst, s.dport))
+        batch = out.add(key, cid, base | p.offset, SEGMENT, p.ts_ns, s.src, s.sport, s.dst, s.dport, s.seq,
+                        s.flags & (SYN | ACK), s.payload)
+        if batch is not None:
+            yield batch
+    summary.update(kind="pcap", packets=got.packets, tcp_segments=segments, not_tcp=not_tcp,
+                   undecodable_packets=undecodable, first=got.first, stop=got.stop,
+                   stopped_early=got.stopped_early, late_header=got.late_header)
+
+
+def _kcap_file(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _Out) -> Iterator[pa.RecordBatch]:
+    head = f.read(capture.HEADER.size)
+    header = capture.parse_header(head)
+    cid, base = r["capture"], header.sequence << 32
+    pos, frames, opened, closed = capture.HEADER.size, 0, 0, 0
+    summary.update(kind="kcap", session=header.session, sequence=header.sequence)
+    for i, rec in enumerate(capture.read_records(f, pos)):
+        if rec.kind <= capture.RESPONSE:
+            frames += 1
+            batch = out.add(tap_key(cid, rec.conn), cid, base | i, rec.kind, rec.ts_ns, None, None, None, None,
+                            rec.conn, 0, rec.payload)
+            if batch is not None:
+                yield batch
+        elif rec.kind == capture.OPENED:
+            opened += 1
+        else:
+            closed += 1
+    summary.update(frames=frames, connections_opened=opened, connections_closed=closed)
+
+
+def read_ranges(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow over RANGES rows: the SEGMENTS rows of each range, then its SUMMARY row."""
+    out = _Out()
+    for batch in batches:
+        for r in batch.to_pylist():
+            summary: dict[str, Any] = {k: r[k] for k in ("path", "capture", "rank", "index", "start", "end")}
+            try:
+                with storage.open_input(r["path"]) as f:
+                    reader = _kcap_file if r["kind"] == "kcap" else _pcap_range
+                    yield from reader(f, r, summary, out)
+            except (capture.CaptureError, pcapsplit.FormatError, OSError, struct.error) as e:
+                summary["error"] = f"{type(e).__name__}: {e}"
+            except Exception as e:  # a bug of ours must not fail a job: reported on the file's row
+                summary["error"] = f"internal {type(e).__name__}: {e}"
+            batch_ = out.add(0, r["capture"], 0, SUMMARY, None, None, None, None, None, None, None,
+                             json.dumps(summary, sort_keys=True).encode())
+            if batch_ is not None:
+                yield batch_
+    last = out.flush()
+    if last is not None:
+        yield last
+
+
+def _sorted(batches: list[pa.RecordBatch]) -> pa.Table:
+    return pa.Table.from_batches(batches, SEGMENTS).sort_by(
+        [("key", "ascending"), ("capture", "ascending"), ("order", "ascending")])
+
+
+def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int) -> Iterator[tuple[int, Any]]:
+    """Pass 1 without Spark's shuffle (`kcodec analyze`): the SEGMENTS rows of each range, sorted, written
+    to one Arrow file per connection partition (``scratch/p<partition>/r<range>.arrow``; a range's rows,
+    at most about its size, are held until it ends). Yields (partition, file) for each file written and
+    (0, summary) for each range, which Spark hands on by partition to pass 2 (``merged_rows``)."""
+    for r in ranges:
+        parts: dict[int, list[pa.RecordBatch]] = {}
+        summary: Optional[bytes] = None
+        for batch in read_ranges([pa.RecordBatch.from_pylist([r], schema=RANGES)]):
+            kinds = batch.column("kind").to_pylist()
+            if SUMMARY in kinds:  # the range's last row
+                summary = batch.column("data")[kinds.index(SUMMARY)].as_py()
+                batch = batch.filter(pa.array([k != SUMMARY for k in kinds]))
+            if not batch.num_rows:
+                continue
+            keys = batch.column("key").to_pylist()
+            for p in set(k % partitions for k in keys):
+                parts.setdefault(p, []).append(batch.filter(pa.array([k % partitions == p for k in keys])))
+        for p, batches in sorted(parts.items()):
+            path = f"{scratch}/p{p:05d}/r{r['capture']:05d}-{r['rank']:06d}-{r['index']:06d}.arrow"
+            storage.write_arrow(path, _sorted(batches))
+            yield p, path
+        yield 0, summary
+
+
+def merged_rows(paths: list[str]) -> Iterator[tuple[Any, ...]]:
+    """The SEGMENTS rows of a partition's files (each sorted) as one sorted stream of tuples: a merge
+    that holds one batch per file."""
+    import heapq
+
+    def rows(path: str) -> Iterator[tuple[Any, ...]]:
+        for batch in storage.read_arrow(path):
+            yield from zip(*[batch.column(i).to_pylist() for i in range(batch.num_columns)])
+
+    return heapq.merge(*(rows(p) for p in paths), key=lambda t: (t[0], t[1], t[2]))

@@ -1,0 +1,161 @@
+"""Files as the workers reach them: capture files read by range, tables written by each task.
+
+Spark's driver lists the inputs through its Hadoop file systems (``file:/...``, ``hdfs://...``,
+``s3a://...``); the workers open them with Python: local paths and ``file:`` URIs directly, any other
+URI through ``pyarrow.fs`` (S3, GCS, HDFS with libhdfs; ``s3a://`` is read as ``s3://``). The tables are
+written the same way, one Parquet file per task and table, named by the task's partition so that a
+retried task replaces its predecessor's file instead of adding to it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import uuid
+from typing import Any, BinaryIO, Iterator
+from urllib.parse import unquote, urlparse
+
+
+def local_path(uri: str) -> str | None:
+    """The local path of a ``file:`` URI or a plain path; None for other schemes."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return unquote(parsed.path)
+    if parsed.scheme == "" or (len(parsed.scheme) == 1 and os.name == "nt"):
+        return uri
+    return None
+
+
+def _filesystem(uri: str) -> tuple[Any, str]:
+    from pyarrow import fs
+
+    if uri.startswith("s3a://") or uri.startswith("s3n://"):
+        uri = "s3://" + uri[6:]
+    return fs.FileSystem.from_uri(uri)
+
+
+def open_input(uri: str) -> BinaryIO:
+    """A seekable binary file object for ``uri``."""
+    path = local_path(uri)
+    if path is not None:
+        return open(path, "rb")
+    filesystem, inner = _filesystem(uri)
+    return filesystem.open_input_file(inner)  # type: ignore[no-any-return]
+
+
+def digest(uri: str) -> tuple[str, str]:
+    """(uri, "sha256:<hex>") of a file read in 1 MiB steps: a packet file's identity
+    (``kcodec.spark.captures.identity`` gives the same string from Spark's whole-file rows)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open_input(uri) as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return uri, f"sha256:{h.hexdigest()}"
+
+
+def write_arrow(uri: str, table: Any) -> None:
+    """``table`` as an Arrow IPC file at ``uri`` (pass 1's rows for pass 2), in batches of 8,192 rows."""
+    import pyarrow as pa
+
+    path = local_path(uri)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        sink: Any = pa.OSFile(path, "wb")
+    else:
+        filesystem, inner = _filesystem(uri)
+        filesystem.create_dir(posixpath.dirname(inner), recursive=True)
+        sink = filesystem.open_output_stream(inner)
+    with sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=8192)
+
+
+def read_arrow(uri: str) -> Iterator[Any]:
+    """The record batches of an Arrow IPC file, one at a time."""
+    import pyarrow as pa
+
+    with open_input(uri) as f:
+        reader = pa.ipc.open_file(f)
+        for i in range(reader.num_record_batches):
+            yield reader.get_batch(i)
+
+
+def _compression(schema: Any) -> dict[str, str]:
+    """Snappy, but for the frames' bytes: Kafka's payloads mostly come compressed, and snappy over them
+    costs as much as the rest of the table and saves little."""
+    return {name: "none" if name == "frame" else "snappy" for name in schema.names}
+
+
+class TableFile:
+    """One Parquet file of a table, written batch by batch under a temporary name and moved to
+    ``directory/name`` by ``close``, so that a reader never sees half a file."""
+
+    def __init__(self, directory: str, name: str, schema: Any) -> None:
+        import pyarrow.parquet as pq
+
+        self.name = name
+        self.rows = 0
+        temporary = f".{name}.{uuid.uuid4().hex}.tmp"
+        path = local_path(directory)
+        if path is not None:
+            os.makedirs(path, exist_ok=True)
+            self.fs, self.dir = None, path
+            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, compression=_compression(schema))
+        else:
+            self.fs, self.dir = _filesystem(directory)
+            self.fs.create_dir(self.dir, recursive=True)
+            self.writer = pq.ParquetWriter(posixpath.join(self.dir, temporary), schema, filesystem=self.fs,
+                                           compression=_compression(schema))
+        self.temporary = temporary
+
+    def write(self, batch: Any) -> None:
+        if batch.num_rows:
+            self.writer.write_batch(batch)
+            self.rows += batch.num_rows
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.fs is None:
+            os.replace(os.path.join(self.dir, self.temporary), os.path.join(self.dir, self.name))
+        else:
+            self.fs.move(posixpath.join(self.dir, self.temporary), posixpath.join(self.dir, self.name))
+
+
+def remove_dir(uri: str) -> None:
+    """Delete a directory tree if it is there (a table being rewritten)."""
+    import shutil
+
+    path = local_path(uri)
+    if path is not None:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    from pyarrow import fs
+
+    filesystem, inner = _filesystem(uri)
+    if filesystem.get_file_info(inner).type != fs.FileType.NotFound:
+        filesystem.delete_dir(inner)
+
+
+def rename(src: str, dst: str) -> None:
+    path, target = local_path(src), local_path(dst)
+    if path is not None and target is not None:
+        os.replace(path, target)
+        return
+    filesystem, inner = _filesystem(src)
+    filesystem.move(inner, _filesystem(dst)[1])
+
+
+def ensure_table(uri: str, schema: Any) -> None:
+    """An empty Parquet file of ``schema`` in ``uri`` when no task wrote there (a table with no rows)."""
+    path = local_path(uri)
+    if path is not None:
+        if os.path.isdir(path) and any(n.endswith(".parquet") for n in os.listdir(path)):
+            return
+    else:
+        from pyarrow import fs
+
+        filesystem, inner = _filesystem(uri)
+        if filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True)):
+            return
+    TableFile(uri, "part-empty.parquet", schema).close()

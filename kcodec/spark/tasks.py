@@ -1,0 +1,174 @@
+"""The functions Spark's workers run after pass 1 (no Spark import here): a partition of whole
+connections -> Parquet files of every table (`kcodec analyze`), or -> Arrow batches of one table (the
+``kcodec.spark`` DataFrame API).
+
+`kcodec analyze` writes each table in one pass: a task writes its rows to ``TABLES/<table>/part-<n>.parquet``
+(``storage.TableFile``, named by the task's partition so that a retried task replaces its file) and
+returns only summaries (``SUMMARY``: the ranges it met, what reassembly skipped per file, rows
+written, the report's partial sums: ``aggregates``), which the driver merges into the ``files`` table and
+the report.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Optional
+
+import pyarrow as pa
+
+from . import decode, record_batches, segments, storage
+from .aggregates import Aggregates
+from .conversation import Connections, Conversation, Tables
+
+SCHEMAS = {"frames": decode.FRAMES, "exchanges": decode.EXCHANGES, "batches": record_batches.BATCHES,
+           "topic_ids": record_batches.TOPIC_IDS}
+SUMMARY = pa.schema([("what", pa.string()), ("data", pa.string())])
+FLUSH_ROWS, FLUSH_BYTES = 4096, 8 << 20
+
+
+@dataclass
+class Job:
+    """What every task of one job needs: the captures' names, which file each row came from, the broker
+    ports, and where the tables go."""
+    captures: list[str]
+    files: dict[tuple[int, int], str]
+    ports: Optional[list[int]] = None
+    tables: str = ""
+    schemas: dict[str, pa.Schema] = field(default_factory=lambda: dict(SCHEMAS))
+
+
+class _Buffers(Tables):
+    """Rows per table, handed to ``sink(table, batch)`` as Arrow batches when enough have gathered."""
+
+    def __init__(self, schemas: dict[str, pa.Schema], sink: Any, only: Optional[str] = None,
+                 aggregates: Optional[Aggregates] = None) -> None:
+        super().__init__(self._emit)
+        self.schemas, self.sink, self.only, self.aggregates = schemas, sink, only, aggregates
+        self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in schemas}
+        self.bytes = 0
+        self.counts: dict[str, int] = {name: 0 for name in schemas}
+
+    def _emit(self, table: str, row: dict[str, Any]) -> None:
+        if self.only is not None and table != self.only:
+            return
+        if self.aggregates is not None:
+            self.aggregates.add(table, row)
+        rows = self.rows[table]
+        rows.append(row)
+        if table == "frames":
+            self.bytes += row["size"]
+        if len(rows) >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
+            self.flush(table)
+
+    def flush(self, table: Optional[str] = None) -> None:
+        for name in [table] if table else list(self.rows):
+            rows = self.rows[name]
+            if rows:
+                self.counts[name] += len(rows)
+                self.sink(name, pa.RecordBatch.from_pylist(rows, schema=self.schemas[name]))
+                self.rows[name] = []
+            if name == "frames":
+                self.bytes = 0
+
+
+def _partition() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tuple[str, str]]:
+    """Pass 2 of `kcodec analyze` over one partition's files of pass 1 (``segments.spill_ranges``; the
+    range summaries come along as bytes): every table written, out come (what, JSON) summaries."""
+    paths: list[str] = []
+    summaries: list[bytes] = []
+    for _, item in items:
+        if isinstance(item, bytes):
+            summaries.append(item)
+        elif item is not None:
+            paths.append(item)
+    return _write(iter([segments.merged_rows(sorted(paths))]), job, summaries, rows_given=True)
+
+
+def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
+    """mapInArrow over a partition of SEGMENTS rows (whole connections, sorted): every table written as
+    Parquet under ``job.tables``; out come the SUMMARY rows."""
+    out = list(_write(iter(batches), job, []))
+    yield pa.RecordBatch.from_arrays([pa.array([r[0] for r in out], pa.string()),
+                                      pa.array([r[1] for r in out], pa.string())], schema=SUMMARY)
+
+
+def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_given: bool = False) -> Iterator[tuple[str, str]]:
+    name = f"part-{_partition():05d}.parquet"
+    files: dict[str, storage.TableFile] = {}
+
+    def sink(table: str, batch: pa.RecordBatch) -> None:
+        f = files.get(table)
+        if f is None:
+            f = files[table] = storage.TableFile(f"{job.tables}/{table}", name, job.schemas[table])
+        f.write(batch)
+
+    aggregates = Aggregates()
+    out = _Buffers(job.schemas, sink, aggregates=aggregates)
+    conns = Connections(job.captures, job.files, job.ports, out)
+    summaries = [s.decode() for s in summaries_in]
+    for given in inputs:
+        summaries += [s.decode() for s in (conns.feed(given) if rows_given else conns.rows(given))]
+    conns.close()
+    out.flush()
+    for f in files.values():
+        f.close()
+    yield from (("range", s) for s in summaries)
+    yield from (("reassembly", json.dumps({"path": p, **s}, sort_keys=True)) for p, s in conns.file_stats().items())
+    yield ("rows", json.dumps(out.counts, sort_keys=True))
+    yield ("aggregates", json.dumps(aggregates.partial()))
+
+
+def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
+    """mapInArrow over a partition of SEGMENTS rows: FRAMES rows, and a row per file (direction -1)
+    holding what this task learnt of it (JSON in ``error``; ``kcodec.spark.pipeline.files`` merges them)."""
+    ready: list[pa.RecordBatch] = []
+    out = _Buffers(job.schemas, lambda _t, b: ready.append(b), only="frames")
+    conns = Connections(job.captures, job.files, job.ports, out, decode=False)
+    summaries: list[str] = []
+    for batch in batches:
+        summaries += [s.decode() for s in conns.rows(batch)]
+        yield from ready
+        ready.clear()
+    conns.close()
+    out.flush()
+    yield from ready
+    rows = [{"part": "range", **json.loads(s)} for s in summaries]
+    rows += [{"part": "reassembly", "path": p, **s} for p, s in conns.file_stats().items()]
+    if rows:
+        yield pa.RecordBatch.from_pylist([{"source": r["path"], "direction": -1, "error": json.dumps(r, sort_keys=True)}
+                                          for r in rows], schema=decode.FRAMES)
+
+
+def decoded_rows(batches: Iterable[pa.RecordBatch], table: str) -> Iterator[pa.RecordBatch]:
+    """mapInArrow over FRAMES rows of whole connections sorted by connection and position: the rows of
+    ``table`` ("exchanges" or "batches")."""
+    ready: list[pa.RecordBatch] = []
+    out = _Buffers(SCHEMAS, lambda _t, b: ready.append(b), only=table)
+    conversations: dict[str, Conversation] = {}
+    current: Optional[str] = None
+    for batch in batches:
+        for f in batch.to_pylist():
+            if f["direction"] not in (0, 1):
+                continue
+            if f["conn"] != current:
+                for c in conversations.values():
+                    c.finish()
+                conversations, current = {}, f["conn"]
+            conversation = conversations.get(f["conn"])
+            if conversation is None:
+                conversation = conversations[f["conn"]] = Conversation(f["conn"], out)
+            conversation.frame(f)
+        yield from ready
+        ready.clear()
+    for c in conversations.values():
+        c.finish()
+    out.flush()
+    yield from ready

@@ -1,0 +1,67 @@
+"""`kcodec analyze`'s command line as the docs write it (no Spark started): every `kcodec analyze ...` command
+in docs/*.md parses, --conf pairs reach the session's settings, defaults are sized from the input, and the
+spark-submit helpers print what the documented command substitutes."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+from kcodec.spark import analyze, pipeline
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def _commands() -> list[str]:
+    out = []
+    for page in sorted(DOCS.glob("*.md")):
+        text = page.read_text()
+        for block in re.findall(r"```(?:sh|console|bash)\n(.*?)```", text, re.S):
+            joined = block.replace("\\\n", " ")
+            out += [line.split("#")[0] for line in joined.splitlines() if line.strip().startswith("kcodec analyze ")]
+    return out
+
+
+def test_every_documented_command_parses():
+    commands = _commands()
+    assert len(commands) >= 3, commands
+    parser = argparse.ArgumentParser(prog="kcodec analyze")
+    analyze.add_arguments(parser)
+    for command in commands:
+        args = parser.parse_args(shlex.split(command)[2:])
+        assert args.out and args.captures
+        analyze.conf_pairs(args.conf)
+
+
+def test_conf_pairs_and_their_errors():
+    assert analyze.conf_pairs(["spark.a=1", "spark.b=x=y"]) == {"spark.a": "1", "spark.b": "x=y"}
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        analyze.conf_pairs(["spark.a"])
+
+
+def test_defaults_are_sized_from_the_input(tmp_path):
+    small = tmp_path / "small.pcap"
+    small.write_bytes(b"\0" * 1000)
+    assert "TieredStopAtLevel=1" in pipeline.defaults([str(small)], "local[2]")["spark.driver.extraJavaOptions"]
+    assert "spark.executor.extraJavaOptions" in pipeline.defaults([str(tmp_path)], None)
+    assert pipeline.defaults([str(small)], "local[2]")["spark.ui.enabled"] == "false"
+    remote = pipeline.defaults(["hdfs:///captures/*.pcap"], None)  # size unknown: the web UI stays
+    assert "spark.ui.enabled" not in remote and "TieredStopAtLevel=1" in remote["spark.executor.extraJavaOptions"]
+
+
+def test_the_submit_helpers_print_what_the_command_needs():
+    def printed(flag: str) -> str:
+        return subprocess.run([sys.executable, "-m", "kcodec.spark.submit", flag], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    script = Path(printed("--path"))
+    assert script.name == "submit.py" and script.is_file()
+    assert "from ." not in script.read_text()  # spark-submit runs it as a file: absolute imports only
+    assert Path(urlparse(printed("--log4j")).path).is_file()

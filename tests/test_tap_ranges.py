@@ -1,0 +1,112 @@
+"""pcap and pcapng read by byte ranges (kcodec.tap.pcapsplit): every split gives the whole file's packets,
+each exactly once, and the ranges join up; what cannot be split safely is reported, never misread."""
+
+from __future__ import annotations
+
+import io
+import struct
+
+import pytest
+
+from kcodec.spark import ranges
+from kcodec.tap import pcapfile, pcapsplit
+from kcodec.tap.segments import NotTcp, segment
+
+import pcap_writer as pcaps
+
+
+def _files(tmp_path):
+    packets = pcaps.disorder(pcaps.conversation(pcaps.metadata_conversation("c", 30), segment=97), seed=3)
+    exact = [(1_700_000_000_000_000 + i * 1_000 + i % 7, p) for i, (_, p) in enumerate(packets)]
+    return {
+        "pcap": pcaps.write(tmp_path / "a.pcap", packets),
+        "pcapng": pcaps.write(tmp_path / "a.pcapng", packets, ng=True),
+        "pcap-ns": pcaps.write_exact(tmp_path / "ns.pcap", [(u * 1000, p) for u, p in exact], kind="pcap-ns"),
+        "pcapng-ns": pcaps.write_exact(tmp_path / "ns.pcapng", [(u * 1000, p) for u, p in exact], kind="pcapng"),
+    }
+
+
+def _split(path, step):
+    data = path.read_bytes()
+    out, summaries = [], []
+    with open(path, "rb") as f:
+        fmt = pcapsplit.read_format(f)
+        for i, start in enumerate(range(0, len(data), step)):
+            got = pcapsplit.RangeResult()
+            out += [(p.ts_ns, p.data) for p in pcapsplit.packets(f, fmt, start, min(len(data), start + step), got)]
+            summaries.append({"path": str(path), "index": i, **got.as_dict()})
+    return out, summaries
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "pcap-ns", "pcapng-ns"])
+@pytest.mark.parametrize("step", [1, 5, 97, 1000, 1 << 30])
+def test_every_split_reads_the_whole_file_once(tmp_path, kind, step):
+    path = _files(tmp_path)[kind]
+    whole = [(p.ts_ns, bytes(p.data)) for p in pcapfile.packets(path.read_bytes())]
+    got, summaries = _split(path, step)
+    assert got == whole
+    assert ranges.check(summaries) == set()
+    assert summaries[-1]["stop"] == path.stat().st_size
+
+
+def test_a_record_header_inside_a_packet_is_no_boundary(tmp_path):
+    """A payload that holds one well-formed pcap record header: the chain rule passes it over."""
+    fake = struct.pack("<IIII", 1_700_000_000, 5, 40, 40)
+    packets = pcaps.conversation([(0, fake * 3 + b"x" * 200), (1, b"\0\0\0\x04abcd")], segment=1000)
+    path = pcaps.write(tmp_path / "f.pcap", packets)
+    whole = [(p.ts_ns, bytes(p.data)) for p in pcapfile.packets(path.read_bytes())]
+    for step in range(1, 300, 7):
+        got, summaries = _split(path, step)
+        assert got == whole, step
+        assert ranges.check(summaries) == set()
+
+
+def test_ranges_that_do_not_join_up_are_found():
+    parts = [{"path": "x", "index": 0, "first": 24, "stop": 100}, {"path": "x", "index": 1, "first": 104, "stop": 200},
+             {"path": "y", "index": 0, "first": 24, "stop": 90}, {"path": "y", "index": 1, "first": 90, "stop": 120},
+             {"path": "z", "index": 0, "first": 24, "stop": 90, "late_header": True},
+             {"path": "z", "index": 1, "first": 90, "stop": 120}]
+    assert ranges.check(parts) == {"x", "z"}
+
+
+def test_a_late_interface_block_is_reported(tmp_path):
+    path = _files(tmp_path)["pcapng"]
+    data = path.read_bytes()
+    first = pcapsplit.read_format(io.BytesIO(data)).first
+    idb = data[28:first]  # the interface block, written again after the packets
+    late = tmp_path / "late.pcapng"
+    late.write_bytes(data + idb)
+    _, summaries = _split(late, len(data) // 2)
+    assert summaries[-1]["late_header"] and ranges.check(summaries) == {str(late)}
+
+
+def test_segments_as_dpkt_reads_them(tmp_path):
+    import dpkt
+
+    for p in pcapfile.packets(_files(tmp_path)["pcap"].read_bytes()):
+        tcp = dpkt.ethernet.Ethernet(p.data).data.data
+        s = segment(p.linktype, p.data)
+        assert (s.sport, s.dport, s.seq, s.flags, s.payload) == (tcp.sport, tcp.dport, tcp.seq, tcp.flags, bytes(tcp.data))
+    arp = b"\xff" * 12 + b"\x08\x06" + b"\0" * 28
+    with pytest.raises(NotTcp):
+        segment(1, arp)
+    with pytest.raises(ValueError):
+        segment(1, b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 5)
+
+
+def test_a_range_that_starts_with_a_simple_packet_block_is_reported(tmp_path):
+    """A Simple Packet Block has no time: its predecessor's, which a range starting at it does not know."""
+    data = _files(tmp_path)["pcapng"].read_bytes()
+    pkt = b"\0" * 60
+    spb = struct.pack("<III", 3, 16 + len(pkt), len(pkt)) + pkt + struct.pack("<I", 16 + len(pkt))
+    path = tmp_path / "spb.pcapng"
+    path.write_bytes(data + spb)
+    with open(path, "rb") as f:
+        fmt = pcapsplit.read_format(f)
+        got = pcapsplit.RangeResult()
+        assert [p.ts_ns for p in pcapsplit.packets(f, fmt, len(data), len(data) + len(spb), got)] == [0]
+    assert got.late_header
+    _, summaries = _split(path, len(data))  # the second range starts at the Simple Packet Block
+    assert ranges.check(summaries) == {str(path)}
+    _, summaries = _split(path, len(data) + len(spb))
+    assert ranges.check(summaries) == set()
