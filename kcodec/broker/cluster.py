@@ -189,7 +189,7 @@ class Cluster:
                                       group_settings=groups or GroupSettings(),
                                       transaction_settings=transactions or TransactionSettings(),
                                       fetch_max_bytes=fetch_max_bytes, telemetry_max_bytes=telemetry_max_bytes,
-                                      client_telemetry=client_telemetry,
+                                      client_telemetry=client_telemetry, listeners=tuple(resolved),
                                       replica_selector=selector_class(replica_selector))
         racks = dict(racks or {})
         if set(racks) - set(state.broker_ids):

@@ -142,6 +142,7 @@ class ClusterRuntime:
     transaction_settings: TransactionSettings = field(default_factory=TransactionSettings)
     telemetry_max_bytes: int = DEFAULT_TELEMETRY_MAX_BYTES  # Kafka's telemetry.max.bytes
     client_telemetry: bool = False  # KIP-714's two APIs offered (Kafka: with a telemetry-receiving reporter)
+    listeners: tuple[ListenerRuntime, ...] = ()  # each broker's, in order (what DescribeConfigs names)
     telemetry: Telemetry = field(init=False)  # KIP-714 client instances and their pushes
     groups: GroupCoordinator = field(init=False)  # the consumer groups' coordinator, over ``state``
     txns: TransactionCoordinator = field(init=False)  # the transaction coordinator, over ``state``

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 
 from kcodec.errors import ErrorCode
 
-from . import configs as cfg
+from .broker_configs import topic_value
 
 if TYPE_CHECKING:
     from .state import ClusterState, Topic
@@ -43,15 +43,16 @@ async def run_isr_expiration(state: "ClusterState") -> None:
         shrink_isr(state)
 
 
-def min_isr(topic: "Topic", index: int) -> int:
-    """min.insync.replicas, at most the replication factor (Partition.effectiveMinIsr)."""
-    value = topic.configs.get("min.insync.replicas") or cfg.TOPIC_CONFIGS["min.insync.replicas"].default or "1"
+def min_isr(state: "ClusterState", topic: "Topic", index: int) -> int:
+    """min.insync.replicas (the topic's, else the cluster's), at most the replication factor
+    (Partition.effectiveMinIsr)."""
+    value = topic_value(state.broker_configs, state.leader(topic, index), topic.configs, "min.insync.replicas")
     return min(int(value), len(topic.replicas[index]))
 
 
 def refuse_append(state: "ClusterState", topic: "Topic", index: int) -> Optional[str]:
     """Why an acks=all produce may not append (NOT_ENOUGH_REPLICAS), or None."""
-    needed = min_isr(topic, index)
+    needed = min_isr(state, topic, index)
     if needed <= 1:
         return None  # the leader is in the ISR
     isr = state.partition_leadership(topic, index).isr
@@ -70,4 +71,4 @@ def acks_all_result(state: "ClusterState", topic: "Topic", index: int, node: int
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if state.copies.behind(topic.topic_id, index, [b for b in now.isr if b != node], required):
         return None
-    return ErrorCode.NONE if len(now.isr) >= min_isr(topic, index) else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return ErrorCode.NONE if len(now.isr) >= min_isr(state, topic, index) else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -26,6 +26,7 @@ from . import configs as cfg
 from .acl import Acl
 from .admin_error import AdminError as AdminError
 from .assignments import manual_assignment, require_running, validate_target
+from .broker_configs import DynamicBrokerConfigs
 from .client_metrics import ClientMetricsResources
 from .quotas import ClientQuotas
 from .credentials import Credentials
@@ -144,6 +145,7 @@ class ClusterState:
         self.created_acls: list[Acl] = []  # the ACLs CreateAcls added (the Authorizer's); kept in the state file too
         self.client_metrics = ClientMetricsResources()  # KIP-714 subscriptions; kept in the state file too
         self.client_quotas = ClientQuotas()  # KIP-546 quotas (kept, not enforced); kept in the state file too
+        self.broker_configs = DynamicBrokerConfigs()  # broker configs set at run time; kept in the state file too
         self.cluster_id = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         self._placements = 0
         if self.state_file is not None:
@@ -548,7 +550,8 @@ class ClusterState:
                 **({"committed_offsets": self.offsets.to_json()} if self.offsets else {}),
                 **({"acls": [a.to_json() for a in self.created_acls]} if self.created_acls else {}),
                 **({"client_metrics": self.client_metrics.to_json()} if self.client_metrics else {}),
-                **({"client_quotas": self.client_quotas.to_json()} if self.client_quotas else {})}
+                **({"client_quotas": self.client_quotas.to_json()} if self.client_quotas else {}),
+                **({"broker_configs": self.broker_configs.to_json()} if self.broker_configs else {})}
 
     def _load(self, path: Path) -> None:
         try:
@@ -568,6 +571,7 @@ class ClusterState:
             self.created_acls[:] = [Acl(**{str(k): str(v) for k, v in a.items()}) for a in data.get("acls", [])]
             self.client_metrics.load_json(data.get("client_metrics", {}))
             self.client_quotas.load_json(data.get("client_quotas", []))
+            self.broker_configs.load_json(data.get("broker_configs", {}))
         except (OSError, ValueError, KeyError, TypeError, AdminError) as e:
             raise ValueError(f"cannot load broker state from {path}: {e}") from None
         log.info("loaded %d topics from %s", len(self.topics), path)

@@ -287,10 +287,7 @@ cdef Record next_record(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, 
             pos = read_varint(p, pos, rend, &hk, 5)
             if pos < 0 or hk < 0 or hk > rend - pos:
                 return None
-            try:
-                hkey = PyUnicode_DecodeUTF8(<const char*>p + pos, hk, NULL)
-            except UnicodeDecodeError:
-                return None
+            hkey = PyUnicode_DecodeUTF8(<const char*>p + pos, hk, "replace")  # as the reference
             pos += hk
             hval = nullable(p, &pos, rend, view, zero_copy)
             if hval is BAD:
@@ -431,8 +428,7 @@ def decode_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_
 cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* ts_delta,
                             int64_t* off_delta, int64_t* kpos, int64_t* klen, int64_t* vpos, int64_t* vlen,
                             int64_t* nh):
-    """Walk one record without making objects (header keys are checked to be UTF-8, as the reference does);
-    the next position, or -1 when malformed."""
+    """Walk one record without making objects; the next position, or -1 when malformed."""
     cdef int64_t length, hk, hv, h
     cdef Py_ssize_t rend
     pos = read_varint(p, pos, end, &length, 5)
@@ -461,10 +457,6 @@ cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t e
     for h in range(nh[0]):
         pos = read_varint(p, pos, rend, &hk, 5)
         if pos < 0 or hk < 0 or hk > rend - pos:
-            return -1
-        try:
-            PyUnicode_DecodeUTF8(<const char*>p + pos, hk, NULL)
-        except UnicodeDecodeError:
             return -1
         pos = read_varint(p, pos + hk, rend, &hv, 5)
         if pos < 0 or hv < -1 or hv > rend - pos:

@@ -138,10 +138,8 @@ def walk_records(buf, pos: int, end: int, count: int, origin: int, compressed: b
                 hk, pos = _varint(buf, pos, rend, f"headers[{h}].key")
                 if hk < 0 or hk > rend - pos:
                     raise _Fault(f"header key length {hk} does not fit the record", pos, f"headers[{h}].key")
-                try:
-                    hkey = bytes(view[pos:pos + hk]).decode("utf-8")
-                except UnicodeDecodeError:
-                    raise _Fault("header key is not UTF-8", pos, f"headers[{h}].key") from None
+                # bytes that are not UTF-8 read as U+FFFD, as Java's String (Kafka's brokers and clients) reads them
+                hkey = bytes(view[pos:pos + hk]).decode("utf-8", "replace")
                 hvpos, hvlen = _nullable(buf, pos + hk, rend, f"headers[{h}].value")
                 pos = hvpos + max(hvlen, 0)
                 headers.append((hkey, hvpos, hvlen))

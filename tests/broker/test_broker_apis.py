@@ -74,6 +74,7 @@ def test_describe_configs_every_version(cluster, version):
     req = DescribeConfigsRequest(resources=[R(resource_type=2, resource_name="cfg", configuration_keys=None),
                                             R(resource_type=2, resource_name="cfg", configuration_keys=["retention.ms"]),
                                             R(resource_type=2, resource_name="missing", configuration_keys=None),
+                                            R(resource_type=4, resource_name="1", configuration_keys=None),
                                             R(resource_type=4, resource_name="2", configuration_keys=None),
                                             R(resource_type=3, resource_name="group", configuration_keys=None)])
     if version >= 1:
@@ -81,7 +82,7 @@ def test_describe_configs_every_version(cluster, version):
     if version >= 3:
         req.include_documentation = True
     with Wire(cluster.addresses[0]) as w:
-        full, one, missing, broker, group = w.call(req, version).results
+        full, one, missing, broker, other, group = w.call(req, version).results
     entries = {c.name: c for c in full.configs}
     assert entries["retention.ms"].value == "1000" and entries["segment.ms"].value == "604800000"
     if version == 0:
@@ -93,8 +94,11 @@ def test_describe_configs_every_version(cluster, version):
         assert entries["retention.ms"].config_type == 5 and entries["cleanup.policy"].documentation
     assert [c.name for c in one.configs] == ["retention.ms"]
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert {c.name: c.value for c in broker.configs}["num.partitions"] == "2"
-    assert all(c.read_only for c in broker.configs)
+    # every config of Kafka's broker (kcodec/broker/kafka_broker_configs.json), the asked broker's own only
+    assert len(broker.configs) > 300 and {c.name: c.value for c in broker.configs}["num.partitions"] == "2"
+    assert {c.read_only for c in broker.configs} == {False, True}
+    assert (other.error_code, other.error_message) == (
+        ErrorCode.INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
     assert group.error_code == ErrorCode.INVALID_REQUEST
 
 

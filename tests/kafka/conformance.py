@@ -9,9 +9,10 @@ users, configs); both runs use the same names (``Recorder.tag``), so a differenc
 
 What legitimately differs is mapped away by the normalisers below, and nothing else: throttle times, cluster
 ids, uuids and producer ids (each replaced by its order of first appearance, so equal stays equal), ports
-(by node id), fetch session ids, transaction markers' timestamps, the order of collections Kafka keeps in hash
-maps, and, on three nodes, where Kafka placed replicas and leaders (its placement is random). What a real broker
-does a moment later is waited for, not compared: brokers learning topics from the metadata log
+(by node id, in listeners' strings too), fetch session ids, transaction markers' timestamps and log append
+times, the bounds a record's timestamp error names (the broker's clock), the order of collections Kafka keeps
+in hash maps, and, on three nodes, where Kafka placed replicas and leaders (its placement is random). What a
+real broker does a moment later is waited for, not compared: brokers learning topics from the metadata log
 (``Recorder.wait_topics``), answers that say a broker is not ready yet (``NOT_READY``, sent again). Every other
 difference fails the test unless accepted-differences.json lists it with a reason.
 """
@@ -288,6 +289,10 @@ _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 _KAFKA_UUID = re.compile(r"[A-Za-z0-9_-]{22}")
 ZERO_UUID = str(uuid.UUID(int=0))
 _DROPPED = {"throttle_time_ms"}
+# A record's timestamp error names the bounds the broker's clock gave (scenarios check them against the time sent)
+_TIMESTAMP_RANGE = re.compile(r"The timestamp should be within \[-?\d+, -?\d+\]")
+_NOW_RANGE = "The timestamp should be within [<now - before.max.ms>, <now + after.max.ms>]"
+_HOST_PORT = re.compile(r"\b(127\.0\.0\.1):(\d+)\b")
 # Collections whose order Kafka leaves to a hash map (a Scala Set or a HashMap of the request's entries): sorted
 # by their key before comparing, per response class. Order that means something (DescribeTopicPartitions'
 # topics, which its cursor walks) is compared as it comes.
@@ -299,6 +304,7 @@ _UNORDERED = {
     "DescribeConfigsResponse": {"results": "resource_name", "configs": "name"},
     "DescribeGroupsResponse": {"groups": "group_id", "members": "member_id"},
     "JoinGroupResponse": {"members": "member_id"},
+    "ProduceResponse": {"responses": "name", "partition_responses": "index"},
 }
 _PLACEMENT = {"leader_id", "controller_id"}       # three nodes: where Kafka put leaders is random
 _REPLICA_LISTS = {"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas", "last_known_elr",
@@ -345,12 +351,17 @@ class Normaliser:
                 return value
             if name.endswith("member_id") and _KAFKA_UUID.fullmatch(value):
                 return self._id("uuid", value)
+            value = _TIMESTAMP_RANGE.sub(_NOW_RANGE, value)
+            value = _HOST_PORT.sub(lambda m: f"{m[1]}:<port of node {self.ports[int(m[2])]}>"
+                                   if int(m[2]) in self.ports else m[0], value)  # in listeners' configs
             return _CANONICAL_UUID.sub(lambda m: self._id("uuid", m.group(0)), value)
         if isinstance(value, int) and not isinstance(value, bool):
             if name == "port" and value in self.ports:
                 return f"<port of node {self.ports[value]}>"
             if name in ("producer_id",) and value >= 0:
                 return self._id("producer id", value)
+            if name == "log_append_time_ms" and value >= 0:  # a LogAppendTime topic's append: the broker's clock
+                return "<broker's clock>"
             if name == "session_id" and value != 0:
                 return self._id("fetch session", value)
             if self.placement and name in _PLACEMENT and value >= 0:

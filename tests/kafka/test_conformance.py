@@ -16,8 +16,10 @@ import pytest
 import real_kafka as rk
 import conformance as cf
 import scenarios_admin  # noqa: F401  (registers its scenarios)
+import scenarios_configs  # noqa: F401
 import scenarios_data  # noqa: F401
 import scenarios_groups  # noqa: F401
+import scenarios_hostile  # noqa: F401
 import scenarios_txn  # noqa: F401
 
 from kcodec.broker import Cluster, Listener

@@ -1,5 +1,6 @@
-"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics, brokers and client-metrics
-subscriptions (KIP-714: DescribeConfigs / AlterConfigs on the cluster guard them)."""
+"""DescribeConfigs, IncrementalAlterConfigs and AlterConfigs for topics, brokers (every config of Kafka's,
+broker_configs.py) and client-metrics subscriptions (KIP-714: DescribeConfigs / AlterConfigs on the cluster
+guard them); DescribeConfigs of a broker's loggers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kcodec.messages import (AlterConfigsRequest, AlterConfigsResponse, Describe
                              DescribeConfigsResponse, IncrementalAlterConfigsRequest,
                              IncrementalAlterConfigsResponse)
 
+from .. import broker_configs as bc
 from .. import client_metrics as cm
 from .. import configs as cfg
 from ..admin_error import KAFKA_MESSAGES
@@ -20,33 +22,31 @@ from ..state import AdminError, Topic
 from . import handles
 
 CLUSTER_DENIED = KAFKA_MESSAGES[ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+RESOURCE_BROKER_LOGGER = 8
 DescribeEntry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
 
 
-def _broker_configs(ctx: Context) -> list[tuple[cfg.ConfigKey, Optional[str], int]]:
-    s = ctx.state
-    values = [("auto.create.topics.enable", "boolean", str(s.auto_create_topics).lower()),
-              ("broker.id", "int", str(ctx.node_id)),
-              ("default.replication.factor", "int", str(s.default_replication_factor)),
-              ("num.partitions", "int", str(s.num_partitions)),
-              ("replica.lag.time.max.ms", "long", str(s.replica_lag_time_max_ms))]
-    return [(cfg.ConfigKey(n, t, v), v, cfg.SOURCE_STATIC_BROKER) for n, t, v in values]
+def _entry(ctx: Context, req: Any, key: cfg.ConfigKey, value: Optional[str], source: int, read_only: bool,
+           synonyms: Optional[list[bc.Synonym]] = None) -> Any:
+    """A topic's or subscription's config (synonyms: the topic config's own, else itself alone)."""
+    return _described(ctx, req, bc.Entry(key.name, value, source, read_only, False, cfg.TYPES[key.type], key.doc or None,
+                                         [(key.name, value, source)] if synonyms is None else synonyms))
 
 
-def _entry(ctx: Context, req: Any, key: cfg.ConfigKey, value: Optional[str], source: int, read_only: bool) -> Any:
-    v = ctx.version
-    e = DescribeEntry(name=key.name, value=value, read_only=read_only, is_sensitive=False, documentation=None)
-    if v == 0:
-        e.is_default = source == cfg.SOURCE_DEFAULT
+def _described(ctx: Context, req: Any, entry: bc.Entry) -> Any:
+    e = DescribeEntry(name=entry.name, value=entry.value, read_only=entry.read_only, is_sensitive=entry.sensitive,
+                      documentation=None)
+    if ctx.version == 0:
+        e.is_default = entry.source == cfg.SOURCE_DEFAULT
     else:
-        e.config_source = source
+        e.config_source = entry.source
         if req.include_synonyms:
-            e.synonyms = [Synonym(name=key.name, value=value, source=source)]
-    if v >= 3:
-        e.config_type = cfg.TYPES[key.type]
+            e.synonyms = [Synonym(name=n, value=v, source=src) for n, v, src in entry.synonyms]
+    if ctx.version >= 3:
+        e.config_type = entry.type
         if req.include_documentation:
-            e.documentation = key.doc or None
+            e.documentation = entry.doc
     return e
 
 
@@ -66,11 +66,7 @@ def _topic_for(ctx: Context, result: Any, operation: str, name: str) -> Optional
 def _unsupported_type(result: Any, resource_type: int) -> None:
     result.error_code = ErrorCode.INVALID_REQUEST
     result.error_message = (f"Unsupported resource type {resource_type} "
-                            "(this broker: topic 2, broker 4, client metrics 16)")
-
-
-def _broker_name_ok(ctx: Context, name: str) -> bool:
-    return name == "" or name == str(ctx.node_id) or (name.isdigit() and int(name) in ctx.state.broker_ids)
+                            "(this broker: topic 2, broker 4, broker logger 8 (described only), client metrics 16)")
 
 
 @handles(DescribeConfigsRequest, DescribeConfigsResponse)
@@ -85,17 +81,31 @@ def describe_configs(ctx: Context, req: Any) -> DescribeConfigsResponse:
             if r.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 r.error_message = ""  # Kafka sets the code alone here
             if topic is not None:
-                r.configs = [_entry(ctx, req, k, val, src, False)
-                             for k, val, src in cfg.describe(topic.configs, res.configuration_keys)]
+                r.configs = [_entry(ctx, req, key, value, source, False, synonyms) for key, value, source, synonyms
+                             in bc.topic_configs(ctx.state.broker_configs, ctx.node_id, topic.configs,
+                                                 res.configuration_keys)]
         elif res.resource_type == cfg.RESOURCE_BROKER:
             if not ctx.allowed("DescribeConfigs", "cluster"):
                 r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
-            elif not _broker_name_ok(ctx, res.resource_name):
-                r.error_code, r.error_message = ErrorCode.INVALID_REQUEST, f"Unknown broker {res.resource_name!r}"
             else:
-                keys = res.configuration_keys
-                r.configs = [_entry(ctx, req, k, val, src, True) for k, val, src in _broker_configs(ctx)
-                             if keys is None or k.name in keys]
+                try:
+                    node = bc.broker_level(res.resource_name, ctx.node_id, describing=True)
+                except AdminError as e:
+                    r.error_code, r.error_message = e.code, e.message
+                else:
+                    entries = bc.describe(bc.static_configs(ctx.runtime, ctx.node_id), ctx.state.broker_configs,
+                                          node, res.configuration_keys)
+                    r.configs = [_described(ctx, req, e) for e in entries]
+        elif res.resource_type == RESOURCE_BROKER_LOGGER:
+            if not ctx.allowed("DescribeConfigs", "cluster"):
+                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
+            else:
+                try:
+                    bc.logger_level(res.resource_name, ctx.node_id)
+                except AdminError as e:
+                    r.error_code, r.error_message = e.code, e.message
+                else:
+                    r.configs = [_described(ctx, req, e) for e in bc.loggers(res.configuration_keys)]
         elif res.resource_type == cm.RESOURCE_CLIENT_METRICS:
             if not ctx.allowed("DescribeConfigs", "cluster"):
                 r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
@@ -134,8 +144,30 @@ def _change(req: Any, result: Any, compute: Callable[[], dict[str, str]],
         result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, str(e)
 
 
+def _alter_broker(ctx: Context, req: Any, res: Any, result: Any, incremental: bool) -> None:
+    """The cluster's default broker configs ("") or this broker's, as Kafka checks them."""
+    if not ctx.allowed("AlterConfigs", "cluster"):
+        result.error_code, result.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
+        return
+    dynamic, static = ctx.state.broker_configs, bc.static_configs(ctx.runtime, ctx.node_id)
+    ops = [(c.name, c.config_operation if incremental else cfg.OP_SET, c.value) for c in res.configs]
+
+    def effective(name: str) -> Optional[str]:
+        return next((e.value for e in bc.describe(static, dynamic, ctx.node_id, [name])), None)
+
+    def compute() -> dict[str, str]:
+        node = bc.broker_level(res.resource_name, ctx.node_id, describing=False)
+        return bc.alter(dynamic.level(node), ops, cluster=node is None, incremental=incremental, effective=effective)
+
+    def save(configs: dict[str, str]) -> None:
+        dynamic.set(bc.broker_level(res.resource_name, ctx.node_id, describing=False), configs)
+        ctx.state.quorum.record()
+        ctx.state.save()
+    _change(req, result, compute, save)
+
+
 def _alter(ctx: Context, req: Any, result_cls: Any,
-           new_configs: Callable[[dict[str, str], Any], dict[str, str]]) -> list[Any]:
+           new_configs: Callable[[dict[str, str], Any], dict[str, str]], incremental: bool) -> list[Any]:
     """The loop both alter APIs share: authorization, existence, validation, validate_only."""
     counts = Counter((res.resource_type, res.resource_name) for res in req.resources)
     results = []
@@ -149,11 +181,7 @@ def _alter(ctx: Context, req: Any, result_cls: Any,
             if topic is not None:
                 _change(req, r, partial(new_configs, topic.configs, res), partial(ctx.state.set_configs, topic))
         elif res.resource_type == cfg.RESOURCE_BROKER:
-            if not ctx.allowed("AlterConfigs", "cluster"):
-                r.error_code, r.error_message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, CLUSTER_DENIED
-            else:
-                r.error_code = ErrorCode.INVALID_REQUEST
-                r.error_message = "Broker configs of this broker are read-only (set them when it starts)"
+            _alter_broker(ctx, req, res, r, incremental)
         elif res.resource_type == cm.RESOURCE_CLIENT_METRICS:
             _alter_client_metrics(ctx, req, res, r, new_configs)
         else:
@@ -169,7 +197,7 @@ def incremental_alter_configs(ctx: Context, req: Any) -> IncrementalAlterConfigs
             return cm.apply_incremental(current, ops)
         return cfg.apply_incremental(current, ops)
     return IncrementalAlterConfigsResponse(responses=_alter(
-        ctx, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, apply))
+        ctx, req, IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, apply, True))
 
 
 @handles(AlterConfigsRequest, AlterConfigsResponse)
@@ -181,4 +209,5 @@ def alter_configs(ctx: Context, req: Any) -> AlterConfigsResponse:
         if res.resource_type == cm.RESOURCE_CLIENT_METRICS:
             return {c.name: c.value for c in res.configs}  # validated by the caller
         return cfg.validate_topic_configs({c.name: c.value for c in res.configs})
-    return AlterConfigsResponse(responses=_alter(ctx, req, AlterConfigsResponse.AlterConfigsResourceResponse, replace))
+    return AlterConfigsResponse(responses=_alter(ctx, req, AlterConfigsResponse.AlterConfigsResourceResponse, replace,
+                                                 False))

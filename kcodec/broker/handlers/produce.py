@@ -22,11 +22,11 @@ from typing import Any, Optional
 from kcodec.errors import ErrorCode
 from kcodec.messages import ProduceRequest, ProduceResponse
 
-from .. import configs as cfg
+from ..broker_configs import topic_value
 from ..context import Context
 from ..isr import acks_all_result, refuse_append
-from ..log.validator import Rules, validate
-from ..log.transactions import TRANSACTIONAL_BIT
+from ..log.validator import (NO_LOG_START, Rules, check_request, producer_id_cut_off, scan_request,
+                             validate_append)
 from ..state import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, Later, handles
 from .metadata import current_leader
@@ -37,16 +37,13 @@ _Partition = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def _config(topic: Topic, name: str) -> str:
-    value = topic.configs.get(name)
-    return value if value is not None else (cfg.TOPIC_CONFIGS[name].default or "")
-
-
-def _rules(topic: Topic) -> Rules:
-    return Rules(int(_config(topic, "max.message.bytes")), _config(topic, "message.timestamp.type") == "LogAppendTime",
-                 int(_config(topic, "message.timestamp.before.max.ms")),
-                 int(_config(topic, "message.timestamp.after.max.ms")),
-                 "compact" in _config(topic, "cleanup.policy").split(","))
+def _rules(ctx: Context, topic: Topic) -> Rules:
+    def config(name: str) -> str:
+        return topic_value(ctx.state.broker_configs, ctx.node_id, topic.configs, name)
+    return Rules(int(config("max.message.bytes")), config("message.timestamp.type") == "LogAppendTime",
+                 int(config("message.timestamp.before.max.ms")), int(config("message.timestamp.after.max.ms")),
+                 "compact" in config("cleanup.policy").split(","),
+                 max_record_body=int(config("max.decompressed.message.bytes")))
 
 
 def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: tuple[str, int]) -> ErrorCode:
@@ -59,32 +56,27 @@ def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: 
     return epoch_error(code)
 
 
-def _transactional(records: Any) -> bool:
-    """Whether a v2 batch's attributes say transactional (bytes 21..23; magic at byte 16)."""
-    return records is not None and len(records) > 22 and records[16] == 2 and bool(records[22] & TRANSACTIONAL_BIT)
-
-
-def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional[bytes],
-                       transactional_id: Optional[str], endpoints: dict[int, Any], acks: int) -> _Partition:
-    out = _Partition(index=index, error_code=0, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1)
-    state = ctx.state
-    if not 0 <= index < len(topic.replicas):
-        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return out
+def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any, transactional_id: Optional[str],
+                       endpoints: dict[int, Any], acks: int) -> None:
+    """Append one partition's batch (``records``, which check_request passed, trimmed to it), or set ``out``'s
+    error: Kafka's ReplicaManager.appendToLocalLog from the leader check on."""
+    state, index = ctx.state, out.index
     if state.leader(topic, index) != ctx.node_id:  # Produce carries no leader epoch to check
         out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
         if ctx.version >= 10:
             out.current_leader = current_leader(ctx, topic, index, ProduceResponse.LeaderIdAndEpoch,
                                                 ProduceResponse.NodeEndpoint, endpoints)
-        return out
-    refused, batch = validate(records, ctx.version, _rules(topic), f"{topic.name}-{index}", int(time.time() * 1000))
+        return
+    rules = _rules(ctx, topic)
+    refused, batch = validate_append(memoryview(records), rules, f"{topic.name}-{index}",
+                                     int(time.time() * 1000))
     code, message = (refused.code, refused.message) if refused is not None else (ErrorCode.NONE, None)
     if refused is not None and refused.record_errors and ctx.version >= 8:
         out.record_errors = [_RecordError(batch_index=i, batch_index_error_message=m) for i, m in refused.record_errors]
-    if not code and records is not None and batch.size != len(records):
-        records = records[:batch.size]  # a cut-off batch after the one whole batch: Kafka trims it
+    in_log = code not in NO_LOG_START  # Kafka answers what its log refused with the log's start offset
     if not code and batch.is_transactional:
         code = _in_transaction(ctx, transactional_id or "", batch, (topic.name, index))
+        in_log = not code  # Kafka verifies the transaction before the log is reached
     if not code and acks == -1:
         message = refuse_append(state, topic, index)
         code = ErrorCode.NOT_ENOUGH_REPLICAS if message else ErrorCode.NONE
@@ -92,14 +84,16 @@ def _produce_partition(ctx: Context, topic: Topic, index: int, records: Optional
         out.error_code = code
         if ctx.version >= 8:
             out.error_message = message
-        return out
+        if in_log:
+            out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
+        return
+    def config(name: str) -> int:
+        return int(topic_value(state.broker_configs, ctx.node_id, topic.configs, name))
     code, base, append_time = state.logs.append(
-        topic.topic_id, index, records, _config(topic, "message.timestamp.type") == "LogAppendTime",
-        int(_config(topic, "retention.bytes")), int(_config(topic, "retention.ms")), int(_config(topic, "segment.ms")),
-        state.leader_epoch(topic, index))
+        topic.topic_id, index, records, rules.log_append_time, config("retention.bytes"), config("retention.ms"),
+        config("segment.ms"), state.leader_epoch(topic, index))
     out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
     out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
-    return out
 
 
 def _topic(ctx: Context, t: Any) -> tuple[Optional[Topic], ErrorCode]:
@@ -121,36 +115,66 @@ def _topic(ctx: Context, t: Any) -> tuple[Optional[Topic], ErrorCode]:
     return topic, ErrorCode.NONE
 
 
-@handles(ProduceRequest, ProduceResponse, min_version=3)
-def produce(ctx: Context, req: Any) -> Any:
-    if req.acks not in (0, 1, -1):
-        code: ErrorCode = ErrorCode.INVALID_REQUIRED_ACKS
-    elif any(_transactional(p.records) for t in req.topic_data for p in t.partition_data) and not (
-            req.transactional_id and ctx.allowed("Write", "transactional_id", req.transactional_id)):
-        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    else:
-        code = ErrorCode.NONE
+def _answer(ctx: Context, req: Any, code: ErrorCode = ErrorCode.NONE, message: Optional[str] = None) -> list[Any]:
+    """An answer per topic and partition of the request, each with ``code`` (and ``message``, v8+)."""
     responses = []
-    endpoints: dict[int, Any] = {}  # the leaders named in NOT_LEADER_OR_FOLLOWER answers (v10+)
-    waiting: list[tuple[_Partition, Topic, int]] = []  # acks=all: (answer, topic, offset its followers need)
     for t in req.topic_data:
-        topic, topic_code = _topic(ctx, t) if not code else (None, code)
-        parts = []
-        for p in t.partition_data:
-            if topic is None:
-                parts.append(_Partition(index=p.index, error_code=topic_code, base_offset=-1, log_append_time_ms=-1,
-                                        log_start_offset=-1))
-            else:
-                parts.append(_produce_partition(ctx, topic, p.index, p.records, req.transactional_id, endpoints,
-                                                req.acks))
-                if req.acks == -1 and not parts[-1].error_code and ctx.state.copies:  # a follower may lag
-                    waiting.append((parts[-1], topic, ctx.state.logs.log(topic.topic_id, p.index).next_offset))
+        parts = [_Partition(index=p.index, error_code=code, base_offset=-1, log_append_time_ms=-1,
+                            log_start_offset=-1) for p in t.partition_data]
+        if ctx.version >= 8:
+            for part in parts:
+                part.error_message = message
         r = ProduceResponse.TopicProduceResponse(partition_responses=parts)
         if ctx.version >= 13:
             r.topic_id = t.topic_id if t.topic_id is not None else uuid.UUID(int=0)
         else:
             r.name = t.name
         responses.append(r)
+    return responses
+
+
+@handles(ProduceRequest, ProduceResponse, min_version=3)
+def produce(ctx: Context, req: Any) -> Any:
+    # Kafka's order: the first batches read for the transactional check (a batch no one can read fails the whole
+    # request), the acks, each partition as KafkaApis checks it (Write, known, validateRecords), then what
+    # ReplicaManager reads of every batch it is given (their producer ids), then each partition's append.
+    refused, transactional = scan_request(p.records for t in req.topic_data for p in t.partition_data)
+    if refused is not None:
+        return CLOSE_CONNECTION if req.acks == 0 else ProduceResponse(
+            responses=_answer(ctx, req, refused.code, refused.message))
+    if req.acks not in (0, 1, -1):
+        code: ErrorCode = ErrorCode.INVALID_REQUIRED_ACKS
+    elif transactional and not (req.transactional_id and ctx.allowed("Write", "transactional_id", req.transactional_id)):
+        code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    else:
+        code = ErrorCode.NONE
+    responses = _answer(ctx, req)
+    given: list[tuple[_Partition, Topic, Any]] = []  # (answer, topic, its batch): what ReplicaManager gets
+    for t, answer in zip(req.topic_data, responses):
+        topic, topic_code = _topic(ctx, t) if not code else (None, code)
+        for p, out in zip(t.partition_data, answer.partition_responses):
+            if topic is None:
+                out.error_code = topic_code
+            elif not 0 <= p.index < len(topic.replicas):
+                out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                check, size = check_request(p.records, ctx.version)
+                if check is not None and check.whole:
+                    return CLOSE_CONNECTION if req.acks == 0 else ProduceResponse(
+                        responses=_answer(ctx, req, check.code))
+                if check is not None:
+                    out.error_code = check.code
+                elif producer_id_cut_off(size):
+                    return CLOSE_CONNECTION if req.acks == 0 else ProduceResponse(
+                        responses=_answer(ctx, req, ErrorCode.UNKNOWN_SERVER_ERROR))
+                else:  # a cut-off batch after the one whole batch: Kafka trims it
+                    given.append((out, topic, p.records if size == len(p.records) else p.records[:size]))
+    endpoints: dict[int, Any] = {}  # the leaders named in NOT_LEADER_OR_FOLLOWER answers (v10+)
+    waiting: list[tuple[_Partition, Topic, int]] = []  # acks=all: (answer, topic, offset its followers need)
+    for out, topic, records in given:
+        _produce_partition(ctx, out, topic, records, req.transactional_id, endpoints, req.acks)
+        if req.acks == -1 and not out.error_code and ctx.state.copies:  # a follower may lag
+            waiting.append((out, topic, ctx.state.logs.log(topic.topic_id, out.index).next_offset))
     ctx.state.logs.flush(sync=req.acks == -1)
     if req.acks == 0:
         failed = any(p.error_code for r in responses for p in r.partition_responses)

@@ -10,7 +10,7 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import (CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
                              CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse)
 
-from .. import configs as cfg
+from .. import broker_configs as bc
 from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
 from ..state import AdminError, Topic
@@ -44,7 +44,8 @@ def _created(ctx: Context, result: Any, topic: Topic) -> None:
     result.replication_factor = topic.replication_factor
     result.configs = [CreateTopicsResponse.CreatableTopicConfigs(name=key.name, value=value, read_only=False,
                                                                  config_source=source, is_sensitive=False)
-                      for key, value, source in cfg.describe(topic.configs)]
+                      for key, value, source, _ in bc.topic_configs(ctx.state.broker_configs, ctx.node_id,
+                                                                    topic.configs)]
 
 
 def _plan(ctx: Context, t: Any) -> Topic:
