@@ -29,6 +29,12 @@ settings.register_profile("long", max_examples=2000, deadline=None,
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def pytest_configure(config) -> None:
+    # Trailing bytes are a test failure. Added here, not in pyproject's filterwarnings: pytest applies those
+    # while it reads its configuration, which imports kcodec before coverage starts.
+    config.addinivalue_line("filterwarnings", "error::kcodec.TrailingBytesWarning")
+
+
 # --- skips in CI (tests/needs.py) --------------------------------------------------------------------
 
 def _fail_skip_in_ci(report) -> None:
