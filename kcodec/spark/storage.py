@@ -43,6 +43,34 @@ def open_input(uri: str) -> BinaryIO:
     return filesystem.open_input_file(inner)  # type: ignore[no-any-return]
 
 
+class Reader:
+    """Byte ranges of input files, each file opened once: ``os.pread`` for local paths, ``read_at`` through
+    ``pyarrow.fs`` for other URIs. Pass 2 reads the payloads pass 1 left in the capture files with it."""
+
+    OPEN = 64  # files held open at once (a job of many rotated files closes them as it goes)
+
+    def __init__(self) -> None:
+        self.files: dict[str, Any] = {}
+
+    def read(self, uri: str, at: int, length: int) -> bytes:
+        f: Any = self.files.get(uri)
+        if f is None:
+            if len(self.files) >= self.OPEN:
+                self.close()
+            path = local_path(uri)
+            f = self.files[uri] = os.open(path, os.O_RDONLY) if path is not None else open_input(uri)
+        data = os.pread(f, length, at) if isinstance(f, int) else f.read_at(length, at)
+        if len(data) != length:
+            raise OSError(f"{uri}: {length} bytes at byte {at} were read in pass 1, {len(data)} are there now "
+                          "(the file changed while it was analysed)")
+        return data  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for f in self.files.values():
+            os.close(f) if isinstance(f, int) else f.close()
+        self.files = {}
+
+
 def digest(uri: str) -> tuple[str, str]:
     """(uri, "sha256:<hex>") of a file read in 1 MiB steps: a packet file's identity
     (``kcodec.spark.captures.identity`` gives the same string from Spark's whole-file rows)."""

@@ -116,7 +116,7 @@ def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_give
     summaries = [s.decode() for s in summaries_in]
     for given in inputs:
         summaries += [s.decode() for s in (conns.feed(given) if rows_given else conns.rows(given))]
-    conns.close()
+    conns.end()
     out.flush()
     for f in files.values():
         f.close()
@@ -137,7 +137,7 @@ def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Recor
         summaries += [s.decode() for s in conns.rows(batch)]
         yield from ready
         ready.clear()
-    conns.close()
+    conns.end()
     out.flush()
     yield from ready
     rows = [{"part": "range", **json.loads(s)} for s in summaries]
