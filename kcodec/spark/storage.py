@@ -109,10 +109,15 @@ def read_arrow(uri: str) -> Iterator[Any]:
             yield reader.get_batch(i)
 
 
-def _compression(schema: Any) -> dict[str, str]:
-    """Snappy, but for the frames' bytes: Kafka's payloads mostly come compressed, and snappy over them
-    costs as much as the rest of the table and saves little."""
-    return {name: "none" if name == "frame" else "snappy" for name in schema.names}
+RAW = frozenset({"frame"})  # columns of Kafka's bytes as they crossed the wire
+
+
+def _options(schema: Any) -> dict[str, Any]:
+    """Snappy and dictionaries, but for the frames' bytes: Kafka's payloads mostly come compressed, and
+    snappy over them costs as much as the rest of the table and saves little; a dictionary of distinct
+    frames hashes every byte to give up (Parquet falls back to plain values)."""
+    return {"compression": {name: "none" if name in RAW else "snappy" for name in schema.names},
+            "use_dictionary": [name for name in schema.names if name not in RAW]}
 
 
 class TableFile:
@@ -129,12 +134,12 @@ class TableFile:
         if path is not None:
             os.makedirs(path, exist_ok=True)
             self.fs, self.dir = None, path
-            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, compression=_compression(schema))
+            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, **_options(schema))
         else:
             self.fs, self.dir = _filesystem(directory)
             self.fs.create_dir(self.dir, recursive=True)
             self.writer = pq.ParquetWriter(posixpath.join(self.dir, temporary), schema, filesystem=self.fs,
-                                           compression=_compression(schema))
+                                           **_options(schema))
         self.temporary = temporary
 
     def write(self, batch: Any) -> None:
