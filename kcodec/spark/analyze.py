@@ -35,7 +35,9 @@ class StageProgress:
     a kcodec.progress.Progress on a TTY), else a line per change, at most one a second."""
 
     def __init__(self, spark: Any, print_: Callable[..., None], bars: Optional[Progress] = None) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
+        from .pipeline import spark_context
+
+        self.tracker = spark_context(spark).statusTracker()
         self.print = print_
         self.bars = bars if bars is not None and bars.enabled and bars.tty else None
         self._open: dict[int, Any] = {}
@@ -78,8 +80,9 @@ class StageProgress:
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
             progress: Optional[Progress] = None) -> dict[str, Any]:
-    """The whole job on a session; returns the aggregates the report shows. ``progress``: where bars go
-    on a terminal (kcodec.progress.Progress); stage lines go to ``print_`` otherwise."""
+    """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
+    ``progress``: where bars go on a terminal (kcodec.progress.Progress); stage lines go to ``print_``
+    otherwise."""
     import kcodec
 
     from . import pipeline, report
@@ -131,13 +134,13 @@ def run(args: Any) -> int:
     verbose = getattr(args, "verbose", False)
     if under_submit and not verbose:  # its JVM started with spark-submit's logging: errors only from here on
         conf.setdefault("spark.log.level", "ERROR")
-    spark = pipeline.session(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
+    sc = pipeline.context(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
     if not verbose:
-        spark.sparkContext.setLogLevel("ERROR")
+        sc.setLogLevel("ERROR")
     try:
-        analyze(spark, args.captures, Path(args.out), args.tables, ports, progress=Progress())
+        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress())
     finally:
-        spark.stop()
+        sc.stop()
     return 0
 
 

@@ -179,6 +179,30 @@ def rename(src: str, dst: str) -> None:
     filesystem.move(inner, _filesystem(dst)[1])
 
 
+def parquet_files(uri: str) -> list[str]:
+    """The Parquet files of a table directory (URIs as given)."""
+    path = local_path(uri)
+    if path is not None:
+        names = os.listdir(path) if os.path.isdir(path) else []
+    else:
+        from pyarrow import fs
+
+        filesystem, inner = _filesystem(uri)
+        names = [posixpath.basename(i.path) for i in filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True))]
+    return sorted(f"{uri}/{name}" for name in names if name.endswith(".parquet") and not name.startswith("."))
+
+
+def read_table(uri: str) -> Any:
+    """One Parquet file, whole."""
+    import pyarrow.parquet as pq
+
+    path = local_path(uri)
+    if path is not None:
+        return pq.read_table(path)
+    filesystem, inner = _filesystem(uri)
+    return pq.read_table(inner, filesystem=filesystem)
+
+
 def ensure_table(uri: str, schema: Any) -> None:
     """An empty Parquet file of ``schema`` in ``uri`` when no task wrote there (a table with no rows)."""
     path = local_path(uri)

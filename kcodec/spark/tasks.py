@@ -126,6 +126,22 @@ def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_give
     yield ("aggregates", json.dumps(aggregates.partial()))
 
 
+def name_topics(uri: str, names: dict[str, str]) -> None:
+    """One Parquet file of the batches table with the topics its rows knew by id only (Fetch and Produce
+    v13+) named, from the captures' Metadata responses (``names``: topic id -> name): rewritten in place."""
+    table = storage.read_table(uri)
+    topics, ids = table.column("topic").to_pylist(), table.column("topic_id").to_pylist()
+    named = [names.get(i) if t is None and i is not None else t for t, i in zip(topics, ids)]
+    if named == topics:
+        return
+    table = table.set_column(table.schema.get_field_index("topic"), "topic", pa.array(named, pa.string()))
+    directory, name = uri.rsplit("/", 1)
+    out = storage.TableFile(directory, name, table.schema)
+    for batch in table.to_batches():
+        out.write(batch)
+    out.close()
+
+
 def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
     """mapInArrow over a partition of SEGMENTS rows: FRAMES rows, and a row per file (direction -1)
     holding what this task learnt of it (JSON in ``error``; ``kcodec.spark.pipeline.files`` merges them)."""
