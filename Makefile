@@ -7,7 +7,7 @@ STAMP := $(VENV)/.kcodec-installed
 # kafkajs for the broker's interop tests (tests/interop/js), from its lock file.
 JS_STAMP := tests/interop/js/node_modules/.kcodec-installed
 
-.PHONY: run test oracle docs prereqs tcpdump tshark kafka-libs bench bench-report bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
+.PHONY: run test oracle docs prereqs tcpdump tshark kafka-libs bench bench-report bench-analyze bench-native bench-callgrind bench-tools fuzz fuzz-atheris definitions clean
 
 run: $(STAMP)
 	$(PY) -m kcodec showcase
@@ -94,6 +94,14 @@ bench-report: $(STAMP) bench-tools
 	$(PY) benchmarks/report.py write
 	$(PY) benchmarks/report.py chart $(BENCH_RUN)/chart.png
 	@echo "benchmarks: a run appended to benchmarks/results/*.jsonl; figures regenerated in README.md and docs/"
+
+# `kcodec analyze` beside tshark (benchmarks/analyze_bench.py: generated 100 KB, 200 MB and 1 GB captures; wall
+# time, CPU seconds of every process, peak memory): a run appended to benchmarks/results/analyze.jsonl, then
+# every figure regenerated (docs/analyze.md's table). BENCH_ANALYZE_ARGS e.g. "--rounds 3 --sizes 100k,200m".
+BENCH_ANALYZE_ARGS ?=
+bench-analyze: $(STAMP) tcpdump tshark
+	$(PY) benchmarks/analyze_bench.py $(BENCH_ANALYZE_ARGS)
+	$(PY) benchmarks/report.py write
 
 # The native anchors (benchmarks/native/: Rust's kafka-protocol, franz-go's kmsg; cargo and go) timed over
 # BENCH_ROUNDS calls of each payload and counted by callgrind, into BENCH_RUN.

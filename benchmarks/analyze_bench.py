@@ -1,24 +1,35 @@
-"""`kcodec analyze` beside tshark's Kafka field extraction, on the same generated captures.
+"""`kcodec analyze` beside tshark's Kafka field extraction, on the same generated captures: one run appended to
+benchmarks/results/analyze.jsonl (suite ``analyze``, the format of benchmarks/figures/store.py), whose table
+in docs/analyze.md benchmarks/figures/analyze.py generates.
 
-    .venv/bin/python benchmarks/analyze_bench.py [--runs 3] [--sizes 100k,200m,1g] [--work DIR]
-    .venv/bin/python benchmarks/analyze_report.py --write docs/analyze.md   # the table, from the results
+    make bench-analyze                                   # a run, then every figure regenerated
+    .venv/bin/python benchmarks/analyze_bench.py [--rounds 2] [--sizes 100k,200m,1g] [--work DIR] [--dry-run]
 
 Records a real confluent-kafka capture (``analyze_capture.record``) and replicates it with distinct
-connections to each size (the 100 KB case is a capture of its own, a short run of the same clients);
-then, per run and size, runs `kcodec analyze FILE --out DIR` with its defaults (``local[*]``) and
-``tshark -r FILE -d tcp.port==PORT,kafka -Y kafka -T fields -e ...`` (API key, version, correlation id,
-the response's request frame), one after the other, the order alternating from run to run. Each is timed
-wall-clock and its process tree's resident memory sampled every 100 ms (for kcodec: the Python driver,
-the JVM and the Python workers; for tshark: tshark). Writes ``benchmarks/results/analyze.json``.
-Not a test: nothing here asserts a speed.
+connections to each size (the 100 KB case is a capture of its own, a short run of the same clients); then,
+round by round and size by size, runs `kcodec analyze FILE --out DIR` with its defaults (``local[*]``) and
+``tshark -r FILE -d tcp.port==PORT,kafka -Y kafka -T fields -e ...`` (API key, version, correlation id, the
+response's request frame), one after the other, the order alternating from round to round. Each run is
+measured for:
+
+- wall time;
+- CPU seconds, user + system, of the tool and every process it started: this process is their subreaper
+  (Linux's ``PR_SET_CHILD_SUBREAPER``), so that the JVM and the Python workers, which may outlive kcodec's
+  driver, are reaped here and counted by ``getrusage(RUSAGE_CHILDREN)``; on a shared machine the CPU
+  seconds move far less than the wall time;
+- peak memory: the summed resident memory of the process tree, sampled every 100 ms.
+
+One unmeasured `kcodec analyze` of the small capture comes first, so that the runs measured start as a
+user's second run does (from Spark's class archive, kcodec.spark.jvm). Not a test: nothing here asserts a
+speed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import ctypes
 import os
-import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,14 +37,16 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import analyze_capture  # noqa: E402
+from figures import store  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "analyze.json"
+SUITE = "analyze"
 TSHARK_FIELDS = ("frame.number", "tcp.stream", "kafka.request_key", "kafka.api_version", "kafka.correlation_id",
                  "kafka.response_frame")
+PR_SET_CHILD_SUBREAPER = 36
 
 
 class PeakRSS:
@@ -54,15 +67,15 @@ class PeakRSS:
         while not self._stop.wait(0.1):
             try:
                 procs = [self.proc, *self.proc.children(recursive=True)]
-                total = 0
-                for p in procs:
-                    try:
-                        total += p.memory_info().rss
-                    except psutil.Error:
-                        pass
-                self.peak = max(self.peak, total)
             except psutil.Error:
                 continue
+            total = 0
+            for p in procs:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
 
     def stop(self) -> int:
         self._stop.set()
@@ -70,32 +83,52 @@ class PeakRSS:
         return self.peak
 
 
-def _timed(cmd: list[str], env: dict[str, str], stdout: Any) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS bytes, exit status) of one command."""
+def subreaper() -> None:
+    """Make this process the subreaper of its descendants, so that ``measured`` counts those that outlive
+    their parents (Linux only)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise SystemExit("cannot become the child subreaper (Linux only): the CPU seconds would miss processes")
+
+
+def _reap_all() -> None:
+    """Wait for every child, those of the tool's tree reparented to this subreaper included."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def measured(cmd: list[str], env: dict[str, str], stdout: Any) -> dict[str, Any]:
+    """Wall seconds, CPU seconds of the whole process tree, peak RSS and exit status of one command."""
+    _reap_all()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
     mem = PeakRSS(proc.pid)
     _, err = proc.communicate()
     wall = time.perf_counter() - t0
     peak = mem.stop()
+    _reap_all()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode:
         print(err[-3000:], file=sys.stderr)
-    return wall, peak, proc.returncode
+    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak / 1e6),
+            "status": proc.returncode, "load_1m": round(os.getloadavg()[0], 2)}
 
 
 def run_kcodec(capture: Path, work: Path) -> dict[str, Any]:
     out = work / "kcodec-out"
     shutil.rmtree(out, ignore_errors=True)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    wall, peak, rc = _timed([sys.executable, "-m", "kcodec", "analyze", str(capture), "--out", str(out)], env,
-                            subprocess.DEVNULL)
-    frames = None
-    if rc == 0:
+    got = measured([sys.executable, "-m", "kcodec", "analyze", str(capture), "--out", str(out)], env,
+                   subprocess.DEVNULL)
+    if got["status"] == 0:
         import pyarrow.parquet as pq
 
-        frames = sum(pq.ParquetFile(f).metadata.num_rows for f in (out / "tables" / "frames").glob("*.parquet"))
-    return {"tool": "kcodec", "wall_s": round(wall, 2), "peak_rss_mb": round(peak / 1e6), "status": rc,
-            "frames": frames}
+        got["frames"] = sum(pq.ParquetFile(f).metadata.num_rows for f in (out / "tables" / "frames").glob("*.parquet"))
+    return got
 
 
 def run_tshark(capture: Path, port: int, work: Path) -> dict[str, Any]:
@@ -103,23 +136,57 @@ def run_tshark(capture: Path, port: int, work: Path) -> dict[str, Any]:
     cmd = ["tshark", "-n", "-r", str(capture), "-d", f"tcp.port=={port},kafka", "-Y", "kafka", "-T", "fields",
            *fields, "-E", "occurrence=a"]
     with open(work / "tshark.tsv", "w") as out:
-        wall, peak, rc = _timed(cmd, dict(os.environ), out)
-    lines = sum(1 for _ in open(work / "tshark.tsv"))
-    return {"tool": "tshark", "wall_s": round(wall, 2), "peak_rss_mb": round(peak / 1e6), "status": rc,
-            "packets_with_kafka": lines}
+        got = measured(cmd, dict(os.environ), out)
+    got["frames"] = sum(1 for _ in open(work / "tshark.tsv"))  # packets with a Kafka frame
+    return got
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=3)
+def case(name: str, capture: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """One size's case in the results file's shape: each tool's wall times as the samples, beside them its
+    CPU seconds, peak memory, loads and frames, run by run."""
+    impls = {}
+    for tool, mine in runs.items():
+        ok = [r for r in mine if r["status"] == 0]
+        if not ok:
+            continue
+        impls[tool] = store.stats([r["wall_s"] for r in ok], "s", cpu_s=[r["cpu_s"] for r in ok],
+                                  peak_rss_mb=[r["peak_rss_mb"] for r in ok], load_1m=[r["load_1m"] for r in ok],
+                                  frames=ok[0].get("frames"), failed=len(mine) - len(ok))
+    params = {k: v for k, v in capture.items() if k != "path"}
+    return {"id": f"analyze[{name}]", "params": {"size": name, **params}, "bytes": capture["bytes"], "impls": impls}
+
+
+def versions() -> dict[str, str]:
+    out = {}
+    line = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[:1]
+    if line:
+        out["tshark"] = line[0].split("(Git")[0].replace("TShark (Wireshark)", "").strip()
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[:1]
+    if java:
+        out["java"] = java[0].split('"')[1] if '"' in java[0] else java[0]
+    try:
+        import pyspark
+
+        out["pyspark"] = pyspark.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=2, help="runs of each tool on each size (alternating)")
     ap.add_argument("--sizes", default="100k,200m,1g", help="capture sizes (100k: a small capture of its own)")
     ap.add_argument("--work", type=Path, default=None, help="where the captures go (default: a temporary dir)")
-    ap.add_argument("--out", type=Path, default=RESULTS)
-    args = ap.parse_args()
+    ap.add_argument("--results", type=Path, default=store.RESULTS)
+    ap.add_argument("--dry-run", action="store_true", help="print the run instead of appending it")
+    args = ap.parse_args(argv)
     from kcodec.spark.ranges import size
 
+    subreaper()
     work = args.work or Path(tempfile.mkdtemp(prefix="kcodec-analyze-bench-"))
     work.mkdir(parents=True, exist_ok=True)
+    head = store.describe()  # commit, machine and load before the captures are recorded and measured
     base, port = analyze_capture.record(work / "base.pcap")
     small, small_port = analyze_capture.record(work / "small.pcap", messages=2_500)
     captures: dict[str, dict[str, Any]] = {}
@@ -128,33 +195,37 @@ def main() -> int:
             captures[name] = {"path": small, "port": small_port, "bytes": small.stat().st_size}
         else:
             path = work / f"capture-{name}.pcap"
-            info = analyze_capture.replicate(base, path, size(name), port)
-            captures[name] = {"path": path, "port": port, **info}
+            captures[name] = {"path": path, "port": port, **analyze_capture.replicate(base, path, size(name), port)}
         print(name, {k: v for k, v in captures[name].items() if k != "path"}, flush=True)
-    tshark = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-    runs: list[dict[str, Any]] = []
-    for i in range(args.runs):
+    print("warm-up (not measured):", run_kcodec(small, work), flush=True)
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {name: {"kcodec": [], "tshark": []} for name in captures}
+    for i in range(args.rounds):
         for name, c in captures.items():
-            tools = [lambda: run_kcodec(c["path"], work), lambda: run_tshark(c["path"], c["port"], work)]
-            for run in (tools if i % 2 == 0 else tools[::-1]):
+            tools = [("kcodec", lambda: run_kcodec(c["path"], work)),
+                     ("tshark", lambda: run_tshark(c["path"], c["port"], work))]
+            for tool, run in (tools if i % 2 == 0 else tools[::-1]):
                 r = run()
-                r.update(run=i, size=name, bytes=c["bytes"], load_1m=round(os.getloadavg()[0], 2))
-                runs.append(r)
-                print(json.dumps(r), flush=True)
+                runs[name][tool].append(r)
+                print(name, tool, r, flush=True)
     import kcodec
 
-    results = {
-        "what": "kcodec analyze (defaults, local[*]) beside tshark's Kafka field extraction, same files, alternated",
-        "machine": {"cpus": os.cpu_count(), "processor": platform.processor() or platform.machine(),
-                    "python": platform.python_version(), "backend": kcodec.BACKEND},
-        "tshark": tshark, "base_capture_bytes": base.stat().st_size,
-        "captures": {k: {n: v for n, v in c.items() if n != "path"} for k, c in captures.items()},
-        "runs": runs,
-    }
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    print(f"results: {args.out}")
+    peers = {**head["peers"], **versions()}
+    result = {**head, "suite": SUITE, "peers": peers, "backend": kcodec.BACKEND,
+              "base_capture_bytes": base.stat().st_size,
+              "cases": [case(name, c, runs[name]) for name, c in captures.items()]}
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
+    if args.dry_run:
+        import json
+
+        print(json.dumps(result, indent=1))
+        return 0
+    args.results.mkdir(parents=True, exist_ok=True)
+    import json
+
+    with (args.results / f"{SUITE}.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps(result, separators=(",", ":")) + "\n")
+    print(f"appended a run to {args.results / f'{SUITE}.jsonl'} ({len(store.runs(SUITE, args.results))} kept)")
     return 0
 
 

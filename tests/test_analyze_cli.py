@@ -65,3 +65,36 @@ def test_the_submit_helpers_print_what_the_command_needs():
     assert script.name == "submit.py" and script.is_file()
     assert "from ." not in script.read_text()  # spark-submit runs it as a file: absolute imports only
     assert Path(urlparse(printed("--log4j")).path).is_file()
+
+
+def test_the_class_archive_is_written_once_then_used(tmp_path, monkeypatch):
+    """kcodec.spark.jvm: the first local run's JVM writes its classes as it exits, later runs start from them."""
+    import io
+
+    from kcodec.spark import jvm
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = jvm.Archive({}, "-XX:+UseSerialGC")
+    assert first.writing is not None and first.path is not None and first.path.parent == tmp_path / "kcodec"
+    assert f"-XX:ArchiveClassesAtExit={first.writing}" in first.options and "-Xlog:cds=off" in first.options
+
+    class Exiting:  # PySpark's gateway process: its JVM writes the archive when its stdin closes
+        def __init__(self, writing):
+            self.stdin, self.writing = io.BytesIO(), writing
+
+        def wait(self, timeout):
+            assert self.stdin.closed
+            self.writing.write_bytes(b"classes")
+
+    gateway = argparse.Namespace(proc=Exiting(first.writing))
+    assert first.finish(gateway) and first.path.read_bytes() == b"classes" and not first.writing.exists()
+    second = jvm.Archive({}, "-XX:+UseSerialGC")
+    assert second.writing is None and f"-XX:SharedArchiveFile={first.path}" in second.options
+    assert not second.finish(gateway)
+    assert jvm.Archive({}, "-XX:+UseParallelGC").path != first.path  # other JVM options: another archive
+    assert jvm.Archive({jvm.SETTING: "false"}, "").options == ""
+    own = jvm.Archive({jvm.SETTING: str(tmp_path / "mine.jsa")}, "")
+    assert own.path == tmp_path / "mine.jsa" and own.writing is not None
+    failed = jvm.Archive({}, "-Xint")  # a JVM that exits without writing it: nothing kept, nothing left
+    failed.writing.parent.mkdir(parents=True, exist_ok=True)
+    assert not failed.finish(argparse.Namespace(proc=None)) and not failed.path.exists()

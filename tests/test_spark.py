@@ -238,9 +238,19 @@ def test_the_command_end_to_end(real_capture, tmp_path):
     import subprocess
     import sys
 
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable)
-    run = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(real_capture[0]), "--out", str(tmp_path),
-                          "--master", "local[2]"], capture_output=True, text=True, env=env, timeout=300)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "[1/3] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
-    assert (tmp_path / "report.md").is_file() and (tmp_path / "tables" / "exchanges").is_dir()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
+    reports = []
+    for _ in range(2):  # the first run keeps its JVM's classes (kcodec.spark.jvm), the second starts from them
+        run = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(real_capture[0]), "--out",
+                              str(tmp_path / "out"), "--master", "local[2]"], capture_output=True, text=True, env=env,
+                             timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "[1/3] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
+        assert (tmp_path / "out" / "report.md").is_file() and (tmp_path / "out" / "tables" / "exchanges").is_dir()
+        reports.append((tmp_path / "out" / "report.md").read_text())
+        saving = "saving Spark's classes" in run.stdout
+        assert saving == (len(reports) == 1), run.stdout
+        assert "cds" not in run.stderr.lower(), run.stderr  # the archive's notes stay off the console
+    assert len(list((tmp_path / "cache" / "kcodec").glob("spark-classes-*.jsa"))) == 1
+    assert reports[0] == reports[1]

@@ -10,7 +10,7 @@ import pytest
 
 from kcodec.spark import ranges
 from kcodec.tap import pcapfile, pcapsplit
-from kcodec.tap.segments import NotTcp, segment
+from kcodec.tap.segments import NotTcp, locate, segment
 
 import pcap_writer as pcaps
 
@@ -47,6 +47,23 @@ def test_every_split_reads_the_whole_file_once(tmp_path, kind, step):
     assert got == whole
     assert ranges.check(summaries) == set()
     assert summaries[-1]["stop"] == path.stat().st_size
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcapng", "pcap-ns", "pcapng-ns"])
+def test_a_segment_is_found_where_its_packet_says_it_lies_in_the_file(tmp_path, kind):
+    """kcodec analyze's pass 1 keeps a payload's place in the file (``data_at`` and ``locate``), not its bytes."""
+    path = _files(tmp_path)[kind]
+    data = path.read_bytes()
+    with open(path, "rb") as f:
+        fmt = pcapsplit.read_format(f)
+        packets = list(pcapsplit.packets(f, fmt, 0, len(data), pcapsplit.RangeResult()))
+    payloads = 0
+    for p in packets:
+        assert data[p.data_at:p.data_at + len(p.data)] == p.data
+        src, sport, dst, dport, seq, flags, start, end = locate(p.linktype, p.data)
+        assert data[p.data_at + start:p.data_at + end] == segment(p.linktype, p.data).payload
+        payloads += end > start
+    assert payloads > 30
 
 
 def test_a_record_header_inside_a_packet_is_no_boundary(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 import kcodec
@@ -62,6 +64,21 @@ def test_kcap_rejects_foreign_and_truncated_files(tmp_path):
     bad_version = data[:8] + b"\x00\x09" + data[10:]
     with pytest.raises(capture.CaptureError, match="version 9"):
         read_frames(bad_version)
+    with pytest.raises(capture.CaptureError, match="needs"):  # the reader that leaves payloads in the file
+        list(capture.record_heads(io.BytesIO(data[:-3])))
+
+
+def test_record_heads_say_where_each_payload_lies(tmp_path):
+    w = capture.CaptureWriter(tmp_path, session=5)
+    w.write(capture.OPENED, 3, 1, b"127.0.0.1:1 127.0.0.1:2")
+    for i, (d, f) in enumerate(conversation_frames(3)):
+        w.write(d, 3, 10 + i, f)
+    w.close()
+    data = w.files[0].read_bytes()
+    whole = list(capture.iter_records(data))
+    heads = list(capture.record_heads(io.BytesIO(data)))
+    assert [(r.kind, r.conn, r.ts_ns) for r, _, _ in heads] == [(r.kind, r.conn, r.ts_ns) for r in whole]
+    assert [data[at:at + n] for _, at, n in heads] == [r.payload for r in whole]
 
 
 @pytest.mark.parametrize("ng", [False, True])

@@ -171,16 +171,16 @@ def fmt_instructions(n: Optional[float]) -> str:
     return f"{n / 1e3:.0f} k"
 
 
-def provenance(runs: Sequence[dict], what: str = "") -> str:
+def provenance(runs: Sequence[dict], what: str = "", command: str = "make bench-report") -> str:
     """Which runs a section's figures come from: machine, Python, commits, load when each started."""
     if not runs:
-        return f"No run of {what or 'this benchmark'} is kept in benchmarks/results/ yet (`make bench-report`)."
+        return f"No run of {what or 'this benchmark'} is kept in benchmarks/results/ yet (`{command}`)."
     last = runs[-1]
     m = last["machine"]
     commits = ", ".join(f"{r['commit'][:7]}{' (dirty tree)' if r.get('dirty') else ''}" for r in runs)
     loads = ", ".join(f"{r['load'][0]:.1f}" for r in runs if r.get("load"))
     n = len(runs)
     plural = "s" if n > 1 else ""
-    return (f"From {n} run{plural} of `make bench-report` kept in benchmarks/results/{last['suite']}.jsonl "
+    return (f"From {n} run{plural} of `{command}` kept in benchmarks/results/{last['suite']}.jsonl "
             f"({m['cpu']}, {m['cores']} cores, Linux {m['kernel']}, {last['python']}; commit{plural} {commits}; "
             f"load average at the start {loads}).")

@@ -1,6 +1,8 @@
 """Columnar records: every record of a records field (or of some batches) as numpy columns, no Python object
 per record. Key and value positions point into one buffer, ``data``: the caller's buffer when every batch
-is uncompressed v2, else that buffer followed by the decompressed records (and magic 0/1 keys and values)."""
+is uncompressed v2, else the decompressed records (and magic 0/1 keys and values), after the caller's
+buffer when some batches are read in place there; a single compressed batch's decompressed bytes as
+they are (no copy)."""
 
 from __future__ import annotations
 
@@ -64,27 +66,28 @@ def record_columns(source: Any, *, verify_crc: bool = True,
         got = read_batches(source, verify_crc=verify_crc, max_uncompressed=max_uncompressed)
         batches, partial = got.batches, got.partial_bytes
     base = batches[0]._buf if batches else b""
-    out: Optional[bytearray] = None  # base, then decompressed records and magic 0/1 keys and values
+    # data: base when some batch is read in place there, then decompressed records and magic 0/1 keys and values
+    chunks: list[Any] = [base] if any(_in_place(b, base) for b in batches) else []
+    size = len(base) if chunks else 0
 
     def append(chunk: Any) -> int:
         """Put ``chunk`` at the end of ``data``; returns where it starts."""
-        nonlocal out
-        if out is None:
-            out = bytearray(base)
-        at = len(out)
-        out += chunk
+        nonlocal size
+        at = size
+        chunks.append(chunk)
+        size += len(chunk)
         return at
 
     # First every batch not read in place: magic 0/1 keys and values, and decompressed records (or a batch of
     # another buffer), copied to the end of data. A compressed batch's record count is only checked against
     # its records once they are inflated: checked here, before any column is allocated for that count
-    # (a lying count in a small batch must not size the columns). Each batch's decompressed bytes are freed
-    # before the next is inflated.
+    # (a lying count in a small batch must not size the columns). The batches let their decompressed bytes
+    # go: data holds them.
     copied: dict[int, Any] = {}
     for i, b in enumerate(batches):
         if b._legacy is not None:
             copied[i] = [(r, *(-1 if v is None else append(v) for v in (r.key, r.value))) for r in b._legacy]
-        elif b._buf is not base or b.attributes & 0x07:
+        elif not _in_place(b, base):
             args = b._decode_args()
             buf, pos, end = args[0], args[1], args[2]
             copied[i] = (append(memoryview(buf)[pos:end]) - pos, args)
@@ -117,8 +120,18 @@ def record_columns(source: Any, *, verify_crc: bool = True,
                                i, b.attributes)], cols)
         row += b.record_count
     backend.fill_columns(jobs, cols)
-    data = base if out is None else bytes(out)
+    if not chunks or (len(chunks) == 1 and chunks[0] is base):
+        data = base
+    elif len(chunks) == 1:  # one batch's records or one value: as they are, read-only
+        data = chunks[0] if not isinstance(chunks[0], memoryview) or chunks[0].readonly else bytes(chunks[0])
+    else:
+        data = b"".join(chunks)
     return RecordColumns(data, cols, batches, partial)
+
+
+def _in_place(b: RecordBatch, base: Any) -> bool:
+    """Whether the batch's records are read where they are, in ``base`` (an uncompressed v2 batch)."""
+    return b._legacy is None and b._buf is base and not b.attributes & 0x07
 
 
 def _is_buffer(x: Any) -> bool:

@@ -238,7 +238,7 @@ def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     over: Counter[tuple[Any, int]] = Counter()
     for (api, ms), v in a.groups.get("over_time", {}).items():
         over[(api, (ms * NS_PER_MS - (a.t0 or 0)) // bucket)] += v
-    over_time = [{"bucket": max(0, b), "api_name": api, "bytes": v} for (api, b), v in sorted(over.items(), key=lambda x: x[0][1])]
+    over_time = [{"bucket": max(0, b), "api_name": api, "bytes": v} for (api, b), v in sorted(over.items(), key=lambda x: (x[0][1], x[0][0] or ""))]
     by_api = _rows(a, {"requests": "api_requests", "request_bytes": "api_request_bytes",
                        "response_bytes": "api_response_bytes", "errors": "api_errors",
                        "decode_errors": "api_decode_errors", "_n": "api_latency_n", "_sum": "api_latency_sum"},
@@ -247,7 +247,7 @@ def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
         n, s = r.pop("_n"), r.pop("_sum")
         r["latency_ms_avg"] = s / n / 1e6 if n else None
         r["latency_ms_p99"] = _p99(a, r["api_name"], r["api_key"])
-    by_api.sort(key=lambda r: -r["request_bytes"])
+    by_api.sort(key=lambda r: (-r["request_bytes"], r["api_name"] or "", r["api_key"] or 0))
     versions = sorted(_rows(a, {"count": "versions"}, ("api_name", "api_version")),
                       key=lambda r: (r["api_name"] is not None, r["api_name"] or "", r["api_version"] or -1))
     md_cols = ("responses", "all_topics_requests", "topics", "response_bytes", "list_topics_v0_bytes",
@@ -255,9 +255,12 @@ def finish(a: Aggregates, files: dict[str, dict[str, Any]]) -> dict[str, Any]:
     metadata = _rows(a, {col: f"md_{col}" for col in md_cols}, ("client_id",))
     for r in metadata:
         r["metadata_bytes"] = r.pop("response_bytes")
-    metadata.sort(key=lambda r: -r["metadata_bytes"])
-    errors = sorted(_rows(a, {"count": "errors"}, ("code", "api_name")), key=lambda r: -r["count"])
-    decode_errors = sorted(_rows(a, {"count": "decode_errors"}, ("decode_error",)), key=lambda r: -r["count"])[:20]
+    metadata.sort(key=lambda r: (-r["metadata_bytes"], r["client_id"] or ""))
+    # Ties in a deterministic order: the tasks' partial sums merge in any order.
+    errors = sorted(_rows(a, {"count": "errors"}, ("code", "api_name")),
+                    key=lambda r: (-r["count"], r["code"], r["api_name"] or ""))
+    decode_errors = sorted(_rows(a, {"count": "decode_errors"}, ("decode_error",)),
+                           key=lambda r: (-r["count"], r["decode_error"] or ""))[:20]
     return {"total": total, "bucket_ns": bucket, "over_time": over_time, "by_api": by_api, "versions": versions,
             "metadata": metadata, "errors": errors, "decode_errors": decode_errors, "batches": _batches(a)}
 
@@ -290,7 +293,7 @@ def _batches(a: Aggregates) -> dict[str, Any]:
     by_codec = _rows(a, {"batches": "b_codec_batches", "records": "b_codec_records",
                          "compressed_bytes": "b_codec_compressed", "uncompressed_bytes": "b_codec_uncompressed"},
                      ("direction", "codec"))
-    by_codec.sort(key=lambda r: (r["direction"], -r["compressed_bytes"]))
+    by_codec.sort(key=lambda r: (r["direction"], -r["compressed_bytes"], r["codec"] or ""))
     for r in by_codec:
         r["ratio"] = r["uncompressed_bytes"] / r["compressed_bytes"] if r["compressed_bytes"] else None
     sizes = {what: sorted(_rows(a, {"count": f"b_size_{what}"}, ("direction", "bucket")),

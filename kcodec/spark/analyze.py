@@ -35,7 +35,9 @@ class StageProgress:
     a kcodec.cli.progress.Progress on a TTY), else a line per change, at most one a second."""
 
     def __init__(self, spark: Any, print_: Callable[..., None], bars: Optional[Progress] = None) -> None:
-        self.tracker = spark.sparkContext.statusTracker()
+        from .pipeline import spark_context
+
+        self.tracker = spark_context(spark).statusTracker()
         self.print = print_
         self.bars = bars if bars is not None and bars.enabled and bars.tty else None
         self._open: dict[int, Any] = {}
@@ -78,8 +80,9 @@ class StageProgress:
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
             progress: Optional[Progress] = None) -> dict[str, Any]:
-    """The whole job on a session; returns the aggregates the report shows. ``progress``: where bars go
-    on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_`` otherwise."""
+    """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
+    ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
+    otherwise."""
     import kcodec
 
     from . import pipeline, report
@@ -118,7 +121,7 @@ def conf_pairs(items: list[str]) -> dict[str, str]:
 
 
 def run(args: Any) -> int:
-    from . import pipeline
+    from . import jvm, pipeline
 
     import os
 
@@ -126,18 +129,29 @@ def run(args: Any) -> int:
     conf = conf_pairs(getattr(args, "conf", []) or [])
     under_submit = _under_spark_submit()
     master = args.master or (None if under_submit else "local[*]")
-    if master and master.startswith("local"):
+    local = bool(master and master.startswith("local"))
+    if local:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this venv's kcodec and pyarrow
     verbose = getattr(args, "verbose", False)
     if under_submit and not verbose:  # its JVM started with spark-submit's logging: errors only from here on
         conf.setdefault("spark.log.level", "ERROR")
-    spark = pipeline.session(master, quiet=not verbose, conf={**pipeline.defaults(args.captures, master), **conf})
+    settings = {**pipeline.defaults(args.captures, master), **conf}
+    archive = None
+    if local and not under_submit:  # the driver's JVM is started here: from the class archive (``jvm``)
+        archive = jvm.Archive(settings, settings.get("spark.driver.extraJavaOptions", ""))
+        if archive.options:
+            settings["spark.driver.extraJavaOptions"] = " ".join(
+                o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
+    sc = pipeline.context(master, quiet=not verbose, conf=settings)
     if not verbose:
-        spark.sparkContext.setLogLevel("ERROR")
+        sc.setLogLevel("ERROR")
     try:
-        analyze(spark, args.captures, Path(args.out), args.tables, ports, progress=Progress())
+        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress())
     finally:
-        spark.stop()
+        sc.stop()
+        if archive is not None and archive.writing is not None:
+            print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
+            archive.finish(type(sc)._gateway)
     return 0
 
 

@@ -23,7 +23,7 @@ import posixpath
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
@@ -66,10 +66,10 @@ def identities(files: list[tuple[str, int, bytes]]) -> tuple[dict[str, str], lis
     return known, unread
 
 
-def heads(spark: SparkSession, paths: list[str], size: int = HEAD) -> Optional[dict[str, bytes]]:
+def heads(spark: Any, paths: list[str], size: int = HEAD) -> Optional[dict[str, bytes]]:
     """The first ``size`` bytes of each file (fewer for a shorter file), read by the driver through the
-    session's Hadoop file systems, so any URI Spark reads; None for a session without a JVM at hand
-    (Spark Connect)."""
+    session's (or context's) Hadoop file systems, so any URI Spark reads; None for a session without a JVM
+    at hand (Spark Connect)."""
     jvm = getattr(spark, "_jvm", None)
     if jvm is None:
         return None

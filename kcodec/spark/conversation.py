@@ -19,7 +19,7 @@ import kcodec
 from kcodec.tap import pcap
 from kcodec.tap.segments import ACK, SYN
 
-from . import decode, pairing, record_batches
+from . import decode, pairing, record_batches, storage
 from .segments import OFFSET_BITS, SEGMENT, SUMMARY
 
 FRAME_COLUMNS = decode.FRAMES.names
@@ -197,6 +197,7 @@ class Connections:
         self.sasl: dict[str, Any] = {}
         self.last: dict[str, int] = {}
         self.path = ""
+        self.reader = storage.Reader()  # payloads that pass 1 left in their files
 
     def rows(self, batch: Any) -> Iterator[bytes]:
         """Feed one Arrow batch of SEGMENTS rows; yields the summaries (JSON) of the ranges it meets."""
@@ -204,7 +205,7 @@ class Connections:
 
     def feed(self, rows: Iterable[tuple[Any, ...]]) -> Iterator[bytes]:
         """Feed SEGMENTS rows as tuples, sorted by connection key and capture order."""
-        for key, cid, order, kind, ts, src, sport, dst, dport, seq, flags, data in rows:
+        for key, cid, order, kind, ts, src, sport, dst, dport, seq, flags, data, at, length in rows:
             if kind == SUMMARY:
                 yield data
                 continue
@@ -214,6 +215,8 @@ class Connections:
             name = self.captures[cid]
             if kind == SEGMENT:
                 self.path = self.files[(cid, order >> OFFSET_BITS)]
+                if data is None:
+                    data = self.reader.read(self.path, at, length)
                 r = self.reassembler
                 if r is None:
                     r = self.reassembler = pcap.Reassembler(self.ports)
@@ -224,6 +227,8 @@ class Connections:
                     self.frame(name, f"{name}/{f.conn}", f.direction, f.ts_ns, f.data, order)
             else:
                 self.path = self.files[(cid, order >> 32)]
+                if data is None:
+                    data = self.reader.read(self.path, at, length)
                 self.frame(name, f"{name}/{seq}", kind, ts, data, order)
 
     def frame(self, capture: str, conn: str, direction: int, ts: int, data: bytes, order: int) -> None:
@@ -255,6 +260,11 @@ class Connections:
         for c in self.conversations.values():
             c.finish()
         self.conversations, self.sasl, self.last = {}, {}, {}
+
+    def end(self) -> None:
+        """The end of the task's rows: ``close``, and the input files let go."""
+        self.close()
+        self.reader.close()
 
     def file_stats(self) -> dict[str, dict[str, int]]:
         return {path: {k: getattr(s, k) for k in STATS} for path, s in self.stats.items()}

@@ -22,8 +22,9 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence, Union
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -40,24 +41,43 @@ FILES = pa.schema([("source", pa.string()), ("bytes", pa.int64()), ("summary", p
 QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
 
 
-def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
-            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkSession:
-    """A SparkSession; ``master=None`` keeps what spark-submit configured. ``quiet``: Spark logs errors
-    only. ``conf``: Spark settings (``kcodec analyze --conf``), applied last."""
-    builder = (SparkSession.builder.appName(app_name).config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.adaptive.enabled", "true"))
+Spark = Union[SparkSession, SparkContext]  # `kcodec analyze` runs on a context alone: no SQL engine to start
+
+
+def _settings(master: Optional[str], app_name: str, ui: bool, quiet: bool,
+              conf: Optional[dict[str, str]]) -> dict[str, str]:
+    out = {"spark.app.name": app_name, "spark.ui.showConsoleProgress": "false"}
     if master:
-        builder = builder.master(master)
+        out["spark.master"] = master
     if not ui:
-        builder = builder.config("spark.ui.enabled", "false")
+        out["spark.ui.enabled"] = "false"
     conf = dict(conf or {})
     if quiet:  # read when the JVM starts: the driver's (and in local mode the executors') logging
         option = f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}"
         for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
             conf[key] = f"{option} {conf[key]}" if conf.get(key) else option
-    for k, v in conf.items():
+    return {**out, **conf}
+
+
+def session(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
+            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkSession:
+    """A SparkSession; ``master=None`` keeps what spark-submit configured. ``quiet``: Spark logs errors
+    only. ``conf``: Spark settings (``kcodec analyze --conf``), applied last."""
+    builder = SparkSession.builder.config("spark.sql.adaptive.enabled", "true")
+    for k, v in _settings(master, app_name, ui, quiet, conf).items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
+            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkContext:
+    """A SparkContext with ``session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
+    DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start)."""
+    return SparkContext.getOrCreate(SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items())))
+
+
+def spark_context(spark: Spark) -> SparkContext:
+    return spark.sparkContext if isinstance(spark, SparkSession) else spark
 
 
 SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off
@@ -90,12 +110,12 @@ def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
     return out
 
 
-def _setting(spark: SparkSession, key: str, default: int) -> int:
-    value = spark.conf.get(key, None)
+def _setting(spark: Spark, key: str, default: int) -> int:
+    value = spark.conf.get(key, None) if isinstance(spark, SparkSession) else spark.getConf().get(key, None)
     return ranges.size(value) if value else default
 
 
-def plan(spark: SparkSession, paths: Sequence[str], unsplit: frozenset[str] = frozenset()) -> ranges.Plan:
+def plan(spark: Spark, paths: Sequence[str], unsplit: frozenset[str] = frozenset()) -> ranges.Plan:
     """The job's plan (``ranges.plan``) with the session's split size."""
     return ranges.plan(spark, list(paths), _setting(spark, "spark.kcodec.splitBytes", ranges.SPLIT_BYTES), unsplit)
 
@@ -118,7 +138,7 @@ def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "") -> ta
     return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables)
 
 
-def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
+def write_tables(spark: Spark, paths: Sequence[str], tables: str,
                  ports: Optional[Iterable[int]] = None) -> dict[str, Any]:
     """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
     exchanges, batches and files (and topic_ids). Returns what the tasks reported: ``files`` (path ->
@@ -145,8 +165,11 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
          pa.array([ranges.as_json(summaries[k]) for k in sorted(summaries)], pa.string())], schema=FILES))
     files_table.close()
     merged = aggregates.merge(parts["aggregates"])
-    if merged.c.get("b_unnamed") and aggregates.topic_names(merged):
-        _name_topics(spark, tables)
+    names = aggregates.topic_names(merged)
+    if merged.c.get("b_unnamed") and names:
+        files = storage.parquet_files(f"{tables}/batches")
+        spark_context(spark).parallelize(files, max(1, len(files))).foreach(
+            functools.partial(tasks.name_topics, names=names))
     rows: dict[str, int] = {}
     for counts in parts["rows"]:
         for k, v in counts.items():
@@ -155,7 +178,7 @@ def write_tables(spark: SparkSession, paths: Sequence[str], tables: str,
             "aggregates": aggregates.finish(merged, summaries)}
 
 
-def _one_pass(spark: SparkSession, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
+def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
     """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
     ``TABLES/_shuffle``; Spark hands each partition's file names (not their bytes) to a pass-2 task, which
     merges them and writes the tables. The bytes go from one Python worker to another through those
@@ -165,7 +188,7 @@ def _one_pass(spark: SparkSession, p: ranges.Plan, job: tasks.Job) -> list[tuple
     storage.remove_dir(scratch)
     n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
     try:
-        return (spark.sparkContext.parallelize(p.ranges, max(1, len(p.ranges)))
+        return (spark_context(spark).parallelize(p.ranges, max(1, len(p.ranges)))
                 .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
                 .partitionBy(n, _identity)
                 .mapPartitions(functools.partial(tasks.write_partition, job=job))
@@ -176,19 +199,6 @@ def _one_pass(spark: SparkSession, p: ranges.Plan, job: tasks.Job) -> list[tuple
 
 def _identity(p: int) -> int:
     return p
-
-
-def _name_topics(spark: SparkSession, tables: str) -> None:
-    """Batches of versions that name topics by id get their names from the captures' Metadata
-    responses: the batches table is rewritten with them (only when some are missing and known)."""
-    ids = spark.read.parquet(f"{tables}/topic_ids").dropDuplicates(["topic_id"])
-    rb = spark.read.parquet(f"{tables}/batches")
-    named = (rb.join(F.broadcast(ids), on="topic_id", how="left")
-             .select(*[F.coalesce("topic", "topic_name").alias("topic") if c == "topic" else F.col(c)
-                       for c in record_batches.BATCHES.names]))
-    named.write.mode("overwrite").parquet(f"{tables}/batches.named")
-    storage.remove_dir(f"{tables}/batches")
-    storage.rename(f"{tables}/batches.named", f"{tables}/batches")
 
 
 def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Iterable[int]] = None) -> DataFrame:
@@ -212,7 +222,7 @@ def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Itera
     return out
 
 
-def _identities(spark: SparkSession, listing: list[tuple[str, int]],
+def _identities(spark: Spark, listing: list[tuple[str, int]],
                 heads: Optional[dict[str, bytes]] = None) -> list[tuple[str, str]]:
     """(path, identity) of every file listed, from its head and length where those tell (``captures``)."""
     heads = heads if heads is not None else captures.heads(spark, [path for path, _ in listing])
@@ -222,10 +232,10 @@ def _identities(spark: SparkSession, listing: list[tuple[str, int]],
     else:
         known, unread = captures.identities([(path, length, heads[path]) for path, length in listing])
     if unread and heads is not None:  # packet files of equal lengths: digested by the workers, streaming
-        known.update(spark.sparkContext.parallelize(unread, len(unread)).map(storage.digest).collect())
-    elif unread:  # no JVM at hand (Spark Connect): Spark's binaryFile source reads them whole
+        known.update(spark_context(spark).parallelize(unread, len(unread)).map(storage.digest).collect())
+    elif unread and isinstance(spark, SparkSession):  # no JVM at hand (Spark Connect): Spark's binaryFile
         digests = spark.read.format("binaryFile").load(unread).select(
-            "path", captures.identity(F.col("content")).alias("digest")).collect()
+            "path", captures.identity(F.col("content")).alias("digest")).collect()  # source reads them whole
         known.update((r["path"], r["digest"]) for r in digests)
     return list(known.items())
 

@@ -40,7 +40,7 @@ def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
         fig, ax = plt.subplots(figsize=(9, 4.5))
         buckets = list(range(max(b for s in series.values() for b in s) + 1))  # empty buckets are zeros
         secs = [b * agg["bucket_ns"] / 1e9 for b in buckets]
-        for name, s in sorted(series.items(), key=lambda kv: -sum(kv[1].values()))[:12]:
+        for name, s in sorted(series.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))[:12]:
             ax.plot(secs, [s.get(b, 0) for b in buckets], marker=".", label=name)
         ax.set_xlabel("seconds since the first request")
         ax.set_ylabel(f"bytes per {agg['bucket_ns'] / 1e6:g} ms")
@@ -78,7 +78,7 @@ def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
     if decode_errors:
         counts["(frames that did not decode)"] = decode_errors
     if counts:
-        items = sorted(counts.items(), key=lambda kv: -kv[1])[:20]
+        items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
         ax.barh(range(len(items)), [c for _, c in items])
         ax.set_yticks(range(len(items)), [n for n, _ in items], fontsize=8)
         ax.invert_yaxis()

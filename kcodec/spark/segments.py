@@ -6,6 +6,12 @@ the connection's two ends, the same from either side. A tap file (``.kcap``) is 
 record; its frames are whole and go out as they are. Spark then brings each connection's rows together,
 in capture order (``order``), for pass 2 (``kcodec.spark.conversation``). Every range also emits one
 summary row (``kind`` SUMMARY): where it started and stopped, its packets, what it could not read.
+
+A row of a local file (a path or ``file:`` URI) carries no payload: only where it lies in the file
+(``at``, ``length``), and pass 2 reads it from there (``storage.Reader``). So the capture's bytes are not
+copied into rows, moved and read back, only read again where they are (from the page cache, mostly). A
+row of a file on other storage (S3, HDFS) carries its payload (``data``), so that pass 2 makes no small
+reads there; so does a packet of a layout only dpkt reads.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any, BinaryIO, Iterable, Iterator, Optional
 import pyarrow as pa
 
 from kcodec.tap import capture, pcapsplit
-from kcodec.tap.segments import SYN, ACK, NotTcp, segment
+from kcodec.tap.segments import SYN, ACK, NotTcp, locate, segment
 
 from . import storage
 
@@ -35,7 +41,9 @@ SEGMENTS = pa.schema([
     ("src", pa.string()), ("sport", pa.int32()), ("dst", pa.string()), ("dport", pa.int32()),
     ("seq", pa.int64()),       # the TCP sequence number; a tap frame's connection id
     ("flags", pa.int16()),     # TCP flags (SYN, ACK)
-    ("data", pa.binary()),     # the segment's payload, a tap frame, or a summary (JSON)
+    ("data", pa.binary()),     # the segment's payload, a tap frame, or a summary (JSON); null when in the file:
+    ("at", pa.int64()),        # where the payload lies in its file (``data`` null)
+    ("length", pa.int64()),    # and its bytes
 ])
 
 RANGES = pa.schema([
@@ -67,7 +75,7 @@ class _Out:
     def add(self, *row: Any) -> Optional[pa.RecordBatch]:
         for col, v in zip(self.cols, row):
             col.append(v)
-        data = row[-1]
+        data = row[11]
         self.bytes += len(data) if data is not None else 0
         if len(self.cols[0]) >= ROWS or self.bytes >= ROW_BYTES:
             return self.flush()
@@ -86,11 +94,19 @@ def _pcap_range(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _O
     fmt = pcapsplit.read_format(f)
     got = pcapsplit.RangeResult()
     cid, base = r["capture"], r["rank"] << OFFSET_BITS
+    inline = storage.local_path(r["path"]) is None
     keys: dict[tuple[Any, ...], int] = {}
     segments = not_tcp = undecodable = 0
     for p in pcapsplit.packets(f, fmt, r["start"], r["end"], got):
         try:
-            s = segment(p.linktype, p.data)
+            at = None if inline else locate(p.linktype, p.data)
+            if at is None:
+                s = segment(p.linktype, p.data)
+                src, sport, dst, dport, seq, flags, data = s.src, s.sport, s.dst, s.dport, s.seq, s.flags, s.payload
+                start = length = 0
+            else:
+                src, sport, dst, dport, seq, flags, start, end = at
+                length, data = max(0, end - start), None
         except NotTcp:
             not_tcp += 1
             continue
@@ -98,14 +114,15 @@ def _pcap_range(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _O
             undecodable += 1
             continue
         segments += 1
-        if not s.payload and not s.flags & SYN:
+        if not (length or data) and not flags & SYN:
             continue  # a bare ACK, FIN or RST: nothing for reassembly
-        ends = (s.src, s.sport, s.dst, s.dport)
+        ends = (src, sport, dst, dport)
         key = keys.get(ends)
         if key is None:
-            key = keys[ends] = conn_key(cid, (s.src, s.sport), (s.dst, s.dport))
-        batch = out.add(key, cid, base | p.offset, SEGMENT, p.ts_ns, s.src, s.sport, s.dst, s.dport, s.seq,
-                        s.flags & (SYN | ACK), s.payload)
+            key = keys[ends] = conn_key(cid, (src, sport), (dst, dport))
+        batch = out.add(key, cid, base | p.offset, SEGMENT, p.ts_ns, src, sport, dst, dport, seq, flags & (SYN | ACK),
+                        data if data is not None or length else b"", p.data_at + start if length else None,
+                        length or None)
         if batch is not None:
             yield batch
     summary.update(kind="pcap", packets=got.packets, tcp_segments=segments, not_tcp=not_tcp,
@@ -117,13 +134,16 @@ def _kcap_file(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _Ou
     head = f.read(capture.HEADER.size)
     header = capture.parse_header(head)
     cid, base = r["capture"], header.sequence << 32
-    pos, frames, opened, closed = capture.HEADER.size, 0, 0, 0
+    inline = storage.local_path(r["path"]) is None
+    frames, opened, closed = 0, 0, 0
     summary.update(kind="kcap", session=header.session, sequence=header.sequence)
-    for i, rec in enumerate(capture.read_records(f, pos)):
+    records = ((rec, None, None) for rec in capture.read_records(f)) if inline else capture.record_heads(f)
+    for i, (rec, at, length) in enumerate(records):
         if rec.kind <= capture.RESPONSE:
             frames += 1
             batch = out.add(tap_key(cid, rec.conn), cid, base | i, rec.kind, rec.ts_ns, None, None, None, None,
-                            rec.conn, 0, rec.payload)
+                            rec.conn, 0, rec.payload if inline or not length else None, at if length else None,
+                            length or None)
             if batch is not None:
                 yield batch
         elif rec.kind == capture.OPENED:
@@ -148,7 +168,7 @@ def read_ranges(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             except Exception as e:  # a bug of ours must not fail a job: reported on the file's row
                 summary["error"] = f"internal {type(e).__name__}: {e}"
             batch_ = out.add(0, r["capture"], 0, SUMMARY, None, None, None, None, None, None, None,
-                             json.dumps(summary, sort_keys=True).encode())
+                             json.dumps(summary, sort_keys=True).encode(), None, None)
             if batch_ is not None:
                 yield batch_
     last = out.flush()

@@ -43,6 +43,34 @@ def open_input(uri: str) -> BinaryIO:
     return filesystem.open_input_file(inner)  # type: ignore[no-any-return]
 
 
+class Reader:
+    """Byte ranges of input files, each file opened once: ``os.pread`` for local paths, ``read_at`` through
+    ``pyarrow.fs`` for other URIs. Pass 2 reads the payloads pass 1 left in the capture files with it."""
+
+    OPEN = 64  # files held open at once (a job of many rotated files closes them as it goes)
+
+    def __init__(self) -> None:
+        self.files: dict[str, Any] = {}
+
+    def read(self, uri: str, at: int, length: int) -> bytes:
+        f: Any = self.files.get(uri)
+        if f is None:
+            if len(self.files) >= self.OPEN:
+                self.close()
+            path = local_path(uri)
+            f = self.files[uri] = os.open(path, os.O_RDONLY) if path is not None else open_input(uri)
+        data = os.pread(f, length, at) if isinstance(f, int) else f.read_at(length, at)
+        if len(data) != length:
+            raise OSError(f"{uri}: {length} bytes at byte {at} were read in pass 1, {len(data)} are there now "
+                          "(the file changed while it was analysed)")
+        return data  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        for f in self.files.values():
+            os.close(f) if isinstance(f, int) else f.close()
+        self.files = {}
+
+
 def digest(uri: str) -> tuple[str, str]:
     """(uri, "sha256:<hex>") of a file read in 1 MiB steps: a packet file's identity
     (``kcodec.spark.captures.identity`` gives the same string from Spark's whole-file rows)."""
@@ -81,10 +109,15 @@ def read_arrow(uri: str) -> Iterator[Any]:
             yield reader.get_batch(i)
 
 
-def _compression(schema: Any) -> dict[str, str]:
-    """Snappy, but for the frames' bytes: Kafka's payloads mostly come compressed, and snappy over them
-    costs as much as the rest of the table and saves little."""
-    return {name: "none" if name == "frame" else "snappy" for name in schema.names}
+RAW = frozenset({"frame"})  # columns of Kafka's bytes as they crossed the wire
+
+
+def _options(schema: Any) -> dict[str, Any]:
+    """Snappy and dictionaries, but for the frames' bytes: Kafka's payloads mostly come compressed, and
+    snappy over them costs as much as the rest of the table and saves little; a dictionary of distinct
+    frames hashes every byte to give up (Parquet falls back to plain values)."""
+    return {"compression": {name: "none" if name in RAW else "snappy" for name in schema.names},
+            "use_dictionary": [name for name in schema.names if name not in RAW]}
 
 
 class TableFile:
@@ -101,12 +134,12 @@ class TableFile:
         if path is not None:
             os.makedirs(path, exist_ok=True)
             self.fs, self.dir = None, path
-            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, compression=_compression(schema))
+            self.writer = pq.ParquetWriter(os.path.join(path, temporary), schema, **_options(schema))
         else:
             self.fs, self.dir = _filesystem(directory)
             self.fs.create_dir(self.dir, recursive=True)
             self.writer = pq.ParquetWriter(posixpath.join(self.dir, temporary), schema, filesystem=self.fs,
-                                           compression=_compression(schema))
+                                           **_options(schema))
         self.temporary = temporary
 
     def write(self, batch: Any) -> None:
@@ -144,6 +177,30 @@ def rename(src: str, dst: str) -> None:
         return
     filesystem, inner = _filesystem(src)
     filesystem.move(inner, _filesystem(dst)[1])
+
+
+def parquet_files(uri: str) -> list[str]:
+    """The Parquet files of a table directory (URIs as given)."""
+    path = local_path(uri)
+    if path is not None:
+        names = os.listdir(path) if os.path.isdir(path) else []
+    else:
+        from pyarrow import fs
+
+        filesystem, inner = _filesystem(uri)
+        names = [posixpath.basename(i.path) for i in filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True))]
+    return sorted(f"{uri}/{name}" for name in names if name.endswith(".parquet") and not name.startswith("."))
+
+
+def read_table(uri: str) -> Any:
+    """One Parquet file, whole."""
+    import pyarrow.parquet as pq
+
+    path = local_path(uri)
+    if path is not None:
+        return pq.read_table(path)
+    filesystem, inner = _filesystem(uri)
+    return pq.read_table(inner, filesystem=filesystem)
 
 
 def ensure_table(uri: str, schema: Any) -> None:

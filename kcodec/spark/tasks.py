@@ -116,7 +116,7 @@ def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_give
     summaries = [s.decode() for s in summaries_in]
     for given in inputs:
         summaries += [s.decode() for s in (conns.feed(given) if rows_given else conns.rows(given))]
-    conns.close()
+    conns.end()
     out.flush()
     for f in files.values():
         f.close()
@@ -124,6 +124,22 @@ def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_give
     yield from (("reassembly", json.dumps({"path": p, **s}, sort_keys=True)) for p, s in conns.file_stats().items())
     yield ("rows", json.dumps(out.counts, sort_keys=True))
     yield ("aggregates", json.dumps(aggregates.partial()))
+
+
+def name_topics(uri: str, names: dict[str, str]) -> None:
+    """One Parquet file of the batches table with the topics its rows knew by id only (Fetch and Produce
+    v13+) named, from the captures' Metadata responses (``names``: topic id -> name): rewritten in place."""
+    table = storage.read_table(uri)
+    topics, ids = table.column("topic").to_pylist(), table.column("topic_id").to_pylist()
+    named = [names.get(i) if t is None and i is not None else t for t, i in zip(topics, ids)]
+    if named == topics:
+        return
+    table = table.set_column(table.schema.get_field_index("topic"), "topic", pa.array(named, pa.string()))
+    directory, name = uri.rsplit("/", 1)
+    out = storage.TableFile(directory, name, table.schema)
+    for batch in table.to_batches():
+        out.write(batch)
+    out.close()
 
 
 def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
@@ -137,7 +153,7 @@ def frame_rows(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Recor
         summaries += [s.decode() for s in conns.rows(batch)]
         yield from ready
         ready.clear()
-    conns.close()
+    conns.end()
     out.flush()
     yield from ready
     rows = [{"part": "range", **json.loads(s)} for s in summaries]

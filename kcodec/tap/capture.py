@@ -77,6 +77,17 @@ def iter_records(data: Union[bytes, memoryview]) -> Iterator[Record]:
 
 def read_records(f: BinaryIO, pos: int = HEADER.size) -> Iterator[Record]:
     """Every record of a capture file from byte ``pos`` of a file object, one at a time (bounded memory)."""
+    return (record for record, _, _ in _records(f, pos, True))
+
+
+def record_heads(f: BinaryIO, pos: int = HEADER.size) -> Iterator[tuple[Record, int, int]]:
+    """Every record from byte ``pos`` of a seekable file without its payload, which is skipped, not read:
+    (the record, its payload empty; where its payload lies in the file; its length)."""
+    return _records(f, pos, False)
+
+
+def _records(f: BinaryIO, pos: int, payloads: bool) -> Iterator[tuple[Record, int, int]]:
+    size = 0 if payloads else f.seek(0, io.SEEK_END)
     f.seek(pos)
     while True:
         head = f.read(RECORD.size)
@@ -87,11 +98,17 @@ def read_records(f: BinaryIO, pos: int = HEADER.size) -> Iterator[Record]:
         kind, conn, ts, length = RECORD.unpack(head)
         if kind > CLOSED:
             raise CaptureError(f"unknown record kind {kind} at byte {pos}")
-        payload = f.read(length)
-        if len(payload) < length:
-            raise CaptureError(f"record at byte {pos} needs {length} bytes, {len(payload)} left")
-        yield Record(kind, conn, ts, payload)
-        pos += RECORD.size + length
+        at = pos + RECORD.size
+        if payloads:
+            payload = f.read(length)
+        else:
+            payload = b""
+            f.seek(length, io.SEEK_CUR)
+        have = len(payload) if payloads else max(0, min(length, size - at))
+        if have < length:
+            raise CaptureError(f"record at byte {pos} needs {length} bytes, {have} left")
+        yield Record(kind, conn, ts, payload), at, length
+        pos = at + length
 
 
 def read_capture(path: Union[str, Path]) -> tuple[CaptureHeader, list[Record]]:

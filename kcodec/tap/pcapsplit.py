@@ -50,6 +50,7 @@ class Packet(NamedTuple):
     linktype: int
     ts_ns: int
     data: bytes
+    data_at: int = -1  # where ``data`` lies in the file
 
 
 class Source:
@@ -207,7 +208,8 @@ def _pcap_range(src: Source, fmt: Format, pos: int, end: int, result: RangeResul
             break
         at = pos - src.base + 16
         result.packets += 1
-        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, bytes(src.data[at:at + caplen]))
+        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, bytes(src.data[at:at + caplen]),
+                     pos + 16)
         pos += 16 + caplen
     result.stop = min(pos, src.end) if not result.stopped_early else src.end
 
@@ -241,12 +243,13 @@ def _pcapng_range(src: Source, fmt: Format, pos: int, end: int, result: RangeRes
                 break
             last_ts = got.ts_ns
             result.packets += 1
-            yield Packet(pos, got.linktype, got.ts_ns, got.data)
+            yield Packet(pos, got.linktype, got.ts_ns, got.data, pos + 28)  # block head, then 20 bytes of the body
         elif btype == SPB and body_end - body >= 4 and interfaces:
             if not result.packets and pos > fmt.first:
                 result.late_header = True  # its time is its predecessor's, in the range before: read whole
             orig = struct.unpack_from(order + "I", data, body)[0]
             result.packets += 1  # no timestamp of its own: its predecessor's
-            yield Packet(pos, interfaces[0][0], last_ts, bytes(data[body + 4:body + 4 + min(orig, body_end - body - 4)]))
+            yield Packet(pos, interfaces[0][0], last_ts, bytes(data[body + 4:body + 4 + min(orig, body_end - body - 4)]),
+                         pos + 12)
         pos += blen
     result.stop = min(pos, src.end) if not result.stopped_early else src.end

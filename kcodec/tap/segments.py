@@ -64,9 +64,21 @@ def _ip_offset(linktype: int, buf: bytes) -> Optional[int]:
 
 def segment(linktype: int, buf: bytes) -> Segment:
     """The TCP segment of one packet; NotTcp when it carries none, ValueError when it does not parse."""
+    at = locate(linktype, buf)
+    if at is None:
+        return _dpkt_segment(linktype, buf)
+    src, sport, dst, dport, seq, flags, start, end = at
+    return Segment(src, sport, dst, dport, seq, flags, buf[start:end])
+
+
+def locate(linktype: int, buf: bytes) -> Optional[tuple[str, int, str, int, int, int, int, int]]:
+    """(src, sport, dst, dport, seq, flags, start, end) of the TCP segment of one packet of a common layout,
+    its payload being ``buf[start:end]`` (left where it is: a reader that knows where the packet lies in
+    its file can point at the payload there); None for a layout only dpkt reads (``segment`` does).
+    NotTcp when it carries none, ValueError when it does not parse."""
     ip = _ip_offset(linktype, buf)
     if ip is None or len(buf) < ip + 1:
-        return _dpkt_segment(linktype, buf)
+        return None
     version = buf[ip] >> 4
     if version == 4:
         if len(buf) < ip + 20:
@@ -83,19 +95,19 @@ def segment(linktype: int, buf: bytes) -> Segment:
         if len(buf) < ip + 40:
             raise ValueError("IPv6 header cut short")
         if buf[ip + 6] != _TCP:  # extension headers, or not TCP: dpkt's turn
-            return _dpkt_segment(linktype, buf)
+            return None
         plen = _H.unpack_from(buf, ip + 4)[0]
         src, dst = buf[ip + 8:ip + 24], buf[ip + 24:ip + 40]
         start, end = ip + 40, (ip + 40 + plen if plen else len(buf))
     else:
-        return _dpkt_segment(linktype, buf)
+        return None
     if end - start < 20 or len(buf) < start + 20:
         raise ValueError("TCP header cut short")
     sport, dport, seq, _ack, off, flags = _TCP_HEAD.unpack_from(buf, start)
     doff = (off >> 4) * 4
     if doff < 20:
         raise ValueError("invalid TCP header length")
-    return Segment(_addr(src), sport, _addr(dst), dport, seq, flags, buf[start + doff:end])
+    return _addr(src), sport, _addr(dst), dport, seq, flags, min(start + doff, len(buf)), min(end, len(buf))
 
 
 def _dpkt_segment(linktype: int, buf: bytes) -> Segment:

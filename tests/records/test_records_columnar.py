@@ -70,3 +70,20 @@ def test_malformed_records_raise_the_same_error_as_the_objects():
     with pytest.raises(RecordsError) as by_columns:
         record_columns(batches)
     assert str(by_columns.value) == str(by_objects.value)
+
+
+def test_compressed_batches_copy_no_buffer_they_are_not_read_from():
+    """One compressed batch's columns point into its decompressed records as they are; the caller's buffer
+    is in ``data`` only when some batch is read in place there."""
+    data = field(4, Compression.LZ4) + field(3, Compression.ZSTD, base_offset=4)
+    batches = read_batches(data).batches
+    one = record_columns(batches[0])
+    assert len(one.data) == len(batches[0].payload())
+    check_against_objects(one, batches[:1])
+    both = record_columns(data)
+    assert len(both.data) == sum(len(b.payload()) for b in batches)
+    check_against_objects(both, batches)
+    mixed = data + field(2, base_offset=7)
+    cols = record_columns(mixed)
+    assert bytes(cols.data[:len(mixed)]) == mixed
+    check_against_objects(cols, read_batches(mixed).batches)

@@ -1,0 +1,123 @@
+"""`kcodec analyze` beside tshark (benchmarks/analyze_bench.py's suite ``analyze``, `make bench-analyze`): the
+table and the targets of issue 32 in docs/analyze.md."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Callable, Optional
+
+from figures import store
+from figures.sections import provenance, section, verdict
+
+TOOLS = {"kcodec": "kcodec analyze", "tshark": "tshark"}
+SMALL_TARGET_S = 15.0
+
+
+def _spread(values: list[float], fmt: str) -> str:
+    if not values:
+        return ""
+    if min(values) == max(values):
+        return format(values[0], fmt)
+    return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
+
+
+def _sizes(kept: list[dict]) -> list[str]:
+    """The capture sizes measured, smallest first."""
+    sizes: dict[str, int] = {}
+    for run in kept:
+        for c in run["cases"]:
+            sizes[c["params"]["size"]] = c["bytes"]
+    return sorted(sizes, key=sizes.__getitem__)
+
+
+def _impl(run: dict, size: str, tool: str) -> Optional[dict]:
+    c = store.case(run, f"analyze[{size}]")
+    return c["impls"].get(tool) if c else None
+
+
+def _all(kept: list[dict], size: str, tool: str, key: str) -> list[float]:
+    """Every round's figure over the kept runs."""
+    out: list[float] = []
+    for run in kept:
+        f = _impl(run, size, tool)
+        if f:
+            out += f["samples"] if key == "wall_s" else f.get(key, [])
+    return out
+
+
+def _pairs(kept: list[dict], size: str, key: str) -> list[tuple[float, float]]:
+    """(kcodec, tshark) figures of each round, the two measured one right after the other."""
+    out = []
+    for run in kept:
+        k, t = _impl(run, size, "kcodec"), _impl(run, size, "tshark")
+        if k and t:
+            ks, ts = (k["samples"], t["samples"]) if key == "wall_s" else (k.get(key, []), t.get(key, []))
+            out += list(zip(ks, ts))
+    return out
+
+
+def _bytes(kept: list[dict], size: str) -> int:
+    return next(c["bytes"] for run in kept for c in run["cases"] if c["params"]["size"] == size)
+
+
+def table(kept: list[dict]) -> list[str]:
+    rows = ["| capture | tool | wall s | CPU s | MB per CPU second | frames per CPU second | peak memory MB |",
+            "|---|---|---:|---:|---:|---:|---:|"]
+    for size in _sizes(kept):
+        mb = _bytes(kept, size) / 1e6
+        for tool, name in TOOLS.items():
+            walls, cpus = _all(kept, size, tool, "wall_s"), _all(kept, size, tool, "cpu_s")
+            if not walls:
+                continue
+            frames = next((f["frames"] for run in kept if (f := _impl(run, size, tool)) and f.get("frames")), None)
+            rate = [mb / c for c in cpus if c]
+            fps = [frames / c for c in cpus if c] if frames else []
+            rows.append(f"| {size} ({mb:,.1f} MB) | {name} | {_spread(walls, '.1f')} | {_spread(cpus, '.1f')} | "
+                        f"{_spread(rate, '.1f' if min(rate or [1]) >= 1 else '.3f')} | {_spread(fps, ',.0f')} | "
+                        f"{_spread(_all(kept, size, tool, 'peak_rss_mb'), ',.0f')} |")
+    return rows
+
+
+def targets(kept: list[dict]) -> list[str]:
+    sizes = _sizes(kept)
+    rows = ["| target | measured | |", "|---|---|---|"]
+    if not sizes:
+        return rows
+    big, small = sizes[-1], sizes[0]
+
+    def paired(what: str, key: str) -> None:
+        pairs = _pairs(kept, big, key)
+        ratios: list[Optional[float]] = [k / t if t else None for k, t in pairs]
+        ok: Callable[[float], bool] = lambda x: x <= 1  # noqa: E731
+        rows.append(f"| {big}: kcodec analyze's {what} no more than tshark's, round by round | "
+                    f"{_spread([r for r in ratios if r is not None], '.1f')}× tshark's | {verdict(ratios, ok)} |")
+
+    paired("CPU seconds (throughput per core at least tshark's)", "cpu_s")
+    paired("wall time", "wall_s")
+    walls: list[Optional[float]] = list(_all(kept, small, "kcodec", "wall_s"))
+    rows.append(f"| {small}: kcodec analyze under {SMALL_TARGET_S:.0f} s, Spark's start included | "
+                f"{_spread([w for w in walls if w is not None], '.1f')} s | "
+                f"{verdict(walls, lambda w: w < SMALL_TARGET_S)} |")
+    if len(sizes) > 2:
+        mid = sizes[-2]
+        peak = {s: max(_all(kept, s, "kcodec", "peak_rss_mb") or [0]) for s in (mid, big)}
+        rows.append(f"| kcodec analyze's peak memory at {big} within 1.5× its peak at {mid} (bounded) | "
+                    f"{peak[big]:,.0f} MB against {peak[mid]:,.0f} MB | "
+                    f"{'met' if peak[big] <= 1.5 * peak[mid] else '**not met**'} |")
+    return rows
+
+
+@section("analyze-vs-tshark", suites=("analyze",))
+def analyze_vs_tshark(runs: dict[str, list[dict]]) -> str:
+    kept = runs["analyze"]
+    if not kept:
+        return provenance(kept, "`kcodec analyze` beside tshark", "make bench-analyze")
+    last = kept[-1]
+    rounds = sum(len(c["impls"].get("kcodec", {}).get("samples", [])) for c in last["cases"][:1])
+    peers = ", ".join(f"{k} {last['peers'][k]}" for k in ("tshark", "pyspark", "java") if k in last["peers"])
+    head = (provenance(kept, command="make bench-analyze") + f" Each run measures every size {rounds} time(s) per "
+            f"tool, the tools alternating; kcodec's {last.get('backend', '')} backend, {peers}. CPU seconds are user "
+            "and system time of the tool and every process it started (for kcodec: its Python driver, the JVM, the "
+            "Python workers); peak memory is their summed resident memory. Figures: median (min-max) over every "
+            "round of the kept runs.")
+    return "\n".join([head, "", *table(kept), "", *targets(kept)])

@@ -1,0 +1,82 @@
+"""The driver JVM of a local `kcodec analyze` starts from a class archive (AppCDS): most of what Spark's JVM
+spends to start is loading and verifying the same few thousand classes every time; a dynamic class data
+sharing archive (JDK 13+: ``-XX:ArchiveClassesAtExit``, then ``-XX:SharedArchiveFile``) maps them ready-made.
+
+The first local run of a given Java and PySpark writes the archive as its JVM exits (``finish``: once, a few
+seconds after the report), under ``$XDG_CACHE_HOME/kcodec`` (``~/.cache/kcodec``); later runs start from it.
+An archive that does not fit (another Java, another class path) is passed over by the JVM, which then starts
+as without it (``-Xshare:auto``, the default; its notes about it are silenced). ``spark.kcodec.classArchive``
+names another file, or ``false`` turns it off. Only the driver's JVM: in local mode it is the only one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+SETTING = "spark.kcodec.classArchive"
+QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"  # no notes when an archive is missing or refused
+WAIT_S = 60  # the longest the first run waits for its JVM to write the archive
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kcodec"
+
+
+def default_path(java_options: str) -> Optional[Path]:
+    """Where the archive of this Java, this PySpark and these JVM options is kept; None without a java."""
+    import pyspark
+
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else shutil.which("java")
+    if not java or not os.path.exists(java):
+        return None
+    java = os.path.realpath(java)
+    key = "|".join([java, str(os.stat(java).st_mtime_ns), os.path.dirname(pyspark.__file__), pyspark.__version__,
+                    java_options])
+    return _cache() / f"spark-classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+class Archive:
+    """The JVM options of a run (``options``) and, after it, ``finish``: the archive kept if this run wrote it."""
+
+    def __init__(self, conf: dict[str, str], java_options: str) -> None:
+        setting = conf.get(SETTING, "")
+        self.path: Optional[Path] = (None if setting.lower() in ("false", "off", "no", "0") else
+                                     Path(setting) if setting else default_path(java_options))
+        self.writing: Optional[Path] = None
+        if self.path is None:
+            self.options = ""
+        elif self.path.is_file():
+            self.options = f"-XX:SharedArchiveFile={self.path} {QUIET}"
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                self.path, self.options = None, ""
+                return
+            self.writing = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.tmp")
+            self.options = f"-XX:ArchiveClassesAtExit={self.writing} {QUIET}"
+
+    def finish(self, gateway: Any) -> bool:
+        """After ``SparkContext.stop``: when this run writes the archive, let its JVM exit now (it writes the
+        archive as it exits), wait for it and put the archive in place. True when an archive was kept."""
+        if self.writing is None or self.path is None:
+            return False
+        proc = getattr(gateway, "proc", None)
+        try:
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.close()  # PySpark's gateway JVM exits when its stdin ends
+                proc.wait(WAIT_S)
+            if self.writing.is_file() and self.writing.stat().st_size:
+                os.replace(self.writing, self.path)
+                return True
+        except Exception:  # a slow or failed dump only costs the next run its head start
+            pass
+        finally:
+            if self.writing.exists():
+                self.writing.unlink(missing_ok=True)
+        return False
