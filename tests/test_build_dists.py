@@ -104,3 +104,13 @@ def test_the_broker_wheel_holds_its_data_and_command_and_needs_this_kcodec(wheel
         configs = z.read("kcodec_broker/kafka_broker_configs.json")
     assert configs == (REPO / "broker" / "kcodec_broker" / "kafka_broker_configs.json").read_bytes() \
         if (REPO / "broker").exists() else configs.startswith(b"{")
+
+
+def test_cibuildwheel_installs_the_broker_before_the_suite():
+    # cibuildwheel installs the kcodec wheel it built (test-extras: test); the suite needs kcodec-broker too.
+    tomllib = need_module("tomllib")
+    if not (REPO / "broker" / "pyproject.toml").exists():
+        missing("the source tree (broker/)")
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["cibuildwheel"]
+    commands = config["test-command"] if isinstance(config["test-command"], list) else [config["test-command"]]
+    assert commands[0] == "python -m pip install {project}/broker" and ".ci/test_wheel.py" in commands[-1]

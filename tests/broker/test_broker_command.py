@@ -4,14 +4,18 @@ handing its arguments to it (the broker is a distribution of its own, kcodec-bro
 from __future__ import annotations
 
 import os
+import runpy
 import subprocess
 import sys
 import sysconfig
+
+import pytest
 
 from broker_wire import Wire
 from needs import missing
 
 from kcodec.messages import MetadataRequest
+from kcodec_broker.cli import main
 
 
 def _script() -> str:
@@ -47,3 +51,13 @@ def test_help_of_each_way_in():
     for r, prog in ((script, "kcodec-broker"), (module, "kcodec-broker"), (dispatched, "kcodec broker")):
         assert r.returncode == 0, r.stderr
         assert r.stdout.startswith(f"usage: {prog} ") and "--brokers BROKERS" in r.stdout and "--tls-cert" in r.stdout
+
+
+def test_main_in_process(capsys, monkeypatch):
+    # What the console script and python -m run, in this process (the subprocesses above are not measured).
+    assert main(["--listen", "127.0.0.1:0", "--brokers", "0"]) == 2
+    assert capsys.readouterr().err == "kcodec broker: a cluster needs at least one broker\n"
+    monkeypatch.setattr(sys, "argv", ["kcodec-broker", "--brokers", "0"])
+    with pytest.raises(SystemExit) as e:
+        runpy.run_module("kcodec_broker", run_name="__main__")
+    assert e.value.code == 2 and "at least one broker" in capsys.readouterr().err
