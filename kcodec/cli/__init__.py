@@ -61,8 +61,8 @@ def apis(out: Any = sys.stdout) -> int:
 
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
-# `kcodec broker` is the distribution kcodec-broker's command (kcodec_broker.cli, also `kcodec-broker`): this
-# table is the one place kcodec reaches it (tests/test_layers.py), and only when that command is run or listed.
+# `kcodec broker` is the distribution kcodec-broker's command (kcodec_broker.cli, also `kcodec-broker`), loaded
+# only when that command is run or listed, and only if installed (REACHES_THE_BROKER in tests/test_layers.py).
 BROKER_MODULE = "kcodec_broker.cli"
 BROKER_MISSING = "kcodec broker needs kcodec-broker, the broker's own distribution: pip install kcodec-broker"
 APPLICATIONS: list[tuple[str, str, str]] = [
