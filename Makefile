@@ -148,10 +148,12 @@ fuzz-atheris: $(STAMP)
 	cd $(FUZZ_DIR) && $(ASAN) PYTHONPATH=. $(abspath $(PY)) $(abspath fuzz/fuzz_kcodec.py) -max_total_time=$(FUZZ_SECONDS) \
 		-rss_limit_mb=4096 corpus
 
-$(STAMP): pyproject.toml setup.py $(wildcard kcodec/*/*.pyx kcodec/*/*.pxi)
+# kcodec and kcodec-broker (broker/, its own distribution), both editable, in one pip command: kcodec-broker's
+# kcodec==<version> resolves to this checkout's kcodec, not to PyPI.
+$(STAMP): pyproject.toml setup.py broker/pyproject.toml $(wildcard kcodec/*/*.pyx kcodec/*/*.pxi)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' -e ./broker
 	touch $(STAMP)
 
 $(JS_STAMP): tests/interop/js/package.json tests/interop/js/package-lock.json
@@ -164,4 +166,4 @@ definitions: $(STAMP)
 	$(PY) -m kcodec.messages._generate
 
 clean:
-	rm -rf $(VENV) build site *.egg-info tests/oracle/*/target kcodec/*/*.c kcodec/*/*.so tests/interop/js/node_modules
+	rm -rf $(VENV) build site *.egg-info broker/*.egg-info broker/build tests/oracle/*/target kcodec/*/*.c kcodec/*/*.so tests/interop/js/node_modules

@@ -4,7 +4,8 @@
 
 Copies tests/ (but CHECKOUT_ONLY), pyproject.toml (pytest's settings), README.md, CHANGELOG.md, mkdocs.yml, docs/,
 examples/, .github/ and fuzz/ (tested) into a temporary
-directory, checks that ``import kcodec`` resolves outside the checkout and that the compiled extensions
+directory, checks that ``import kcodec`` (and ``import kcodec_broker``, the broker's own wheel installed beside
+it) resolves outside the checkout and that the compiled extensions
 are there (kcodec.columnar._columnar always; kcodec.core._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
 has kcodec/core/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
 modules; kcodec itself is not in the copy, so the installed one is imported). ``--both`` runs the suite
@@ -25,8 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 # Heavy suites that test no backend choice run once, in the checkout run of .ci/run, not against the wheel:
 # tests/oracle (Apache Kafka's own classes in JVMs) checks both backends itself; tests/test_figures.py holds
 # README.md and docs/ (docs/analyze.md's table too) to benchmarks/results/ (no codec involved);
-# tests/test_spark_cluster.py starts a Spark master, two workers and spark-submit (JVMs).
-CHECKOUT_ONLY = ("oracle", "test_figures.py", "test_spark_cluster.py")
+# tests/test_spark_cluster.py starts a Spark master, two workers and spark-submit (JVMs); tests/test_build_dists.py
+# reads the wheels themselves, and .ci/wheel.sh runs it on the ones it built before it installs them.
+CHECKOUT_ONLY = ("oracle", "test_figures.py", "test_spark_cluster.py", "test_build_dists.py")
 
 CHECK = """
 import sys, kcodec, kcodec.columnar as c
@@ -34,6 +36,10 @@ from pathlib import Path
 where = Path(kcodec.__file__).resolve()
 assert Path(sys.argv[1]) not in where.parents, f"kcodec imported from the checkout: {where}"
 print(f"kcodec {kcodec.__version__} from {where.parent}: backend {kcodec.BACKEND}, columnar {c.ENGINE}")
+import kcodec_broker  # kcodec-broker, installed beside it (its own wheel)
+broker = Path(kcodec_broker.__file__).resolve()
+assert Path(sys.argv[1]) not in broker.parents, f"kcodec_broker imported from the checkout: {broker}"
+print(f"kcodec_broker from {broker.parent}")
 want = sys.argv[2]
 assert kcodec.BACKEND == want, f"backend {kcodec.BACKEND}, expected {want}"
 import kcodec.records as records

@@ -16,7 +16,7 @@ import struct
 from typing import Any, Optional
 
 import kcodec
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.messages import ApiVersionsRequest
 
 WAITING_KEYS = {1, 11, 14, 78}  # Fetch, JoinGroup, SyncGroup, ShareFetch
@@ -41,7 +41,7 @@ class BrokerTarget:
 
     def __init__(self) -> None:
         self.errors = _Errors()
-        logger = logging.getLogger("kcodec.broker")
+        logger = logging.getLogger("kcodec_broker")
         logger.addHandler(self.errors)
         logger.propagate = False  # the closes it logs as warnings are expected here, and many
         self.cluster = Cluster(brokers=1, system_topic_partitions=2, max_partitions_per_topic=50,
@@ -56,7 +56,7 @@ class BrokerTarget:
     def close(self) -> None:
         self.witness.close()
         self.cluster.stop()
-        logging.getLogger("kcodec.broker").removeHandler(self.errors)
+        logging.getLogger("kcodec_broker").removeHandler(self.errors)
 
     def check(self, frame: bytes) -> Optional[str]:
         """None, or what went wrong with this frame."""

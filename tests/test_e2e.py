@@ -1,7 +1,7 @@
 """End to end: real admin clients through `kcodec tap` to `kcodec broker`, the capture on Spark.
 
 confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's client administer a
-three-broker ``kcodec.broker.Cluster`` (SASL PLAIN) through the tap (``kcodec.showcase.traffic``, the
+three-broker ``kcodec_broker.Cluster`` (SASL PLAIN) through the tap (``kcodec.showcase.traffic``, the
 showcase's own driver); `kcodec analyze` runs on the session's local[2] Spark, and its tables are
 checked against the broker's count of what it answered, what each client was told, and the bytes.
 Then confluent-kafka's idempotent producer writes with every codec and a consumer group reads it all back.
@@ -213,7 +213,7 @@ def test_sasl_handshake_v0_raw_tokens(spark, tmp_path):
 
     import kcodec
     from kcodec import spark as ks
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
     from kcodec.messages import MetadataRequest, SaslHandshakeRequest
     from kcodec.tap.process import tap_process
 
@@ -252,7 +252,7 @@ def test_sasl_handshake_v0_scram_tokens(spark, tmp_path):
     server-final): the tap and the analysis count both off, so kcodec's client's SCRAM login through the
     tap leaves no garbage request and no orphan response."""
     from kcodec import spark as ks
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
     from kcodec.client import SyncClient
     from kcodec.spark.decode import sasl_v0_tokens
     from kcodec.tap.frames import read_frames

@@ -5,19 +5,33 @@ Messages never import a backend; the protocol layer (sans-I/O connections) and c
 never ir or a backend; applications use only the public API (never ir, a backend or any module whose
 name starts with "_"), and import each other only along the edges APPLICATION_EDGES declares.
 kcodec.records (record batches) has its own two backends and uses only the public API of the messages.
-The codec (every layer below the applications) has no import cycle.
+The codec (every layer below the applications) has no import cycle. The broker is its own distribution
+(kcodec-broker, package kcodec_broker): an application held to the same rules, which kcodec reaches only
+where REACHES_THE_BROKER says, lazily.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib.util
+import re
 from pathlib import Path
+from typing import Optional
 
 import kcodec
-from needs import parse_python
+from needs import need_module, parse_python
 
 PKG = Path(kcodec.__file__).resolve().parent  # the package under test: the checkout, or an installed wheel
+
+
+def _broker_package() -> Optional[Path]:
+    spec = importlib.util.find_spec("kcodec_broker")
+    return Path(spec.origin).resolve().parent if spec is not None and spec.origin else None
+
+
+BROKER_PKG = _broker_package()  # kcodec-broker's package (broker/kcodec_broker, or installed), when installed
+ROOTS = {"kcodec": PKG, **({"kcodec_broker": BROKER_PKG} if BROKER_PKG else {})}
 
 LAYERS = ["base", "definitions", "ir", "backends", "messages", "api", "protocol", "columnar", "records",
           "applications"]
@@ -42,14 +56,18 @@ FORBIDDEN = {("messages", "backends"), ("applications", "ir"), ("applications", 
 # Which application may import which: the rest of kcodec's applications stand apart.
 APPLICATION_EDGES = {
     "kcodec.__main__": {"kcodec.cli"},
-    "kcodec.broker": {"kcodec.security"},
+    "kcodec_broker": {"kcodec.security"},
     "kcodec.client": {"kcodec.security", "kcodec.versions"},
     "kcodec.tap": {"kcodec.security"},
     "kcodec.sizes": {"kcodec.cli"},  # (kcodec.cli.progress: the progress bars)
     "kcodec.spark": {"kcodec.cli", "kcodec.tap"},
-    "kcodec.showcase": {"kcodec.broker", "kcodec.client", "kcodec.cli", "kcodec.sizes", "kcodec.spark",
+    "kcodec.showcase": {"kcodec_broker", "kcodec.client", "kcodec.cli", "kcodec.sizes", "kcodec.spark",
                         "kcodec.tap"},
 }
+# kcodec reaches kcodec-broker (its own distribution, not a dependency) in these modules alone, and only lazily:
+# inside a function, or by a module's name that importlib loads when the command runs.
+REACHES_THE_BROKER = {"kcodec.cli": "`kcodec broker` hands its arguments to kcodec_broker.cli when installed",
+                      "kcodec.showcase.traffic": "the showcase's traffic step runs a kcodec_broker Cluster"}
 
 
 def layer_of(module: str) -> str:
@@ -60,8 +78,12 @@ def layer_of(module: str) -> str:
     return MODULES[best] if best and best != "kcodec" or module == "kcodec" else "applications"
 
 
+def _root_of(path: Path) -> Path:
+    return next((root for root in ROOTS.values() if root == path or root in path.parents), PKG)
+
+
 def module_name(path: Path) -> str:
-    rel = path.relative_to(PKG.parent).with_suffix("")
+    rel = path.relative_to(_root_of(path).parent).with_suffix("")
     parts = list(rel.parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -105,9 +127,9 @@ def imports_of(path: Path, module: str, *, runtime: bool = False) -> set[str]:
 def _is_module(name: str) -> bool:
     if name in MODULES:  # kcodec.core._fast may not be built
         return True
-    rel = Path(*name.split("."))
-    return (PKG.parent / rel).with_suffix(".py").exists() or (PKG.parent / rel / "__init__.py").exists() \
-        or (PKG.parent / rel).with_suffix(".pyx").exists()
+    rel, root = Path(*name.split(".")), ROOTS.get(name.split(".")[0], PKG)
+    return (root.parent / rel).with_suffix(".py").exists() or (root.parent / rel / "__init__.py").exists() \
+        or (root.parent / rel).with_suffix(".pyx").exists()
 
 
 def test_layers_point_down():
@@ -121,10 +143,22 @@ def test_layers_point_down():
 
 @functools.lru_cache(maxsize=None)
 def every_import() -> list[tuple[str, str]]:
-    """(module, kcodec module it imports) over the whole package."""
-    files = list(PKG.rglob("*.py"))
+    """(module, kcodec or kcodec_broker module it imports) over both packages (kcodec_broker when installed)."""
+    files = python_files()
     assert len(files) > 20
     return [(module_name(p), t) for p in files for t in imports_of(p, module_name(p))]
+
+
+def python_files() -> list[Path]:
+    return [p for root in ROOTS.values() for p in root.rglob("*.py")]
+
+
+def test_the_broker_is_checked_with_the_codec():
+    need_module("kcodec_broker")
+    assert {m for m, _ in every_import() if m.startswith("kcodec_broker.")} >= {"kcodec_broker.server",
+                                                                              "kcodec_broker.cluster"}
+    assert layer_of("kcodec_broker.server") == "applications" and application_of("kcodec_broker.log.store") == \
+        "kcodec_broker"
 
 
 def test_contract_catches_an_upward_import(tmp_path):
@@ -141,8 +175,9 @@ def test_contract_catches_an_upward_import(tmp_path):
 
 
 def application_of(module: str) -> str:
-    """The application a module belongs to: kcodec's subpackage or top-level module (kcodec.client...)."""
-    return ".".join(module.split(".")[:2])
+    """The application a module belongs to: kcodec's subpackage or top-level module (kcodec.client...), or
+    kcodec_broker (the broker's own distribution)."""
+    return ".".join(module.split(".")[:1 if module.split(".")[0] == "kcodec_broker" else 2])
 
 
 def is_private(module: str) -> bool:
@@ -170,7 +205,7 @@ DEPRECATED = {"kcodec.security.scram": "kcodec.protocol.sasl.scram",
 # client) leave them to kcodec.protocol (ServerConnection, ClientConnection) and keep no copy of their own.
 CONNECTION_FRAMING = {"FrameSplitter", "encode_request", "encode_response", "decode_request", "decode_response",
                       "decode_request_header", "encode_request_buffers", "encode_response_buffers"}
-ON_THE_PROTOCOL = ("kcodec.broker", "kcodec.client")
+ON_THE_PROTOCOL = ("kcodec_broker", "kcodec.client")
 
 
 def test_nothing_of_kcodec_uses_a_deprecated_module():
@@ -189,13 +224,14 @@ def framing_names_used(path: Path) -> set[str]:
 
 
 def test_the_broker_and_the_client_frame_and_match_through_the_protocol():
+    need_module("kcodec_broker")
     problems = []
-    for path in PKG.rglob("*.py"):
+    for path in python_files():
         mod = module_name(path)
         if mod.startswith(ON_THE_PROTOCOL):
             problems += [f"{mod} uses kcodec.{name}" for name in sorted(framing_names_used(path))]
     assert not problems, "\n".join(problems)
-    for mod in ("kcodec.broker.server", "kcodec.broker.mechanisms", "kcodec.client.connection"):
+    for mod in ("kcodec_broker.server", "kcodec_broker.mechanisms", "kcodec.client.connection"):
         assert any(layer_of(t) == "protocol" for m, t in every_import() if m == mod), f"{mod} is not on kcodec.protocol"
 
 
@@ -208,11 +244,11 @@ def test_the_framing_check_can_fail(tmp_path):
 def test_application_contract_catches_private_and_undeclared_imports(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from kcodec.records import _pure\nfrom kcodec.messages._base import Struct\n"
-                   "import kcodec.broker\nfrom kcodec.protocol import ClientConnection\n")
+                   "import kcodec_broker\nfrom kcodec.protocol import ClientConnection\n")
     found = imports_of(bad, "kcodec.tap.x")
     assert is_private("kcodec.records._pure") and is_private("kcodec.messages._base") and is_private("kcodec.core.ir")
     assert not is_private("kcodec.protocol") and not is_private("kcodec.records")
-    assert "kcodec.broker" in found and "kcodec.broker" not in APPLICATION_EDGES["kcodec.tap"]
+    assert "kcodec_broker" in found and "kcodec_broker" not in APPLICATION_EDGES["kcodec.tap"]
     assert layer_of("kcodec.protocol.client") == "protocol"
 
 
@@ -263,3 +299,48 @@ def test_cycle_finder_finds_one(tmp_path):
     typed = tmp_path / "typed.py"
     typed.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kcodec.core import pure\n")
     assert imports_of(typed, "kcodec.x") == {"kcodec.core.pure"} and imports_of(typed, "kcodec.x", runtime=True) == set()
+
+
+_BROKER_MODULE_NAME = re.compile(r"kcodec_broker(\.\w+)*")
+
+
+def broker_mentions(path: Path) -> list[tuple[str, bool]]:
+    """(what, lazy) for each way a file reaches kcodec_broker: an import (lazy when inside a function) or a
+    string that is one of its module names (loaded by importlib when that code runs: lazy)."""
+    tree = parse_python(path.read_text(encoding="utf-8"), str(path))
+    in_functions = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    for n in ast.walk(f)}
+    out = []
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _BROKER_MODULE_NAME.fullmatch(node.value):
+            out.append((f"the name {node.value!r}", True))
+        out += [(f"import {n}", id(node) in in_functions) for n in names if _BROKER_MODULE_NAME.fullmatch(n)]
+    return out
+
+
+def test_kcodec_reaches_the_broker_only_where_declared_and_lazily():
+    found = {}
+    for path in PKG.rglob("*.py"):
+        mentions = broker_mentions(path)
+        if mentions:
+            found[module_name(path)] = mentions
+    undeclared = sorted(set(found) - set(REACHES_THE_BROKER))
+    assert not undeclared, f"kcodec reaches kcodec_broker outside REACHES_THE_BROKER: {undeclared}"
+    eager = [f"{mod}: {what}" for mod, mentions in found.items() for what, lazy in mentions if not lazy]
+    assert not eager, "kcodec must import kcodec_broker lazily (kcodec-broker is not its dependency): " + "; ".join(eager)
+    assert set(found) == set(REACHES_THE_BROKER), f"declared but unused: {set(REACHES_THE_BROKER) - set(found)}"
+
+
+def test_the_broker_check_can_fail(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("import kcodec_broker.cluster\nfrom kcodec_broker import Cluster as C\n"
+                   "def f():\n    from kcodec_broker.cli import run\n    return __import__('kcodec_broker.cli')\n"
+                   "'''a docstring that names kcodec_broker'''\n")
+    assert sorted(broker_mentions(bad)) == [("import kcodec_broker", False), ("import kcodec_broker.cli", True),
+                                            ("import kcodec_broker.cluster", False),
+                                            ("the name 'kcodec_broker.cli'", True)]

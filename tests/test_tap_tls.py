@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.client import Client, ClientError
 from kcodec.tap import capture
 from kcodec.tap.proxy import Tap

@@ -24,6 +24,12 @@ def test_package_type_checks():
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_broker_type_checks():
+    need_module("kcodec_broker")  # kcodec-broker, its own distribution (pyproject's mypy_path finds broker/)
+    r = _mypy("-p", "kcodec_broker")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_fields_are_typed_for_users(tmp_path):
     snippet = tmp_path / "user.py"
     snippet.write_text(

@@ -61,11 +61,15 @@ def apis(out: Any = sys.stdout) -> int:
 
 # Application commands: (name, module, help). The module defines `add_arguments(parser)` and
 # `run(args) -> int`, and imports its heavy dependencies inside `run` so `kcodec --help` stays fast.
+# `kcodec broker` is the distribution kcodec-broker's command (kcodec_broker.cli, also `kcodec-broker`), loaded
+# only when that command is run or listed, and only if installed (REACHES_THE_BROKER in tests/test_layers.py).
+BROKER_MODULE = "kcodec_broker.cli"
+BROKER_MISSING = "kcodec broker needs kcodec-broker, the broker's own distribution: pip install kcodec-broker"
 APPLICATIONS: list[tuple[str, str, str]] = [
     ("topics", "kcodec.client.cli", "list, describe, create, delete topics, add partitions; describe the cluster"),
     ("showcase", "kcodec.showcase", "the main job: sizes and codec times at 1,000 topics, a report folder"),
     ("sizes", "kcodec.sizes.cli", "bytes and decode times of Metadata vs ListTopics vs DescribeTopicPartitions"),
-    ("broker", "kcodec.broker.cli",
+    ("broker", BROKER_MODULE,
      "an in-process Kafka cluster: topics, produce and fetch, groups, transactions, SASL, TLS, ACLs"),
     ("tap", "kcodec.tap", "record Kafka traffic through a proxy into capture files"),
     ("analyze", "kcodec.spark.analyze", "decode captures on Spark into tables and a report"),
@@ -74,6 +78,7 @@ APPLICATIONS: list[tuple[str, str, str]] = [
 
 def main(argv: Optional[list[str]] = None) -> int:
     import importlib
+    import importlib.util
 
     parser = argparse.ArgumentParser(prog="kcodec", description="Kafka wire-protocol codec")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,10 +88,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     command = next((a for a in args_list if not a.startswith("-")), None)
     builtin = command in ("decode", "apis")
     chosen = {name for name, _, _ in APPLICATIONS} & {command}
+    broker_missing = not builtin and importlib.util.find_spec(BROKER_MODULE.partition(".")[0]) is None
+    if broker_missing and command == "broker":
+        print(BROKER_MISSING, file=sys.stderr)
+        return 2
     apps = {}
     for name, module, help_text in APPLICATIONS:
-        p = sub.add_parser(name, help=help_text)
-        if not builtin and (not chosen or name in chosen):
+        missing = module == BROKER_MODULE and broker_missing
+        p = sub.add_parser(name, help=help_text + (" (not installed: pip install kcodec-broker)" if missing else ""))
+        if not builtin and (not chosen or name in chosen) and not missing:
             apps[name] = importlib.import_module(module)
             apps[name].add_arguments(p)
     p = sub.add_parser("decode", help="decode a request (or response) frame file to JSON")

@@ -144,8 +144,12 @@ def check(traffic: Traffic, f: Figures) -> list[str]:
 
 # -- the showcase's steps ------------------------------------------------------------------------------
 def traffic_step(ctx: Context) -> None:
-    from .traffic import drive
+    import importlib.util
 
+    from .traffic import BROKER_PACKAGE, drive
+
+    if importlib.util.find_spec(BROKER_PACKAGE) is None:
+        raise Skip("kcodec-broker, the broker's own distribution, is not installed (pip install kcodec-broker)")
     out = ctx.out_dir / "traffic" / "capture"
     traffic = drive(out, log=lambda m: ctx.progress.say(f"[traffic] {m}"))
     ctx.results["traffic"] = traffic
@@ -161,7 +165,7 @@ def traffic_step(ctx: Context) -> None:
     ctx.sections.append(
         "## End to end: real clients through `kcodec tap` to `kcodec broker`\n\n"
         "confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's client administer a "
-        "`kcodec.broker` Cluster through `kcodec tap`: create topics (explicit settings, and KIP-464's broker "
+        "`kcodec_broker` Cluster through `kcodec tap`: create topics (explicit settings, and KIP-464's broker "
         "defaults), list them (Metadata; ListTopics, KIP-142, for kcodec), describe them (DescribeTopicPartitions "
         "pages of 50 partitions, KIP-966, for kcodec), add partitions, delete, and calls that fail "
         "(TOPIC_ALREADY_EXISTS, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, deleting an internal or an "

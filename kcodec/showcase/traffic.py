@@ -1,6 +1,6 @@
 """Real admin traffic for the end-to-end path (the showcase's ``traffic`` step, tests/test_e2e.py).
 
-A ``kcodec.broker`` Cluster of several brokers (SASL PLAIN on), ``kcodec tap`` in front of it (the
+A ``kcodec_broker`` Cluster of several brokers (SASL PLAIN on), ``kcodec tap`` in front of it (the
 command, a child process) and three admin clients administering topics through the tap:
 confluent-kafka's AdminClient, kafka-python's KafkaAdminClient and kcodec's own client. Each runs a
 script (create with explicit settings and with the broker's KIP-464 defaults, list, describe, add
@@ -28,6 +28,7 @@ DATA_TOPIC, DATA_RECORDS = "ck-orders", 200  # records produced per compression 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 USER, PASSWORD = "e2e", "e2e-secret"
 TIMEOUT = 15.0  # seconds, per admin call
+BROKER_PACKAGE = "kcodec_broker"  # the cluster: the distribution kcodec-broker, imported by drive() alone
 
 
 @dataclasses.dataclass
@@ -234,8 +235,8 @@ def drive(out: Path, *, brokers: int = 3, background_topics: int = 300,
     """Start the cluster and the tap, run every installed client through it, stop both; what happened."""
     import importlib.util
 
-    from kcodec.broker import Cluster
     from kcodec.tap.process import tap_process
+    from kcodec_broker import Cluster  # the distribution kcodec-broker: traffic_step skips without it
 
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.kcap"):

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ import os
 import pytest
 from broker_wire import Wire, authenticated, start_cli
 
-from kcodec.broker import Acl, Cluster
-from kcodec.broker.acl import Authorizer
-from kcodec.broker.context import java_host_address
+from kcodec_broker import Acl, Cluster
+from kcodec_broker.acl import Authorizer
+from kcodec_broker.context import java_host_address
 from kcodec.errors import ErrorCode
 from kcodec.messages import (ApiVersionsRequest, CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest,
                              MetadataRequest)

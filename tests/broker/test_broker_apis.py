@@ -94,7 +94,7 @@ def test_describe_configs_every_version(cluster, version):
         assert entries["retention.ms"].config_type == 5 and entries["cleanup.policy"].documentation
     assert [c.name for c in one.configs] == ["retention.ms"]
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    # every config of Kafka's broker (kcodec/broker/kafka_broker_configs.json), the asked broker's own only
+    # every config of Kafka's broker (broker/kcodec_broker/kafka_broker_configs.json), the asked broker's own only
     assert len(broker.configs) > 300 and {c.name: c.value for c in broker.configs}["num.partitions"] == "2"
     assert {c.read_only for c in broker.configs} == {False, True}
     assert (other.error_code, other.error_message) == (

@@ -9,7 +9,7 @@ import pytest
 from broker_wire import Wire, authenticated
 
 import kcodec
-from kcodec.broker import Acl, Cluster
+from kcodec_broker import Acl, Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import (ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, DescribeAclsRequest,
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest,

@@ -9,8 +9,8 @@ import pytest
 from broker_wire import Wire, authenticated
 from needs import need_module
 
-from kcodec.broker import AdminError, Cluster
-from kcodec.broker.client_metrics import Subscription, validate
+from kcodec_broker import AdminError, Cluster
+from kcodec_broker.client_metrics import Subscription, validate
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AlterConfigsRequest, DescribeConfigsRequest, DescribeQuorumRequest,
                              IncrementalAlterConfigsRequest, ListConfigResourcesRequest)

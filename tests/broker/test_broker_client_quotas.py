@@ -8,7 +8,7 @@ from typing import Any, Optional
 import pytest
 from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import AlterClientQuotasRequest, DescribeClientQuotasRequest
 

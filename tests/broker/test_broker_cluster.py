@@ -8,7 +8,7 @@ import pytest
 from broker_wire import Wire
 
 import kcodec
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.messages import ApiVersionsRequest, ListTopicsRequest, ListTopicsResponse
 
 

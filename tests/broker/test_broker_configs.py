@@ -1,4 +1,4 @@
-"""A broker's configs: every one of Kafka 4.4's (kcodec/broker/kafka_broker_configs.json) in DescribeConfigs,
+"""A broker's configs: every one of Kafka 4.4's (broker/kcodec_broker/kafka_broker_configs.json) in DescribeConfigs,
 the broker's own settings as static ones, the dynamic ones IncrementalAlterConfigs and AlterConfigs change
 (per broker and as the cluster's default) with Kafka's sources, synonyms and refusals, their effect on topics,
 kept in the state file; a broker's loggers. (tests/kafka/scenarios_configs.py diffs the same against Kafka.)"""
@@ -10,8 +10,8 @@ from typing import Any, Optional
 import pytest
 from broker_wire import Wire
 
-from kcodec.broker import Cluster
-from kcodec.broker.broker_configs import CONFIGS
+from kcodec_broker import Cluster
+from kcodec_broker.broker_configs import CONFIGS
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AlterConfigsRequest, DescribeConfigsRequest, IncrementalAlterConfigsRequest,
                              ProduceRequest)
@@ -199,7 +199,8 @@ def test_a_brokers_loggers(one):
         assert (root.config_source, root.read_only, root.is_sensitive, root.config_type, root.synonyms) == (
             6, False, False, 0, [])
         assert root.value in ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-        assert all(n == "root" or n.startswith("kcodec") for n in loggers)
+        assert all(n == "root" or n.split(".")[0] in ("kcodec", "kcodec_broker") for n in loggers)
+        assert "kcodec_broker" in loggers  # the broker's own logger, apart from kcodec's
         for name, message in [("2", "Unexpected broker id, expected 1 but received 2"), ("", "Broker id must not be empty"),
                               ("x", "Broker id must be an integer, but it is: x")]:
             result = describe(w, LOGGER, name)

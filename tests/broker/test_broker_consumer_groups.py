@@ -11,7 +11,7 @@ import pytest
 from broker_wire import Wire
 from test_broker_groups import at_coordinator, join_req
 
-from kcodec.broker import Cluster, GroupSettings
+from kcodec_broker import Cluster, GroupSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest, DeleteGroupsRequest,
                              DescribeGroupsRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest)

@@ -11,7 +11,7 @@ from broker_wire import authenticated
 from test_broker_consumer_groups import cluster, hb  # noqa: F401 - the fixture
 from test_broker_groups import at_coordinator
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import ConsumerGroupDescribeRequest
 
@@ -119,7 +119,7 @@ def test_a_regex_matches_only_the_topics_the_member_may_describe():
 def test_heartbeats_list_the_topics_only_after_a_topic_changed(cluster, monkeypatch):
     """A pattern's resolution is kept until a topic is created or deleted: the heartbeats in between do not
     match it against every topic again (each such pass is O(topics))."""
-    from kcodec.broker.groups import consumer
+    from kcodec_broker.groups import consumer
 
     passes: list[str] = []
 

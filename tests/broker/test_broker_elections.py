@@ -8,7 +8,7 @@ from typing import Iterator, Optional
 import pytest
 from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (ApiVersionsRequest, ElectLeadersRequest, FetchRequest, MetadataRequest,
                              ProduceRequest)
@@ -217,7 +217,7 @@ def test_without_forwarding_only_the_controller_elects():
 def test_kcodec_broker_no_auto_leader_rebalance(monkeypatch, flags, kept_leaders):
     import argparse
 
-    from kcodec.broker import cli
+    from kcodec_broker import cli
 
     given: dict = {}
 
@@ -228,7 +228,7 @@ def test_kcodec_broker_no_auto_leader_rebalance(monkeypatch, flags, kept_leaders
         given.update(kwargs)
         raise Built
 
-    monkeypatch.setattr("kcodec.broker.cluster.Cluster", record)
+    monkeypatch.setattr("kcodec_broker.cluster.Cluster", record)
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     with pytest.raises(Built):

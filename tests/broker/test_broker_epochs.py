@@ -9,8 +9,8 @@ import pytest
 from test_broker_data import batch, produce, values
 from test_broker_elections import add_topic, elect, wire
 
-from kcodec.broker import Cluster
-from kcodec.broker.log import epochs as history
+from kcodec_broker import Cluster
+from kcodec_broker.log import epochs as history
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (DescribeTopicPartitionsRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
                              OffsetForLeaderEpochRequest)
@@ -359,7 +359,7 @@ def test_transaction_markers_carry_the_leaders_epoch():
 
 
 def test_a_rewritten_journal_restores_the_history_from_its_log_start():
-    from kcodec.broker.log import PartitionLog
+    from kcodec_broker.log import PartitionLog
     from kcodec.records import BatchBuilder
 
     def stamped(epoch: int, count: int) -> bytearray:

@@ -1,4 +1,4 @@
-"""Error answers in the request's own form (kcodec/broker/unsupported.py), as Kafka's getErrorResponse
+"""Error answers in the request's own form (broker/kcodec_broker/unsupported.py), as Kafka's getErrorResponse
 builds them: used by fail_next, for requests the broker does not implement and when a handler fails. A
 request that lists names or ids (DescribeGroups' groups, AddPartitionsToTxn v0-3's partitions) gets one
 struct per item, keyed by it, carrying the error. AlterUserScramCredentials answers each user named by its
@@ -15,8 +15,8 @@ from broker_wire import Wire
 
 import kcodec
 from kcodec import definitions
-from kcodec.broker import Cluster, handlers
-from kcodec.broker.unsupported import ERROR_FIELDS, error_response
+from kcodec_broker import Cluster, handlers
+from kcodec_broker.unsupported import ERROR_FIELDS, error_response
 from kcodec.errors import ErrorCode
 
 CODE = ErrorCode.CONCURRENT_TRANSACTIONS
@@ -170,7 +170,7 @@ def test_a_failing_describe_groups_handler_answers_each_group(monkeypatch, caplo
 
     with Cluster(system_topic_partitions=1) as cluster:
         monkeypatch.setitem(handlers.HANDLERS, 15, dataclasses.replace(handlers.HANDLERS[15], fn=broken))
-        with caplog.at_level(logging.ERROR, logger="kcodec.broker"), Wire(cluster.addresses[0]) as w:
+        with caplog.at_level(logging.ERROR, logger="kcodec_broker"), Wire(cluster.addresses[0]) as w:
             r = w.call(req(15, groups=["g1", "g2"]), 5)
             assert [(g.group_id, g.error_code) for g in r.groups] == [
                 ("g1", ErrorCode.UNKNOWN_SERVER_ERROR), ("g2", ErrorCode.UNKNOWN_SERVER_ERROR)]

@@ -10,7 +10,7 @@ import time
 from broker_wire import Wire
 
 import kcodec
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.messages import MetadataRequest
 
 METADATA = MetadataRequest(topics=[], allow_auto_topic_creation=False)

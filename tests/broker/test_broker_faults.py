@@ -14,8 +14,8 @@ import pytest
 from broker_wire import Wire
 
 import kcodec
-from kcodec.broker import Cluster
-from kcodec.broker import handlers
+from kcodec_broker import Cluster
+from kcodec_broker import handlers
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest, MetadataRequest
 
@@ -36,7 +36,7 @@ def _healthy(cluster: Cluster) -> None:
 
 def test_garbage_closes_that_connection_only(small, caplog):
     rng = random.Random(7)
-    with caplog.at_level(logging.WARNING, logger="kcodec.broker"):
+    with caplog.at_level(logging.WARNING, logger="kcodec_broker"):
         with Wire(small.addresses[0]) as good:
             for _ in range(20):
                 with Wire(small.addresses[0]) as bad:
@@ -86,7 +86,7 @@ def test_a_failing_handler_answers_unknown_server_error(small, monkeypatch, capl
         raise RuntimeError("injected")
 
     monkeypatch.setitem(handlers.HANDLERS, 3, dataclasses.replace(handlers.HANDLERS[3], fn=broken))
-    with caplog.at_level(logging.ERROR, logger="kcodec.broker"), Wire(small.addresses[0]) as w:
+    with caplog.at_level(logging.ERROR, logger="kcodec_broker"), Wire(small.addresses[0]) as w:
         r = w.call(MetadataRequest(topics=[MetadataRequest.Topic(name="t")]), 13)
         assert r.error_code == ErrorCode.UNKNOWN_SERVER_ERROR
         assert r.topics[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR and r.topics[0].name == "t"

@@ -14,9 +14,9 @@ import pytest
 from broker_wire import Wire
 from txn_wire import Producer
 
-from kcodec.broker import Cluster
-from kcodec.broker.groups.placement import coordinator_for
-from kcodec.broker.replicas import LEADER_SELECTOR, RACK_AWARE, replica_selector
+from kcodec_broker import Cluster
+from kcodec_broker.groups.placement import coordinator_for
+from kcodec_broker.replicas import LEADER_SELECTOR, RACK_AWARE, replica_selector
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import CreateTopicsRequest, DeleteRecordsRequest, FetchRequest, ListOffsetsRequest, ProduceRequest
 from kcodec.records import BatchBuilder, iter_batches

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kcodec
-from kcodec.broker import Cluster
-from kcodec.broker.handlers import supported_versions
+from kcodec_broker import Cluster
+from kcodec_broker.handlers import supported_versions
 from kcodec.testing import instances
 
 CASES = [(key, v) for key, (lo, hi) in supported_versions().items() for v in range(lo, hi + 1)]
@@ -38,7 +38,7 @@ class _Errors(logging.Handler):
 @pytest.fixture(scope="module")
 def fuzzed() -> Iterator[tuple[Cluster, _Errors]]:
     errors = _Errors()
-    logger = logging.getLogger("kcodec.broker")
+    logger = logging.getLogger("kcodec_broker")
     logger.addHandler(errors)
     try:
         with Cluster(brokers=3, system_topic_partitions=2, max_partitions_per_topic=50) as c:

@@ -10,7 +10,7 @@ import pytest
 from broker_wire import Wire, authenticated
 from test_broker_groups import at_coordinator, join, join_req, sync
 
-from kcodec.broker import Cluster, GroupSettings
+from kcodec_broker import Cluster, GroupSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, JoinGroupRequest,
                              LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest)

@@ -12,8 +12,8 @@ from typing import Any, Iterator, Optional
 import pytest
 from broker_wire import Wire
 
-from kcodec.broker import Cluster, GroupSettings
-from kcodec.broker.groups.placement import coordinator_for, java_hash, partition_for
+from kcodec_broker import Cluster, GroupSettings
+from kcodec_broker.groups.placement import coordinator_for, java_hash, partition_for
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
                              SyncGroupRequest)
@@ -262,7 +262,7 @@ def test_a_member_that_hangs_up_while_waiting_does_not_break_the_group(groups):
 
 
 def test_cli_group_settings():
-    from kcodec.broker.cli import group_settings
+    from kcodec_broker.cli import group_settings
     s = group_settings(["min_session_timeout_ms=100", "max_size=3"])
     assert (s.min_session_timeout_ms, s.max_size, s.max_session_timeout_ms) == (100, 3, 1_800_000)
     for bad in ("max_size", "nope=1", "max_size=x"):

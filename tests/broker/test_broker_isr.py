@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 from broker_wire import Wire
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeConfigsRequest, ProduceRequest
 from kcodec.records import BatchBuilder

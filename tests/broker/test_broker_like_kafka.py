@@ -9,7 +9,7 @@ from typing import Any, Iterator
 import pytest
 from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster, Listener
+from kcodec_broker import Cluster, Listener
 from kcodec.messages import (CreateAclsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
                              DescribeConfigsRequest, DescribeTopicPartitionsRequest, FetchRequest,
                              FindCoordinatorRequest, MetadataRequest)

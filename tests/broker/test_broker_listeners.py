@@ -11,8 +11,8 @@ import pytest
 from broker_wire import Wire
 
 import kcodec
-from kcodec.broker import Cluster, Listener
-from kcodec.broker.listeners import parse_listen
+from kcodec_broker import Cluster, Listener
+from kcodec_broker.listeners import parse_listen
 from kcodec.cli import main
 from kcodec.client import AuthenticationError, KafkaConnectionError, SyncClient
 from kcodec.messages import DescribeClusterRequest, FindCoordinatorRequest, MetadataRequest

@@ -6,7 +6,7 @@ import pytest
 from broker_wire import Wire, authenticated
 from test_broker_data import batch, produce
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import DescribeLogDirsRequest
 

@@ -9,8 +9,8 @@ import pytest
 from broker_wire import Wire
 from hostile_batches import ACCEPTED, CASES, NOW, TOPICS, good, inflating_past, one
 
-from kcodec.broker import Cluster
-from kcodec.broker.log.validator import Rules, validate
+from kcodec_broker import Cluster
+from kcodec_broker.log.validator import Rules, validate
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import FetchRequest, ProduceRequest
 from kcodec.records import Compression, iter_batches

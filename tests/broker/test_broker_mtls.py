@@ -13,7 +13,7 @@ import pytest
 
 from broker_logs import wait_for_log
 
-from kcodec.broker import Acl, Cluster
+from kcodec_broker import Acl, Cluster
 from kcodec.client import KafkaConnectionError, SyncClient
 
 ALICE = "User:CN=alice,OU=tests,O=kcodec"
@@ -64,7 +64,7 @@ def _plaintext(cluster: Cluster) -> None:
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="Python 3.10's asyncio drops a failed handshake silently")
 def test_refused_handshakes_are_logged(test_certs, stranger_client_cert, caplog):
     """Like any refused connection: the peer's address and why (no certificate, a foreign CA's, plaintext)."""
-    with caplog.at_level(logging.INFO, logger="kcodec.broker"), _cluster(test_certs, "required") as cluster:
+    with caplog.at_level(logging.INFO, logger="kcodec_broker"), _cluster(test_certs, "required") as cluster:
         for refused_client, reason in (
                 (lambda: _visible(cluster, test_certs.ca),
                  "PEER_DID_NOT_RETURN_A_CERTIFICATE (the client sent no certificate, which mutual TLS requires)"),
@@ -89,10 +89,10 @@ def test_a_handshake_that_never_comes_is_logged(test_certs, caplog, monkeypatch)
     """A client that connects and says nothing is cut at the handshake timeout, and the broker says why."""
     import socket
 
-    from kcodec.broker import server
+    from kcodec_broker import server
 
     monkeypatch.setattr(server, "TLS_HANDSHAKE_TIMEOUT", 0.3)
-    with caplog.at_level(logging.INFO, logger="kcodec.broker"), _cluster(test_certs, "none") as cluster:
+    with caplog.at_level(logging.INFO, logger="kcodec_broker"), _cluster(test_certs, "none") as cluster:
         with socket.create_connection(("127.0.0.1", cluster.addresses[0][1]), timeout=10) as s:
             assert s.recv(1) == b""  # cut after 0.3 s
         assert wait_for_log(caplog, "TLS handshake: ") == 1, caplog.text

@@ -1,10 +1,10 @@
-"""kcodec.broker.otlp: the metric names of an OTLP MetricsData message, read without a protobuf library."""
+"""kcodec_broker.otlp: the metric names of an OTLP MetricsData message, read without a protobuf library."""
 
 from __future__ import annotations
 
 import pytest
 
-from kcodec.broker.otlp import OtlpError, fields, metric_names
+from kcodec_broker.otlp import OtlpError, fields, metric_names
 
 
 def _len(number: int, payload: bytes) -> bytes:

@@ -12,8 +12,8 @@ from broker_wire import Wire
 from test_broker_data import batch, produce
 from txn_wire import Producer
 
-from kcodec.broker import Cluster
-from kcodec.broker.log import store
+from kcodec_broker import Cluster
+from kcodec_broker.log import store
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeProducersRequest, InitProducerIdRequest
 

@@ -8,7 +8,7 @@ import uuid
 import pytest
 from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeQuorumRequest, ListConfigResourcesRequest
 

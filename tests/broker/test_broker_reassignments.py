@@ -8,8 +8,8 @@ from typing import Any, Iterator, Optional
 import pytest
 from broker_wire import Wire, authenticated
 
-from kcodec.broker import Cluster
-from kcodec.broker.state import ClusterState
+from kcodec_broker import Cluster
+from kcodec_broker.state import ClusterState
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AlterPartitionReassignmentsRequest, CreatePartitionsRequest,
                              ListPartitionReassignmentsRequest, MetadataRequest)

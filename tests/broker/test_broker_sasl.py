@@ -10,7 +10,7 @@ import time
 import pytest
 from broker_wire import Wire
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import (AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
                              ListTopicsRequest, MetadataRequest, SaslAuthenticateRequest, SaslHandshakeRequest)

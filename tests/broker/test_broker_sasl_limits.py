@@ -10,7 +10,7 @@ import pytest
 from broker_wire import Wire, authenticated
 
 import kcodec
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import MetadataRequest, ProduceRequest, SaslAuthenticateRequest, SaslHandshakeRequest
 from kcodec.records import BatchBuilder

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from kcodec.broker import ClusterState
-from kcodec.broker.state import Topic
-from kcodec.broker.acl import ANY, LITERAL, MATCH, PREFIXED, Acl, acl_filter
+from kcodec_broker import ClusterState
+from kcodec_broker.state import Topic
+from kcodec_broker.acl import ANY, LITERAL, MATCH, PREFIXED, Acl, acl_filter
 
 
 def test_a_failed_save_leaves_the_previous_file_whole(tmp_path, monkeypatch):

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from broker_wire import Wire
 
-from kcodec.broker import Cluster
-from kcodec.broker import telemetry
-from kcodec.broker.telemetry import subscription_id
+from kcodec_broker import Cluster
+from kcodec_broker import telemetry
+from kcodec_broker.telemetry import subscription_id
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (ApiVersionsRequest, GetTelemetrySubscriptionsRequest as Get,
                              PushTelemetryRequest as Push)

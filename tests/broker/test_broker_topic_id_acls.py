@@ -10,7 +10,7 @@ import pytest
 from broker_wire import authenticated
 from txn_wire import READ_UNCOMMITTED, fetch
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode
 from kcodec.messages import DeleteTopicsRequest, ProduceRequest
 from kcodec.records import BatchBuilder

@@ -183,7 +183,7 @@ def test_batch_results_already_exists_invalid_names_duplicates_validate_only(clu
 
 
 def test_kip_525_tagged_config_error_when_describe_configs_is_denied():
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     acls = ["alice:Create:cluster", "alice:Describe:topic:*", "bob:Create:cluster", "bob:DescribeConfigs:topic:*"]
     with Cluster(users={"alice": "a", "bob": "b"}, acls=acls, system_topic_partitions=1) as c:
@@ -322,7 +322,7 @@ def test_auto_creation_after_a_delay_answers_unknown_meanwhile():
     (kafka-go's partition watcher counts on that window to see the partitions arrive)."""
     import time
 
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(auto_create_delay_ms=300, system_topic_partitions=1) as c, Wire(c.addresses[0]) as w:
         ask = MetadataRequest(topics=[MetadataRequest.Topic(name="later")], allow_auto_topic_creation=True)
@@ -339,7 +339,7 @@ def test_auto_creation_after_a_delay_answers_unknown_meanwhile():
 
 
 def test_state_file_survives_a_restart(tmp_path):
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     path = tmp_path / "state.json"
     with Cluster(brokers=2, state_file=path, system_topic_partitions=1) as c:

@@ -9,10 +9,10 @@ import pytest
 from broker_wire import Wire
 from txn_wire import READ_COMMITTED, READ_UNCOMMITTED, Producer, fetch, produce, txn_batch, values
 
-from kcodec.broker import Cluster
-from kcodec.broker.groups.placement import TRANSACTION_KEY, coordinator_for
-from kcodec.broker.log.producers import MAX_EPOCH
-from kcodec.broker.txn import TransactionSettings
+from kcodec_broker import Cluster
+from kcodec_broker.groups.placement import TRANSACTION_KEY, coordinator_for
+from kcodec_broker.log.producers import MAX_EPOCH
+from kcodec_broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import (AddPartitionsToTxnRequest, DeleteRecordsRequest, DescribeAclsRequest,
                              DescribeProducersRequest,

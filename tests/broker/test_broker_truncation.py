@@ -12,8 +12,8 @@ import pytest
 from test_broker_data import batch, fetch, produce, values
 from test_broker_elections import add_topic, elect, wire
 
-from kcodec.broker import Cluster
-from kcodec.broker.log import LogStore
+from kcodec_broker import Cluster
+from kcodec_broker.log import LogStore
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kcodec.records import iter_batches

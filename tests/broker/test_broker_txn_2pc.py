@@ -10,9 +10,9 @@ import pytest
 from broker_wire import Wire, start_cli
 from txn_wire import READ_COMMITTED, Producer, fetch, values
 
-from kcodec.broker import Acl, Cluster
-from kcodec.broker.acl import Authorizer
-from kcodec.broker.txn import TransactionSettings
+from kcodec_broker import Acl, Cluster
+from kcodec_broker.acl import Authorizer
+from kcodec_broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import ApiVersionsRequest, DescribeAclsRequest, InitProducerIdRequest
 

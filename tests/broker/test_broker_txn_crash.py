@@ -1,7 +1,7 @@
 """Crash-safe transaction completion: a broker killed (SIGKILL) between any two writes of an EndTxn
 (the decision, each partition's marker, the consumer offsets, the completion) comes back with all of the
 transaction applied or none of it: its records visible to read_committed and its offsets committed
-together, or neither (kcodec/broker/crash.py's kill points)."""
+together, or neither (broker/kcodec_broker/crash.py's kill points)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from broker_wire import Wire, start_cli
 from test_broker_txn_state import _committed, _offset
 from txn_wire import Producer
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import CreateTopicsRequest
 

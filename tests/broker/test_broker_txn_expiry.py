@@ -11,10 +11,10 @@ import pytest
 from broker_wire import Wire
 from txn_wire import Producer
 
-from kcodec.broker import Cluster
-from kcodec.broker.log import store
-from kcodec.broker.log.datafile import TXN_STATE, DataFile, entry, split_txn_state, txn_state_entry
-from kcodec.broker.txn import TransactionSettings
+from kcodec_broker import Cluster
+from kcodec_broker.log import store
+from kcodec_broker.log.datafile import TXN_STATE, DataFile, entry, split_txn_state, txn_state_entry
+from kcodec_broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import DescribeTransactionsRequest, InitProducerIdRequest, ListTransactionsRequest
 

@@ -10,9 +10,9 @@ from typing import Callable
 from broker_wire import Wire
 from txn_wire import READ_COMMITTED, Producer, fetch
 
-from kcodec.broker import Cluster
-from kcodec.broker.log import store
-from kcodec.broker.log.datafile import TXN_STATE, DataFile, entry, txn_state_entry
+from kcodec_broker import Cluster
+from kcodec_broker.log import store
+from kcodec_broker.log.datafile import TXN_STATE, DataFile, entry, txn_state_entry
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import InitProducerIdRequest, OffsetFetchRequest
 from kcodec.records import filter_aborted, iter_batches

@@ -11,9 +11,9 @@ import pytest
 from broker_wire import Wire
 from txn_wire import READ_COMMITTED, Producer, fetch
 
-from kcodec.broker import Cluster
-from kcodec.broker.log.producers import MAX_EPOCH
-from kcodec.broker.txn import TransactionSettings
+from kcodec_broker import Cluster
+from kcodec_broker.log.producers import MAX_EPOCH
+from kcodec_broker.txn import TransactionSettings
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import ApiVersionsRequest, EndTxnRequest, InitProducerIdRequest, OffsetFetchRequest
 from kcodec.records import filter_aborted, iter_batches

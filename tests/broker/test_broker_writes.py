@@ -1,4 +1,4 @@
-"""kcodec.broker.writes: a response made of pieces reaches a slow reader whole, and the transport never
+"""kcodec_broker.writes: a response made of pieces reaches a slow reader whole, and the transport never
 holds a copy of more than about one piece of it (asyncio before 3.12 would copy all that the socket does
 not take at once); a Fetch response's batches are the log's own objects when they reach the transport."""
 
@@ -8,9 +8,9 @@ import asyncio
 
 from broker_wire import Wire
 
-import kcodec.broker.server as broker_server
-from kcodec.broker import Cluster
-from kcodec.broker.writes import KEEPS_BUFFERS, write_pieces
+import kcodec_broker.server as broker_server
+from kcodec_broker import Cluster
+from kcodec_broker.writes import KEEPS_BUFFERS, write_pieces
 from kcodec.messages import FetchRequest, ProduceRequest
 from kcodec.records import BatchBuilder, iter_batches
 

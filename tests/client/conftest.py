@@ -4,7 +4,7 @@ Real brokers come through the parametrised ``broker`` fixture; each is a ``RealB
 it serves (``features``) and which versions kcodec should negotiate with it (``expected``); a broker
 with SASL users carries them (``sasl``) and every test logs in with them. To add another broker, write a
 session fixture that yields a RealBroker and add its name to BROKERS. ``kcodec broker`` joins when
-``kcodec.broker`` is importable.
+``kcodec_broker`` is importable.
 """
 
 from __future__ import annotations
@@ -68,12 +68,12 @@ def rdkafka_mock() -> Any:
         del producer  # destroys the client, and its mock cluster with it
 
 
-HAVE_KCODEC_BROKER = importlib.util.find_spec("kcodec.broker") is not None
+HAVE_KCODEC_BROKER = importlib.util.find_spec("kcodec_broker") is not None
 KCODEC_BROKER_TOPICS = {"orders": 4, "payments": 7}
 
 
 def _kcodec_cluster(**options: Any) -> Any:
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=3, **options) as cluster:
         for name, partitions in KCODEC_BROKER_TOPICS.items():

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kcodec.broker import Cluster
-from kcodec.broker.faults import DROP
+from kcodec_broker import Cluster
+from kcodec_broker.faults import DROP
 from kcodec.client import (CallTimeoutError, Client, KafkaConnectionError, NewTopic, RequestTimeoutError,
                            SyncClient)
 from kcodec.client.errors import RetriableTopics

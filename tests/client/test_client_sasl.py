@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from kcodec import cli
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.client import AuthenticationError, KafkaConnectionError, NewTopic, Sasl, SyncClient
 from kcodec.errors import ErrorCode
 from kcodec.protocol.sasl.oauthbearer import unsecured_token

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 from kcodec import cli
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.client import Client, Connection
 from kcodec.errors import ErrorCode
 from kcodec.messages import CreateTopicsRequest

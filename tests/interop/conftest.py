@@ -11,7 +11,7 @@ import pytest
 from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC,
                               MTLS_ALICE, USERS, AuthBroker, write_report)
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 import java_clients
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Protocol
 
 from confluent_kafka import Producer
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 TOPIC, PARTITIONS = "events", 6
 TIMEOUT = 30.0

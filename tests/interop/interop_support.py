@@ -9,7 +9,7 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 REPORT = Path(__file__).resolve().parents[2] / "report" / "broker-interop-versions.json"
 USERS = {"admin": "admin-pw", "alice": "alice-pw"}

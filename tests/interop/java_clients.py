@@ -144,7 +144,7 @@ SESSION = uuid.uuid4().hex[:6]
 
 @dataclass
 class Target:
-    """Where a Java scenario runs: kcodec broker (``cluster``, a kcodec.broker.Cluster, whose state the test
+    """Where a Java scenario runs: kcodec broker (``cluster``, a kcodec_broker.Cluster, whose state the test
     may look into) or the session's Apache Kafka 4.4 (one node, shared: names get a per-session prefix)."""
 
     kind: str

@@ -11,7 +11,7 @@ from needs import need_module
 from interop_support import (ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AUTH_TOPIC, AUTH_USER, HIDDEN_TOPIC, USERS,
                               record)
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 from kcodec.protocol.sasl.oauthbearer import unsecured_token
 
 pytestmark = pytest.mark.interop

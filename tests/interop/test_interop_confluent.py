@@ -235,7 +235,7 @@ def test_listeners_each_client_follows_its_own(test_certs):
     """Three brokers with a PLAINTEXT and a SASL_SSL listener (Kafka's ``listeners``): a producer on the
     SASL_SSL one and a consumer on the PLAINTEXT one reach every partition leader through the endpoints
     Metadata gives for their own listener (a TLS client told a plaintext port could not connect)."""
-    from kcodec.broker import Cluster, Listener
+    from kcodec_broker import Cluster, Listener
 
     with Cluster(3, users={AUTH_USER: AUTH_PASSWORD}, tls=(test_certs.cert, test_certs.key), system_topic_partitions=1,
                  listeners=[Listener("PLAINTEXT"), Listener("EXTERNAL", "SASL_SSL")]) as cluster:

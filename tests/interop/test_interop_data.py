@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 from data_clients import CONSUMERS, PRODUCERS, Sent, confluent_consume
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = pytest.mark.interop
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

@@ -10,7 +10,7 @@ from typing import Iterator
 import pytest
 from needs import need_module
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 15

@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 import pytest
 from needs import need_module
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 15

@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator
 import pytest
 from needs import missing, need_module, need_tool
 
-from kcodec.broker import Cluster
-from kcodec.broker.replicas import RACK_AWARE
+from kcodec_broker import Cluster
+from kcodec_broker.replicas import RACK_AWARE
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 20

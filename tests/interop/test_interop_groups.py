@@ -17,7 +17,7 @@ from needs import missing, need_module, need_tool
 from group_members import PARTITIONS, TOPIC, play
 from interop_support import TIMEOUT, record, until
 
-from kcodec.broker import Cluster, GroupSettings
+from kcodec_broker import Cluster, GroupSettings
 
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")

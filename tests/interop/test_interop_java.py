@@ -13,7 +13,7 @@ import pytest
 from interop_support import record
 from java_clients import CLIENT, SESSION, Target
 
-from kcodec.broker import Cluster, GroupSettings
+from kcodec_broker import Cluster, GroupSettings
 from kcodec.records import iter_batches
 
 pytestmark = [pytest.mark.interop, pytest.mark.checkout]

@@ -12,7 +12,7 @@ import pytest
 from interop_support import record
 from java_clients import CLIENT, SESSION, Target
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = [pytest.mark.interop, pytest.mark.checkout]
 ADMIN = CLIENT + " (admin)"

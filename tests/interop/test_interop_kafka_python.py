@@ -189,7 +189,7 @@ def test_partition_reassignments():
     """alter_partition_reassignments (v1 with kafka-python's default: the replication factor may change) and
     list_partition_reassignments: pending while the target broker is stopped, then cancelled, then done."""
     from kafka import TopicPartition
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=3, system_topic_partitions=1) as c:
         with c.state.lock:
@@ -221,7 +221,7 @@ def test_partition_reassignments():
 
 
 def test_describe_metadata_quorum():
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=2, system_topic_partitions=1) as c:
         admin = _admin(c.bootstrap)
@@ -242,7 +242,7 @@ def test_describe_metadata_quorum():
 
 
 def test_list_config_resources():
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=2, system_topic_partitions=1) as c:
         c.create_topic("kp-configured")

@@ -100,7 +100,7 @@ def test_mutual_tls(mtls_cluster, test_certs, stranger_client_cert, caplog):
 def test_reassigns_partitions():
     """alterPartitionReassignments / listPartitionReassignments (v0 each): a reassignment to a stopped broker
     stays pending until it starts; a reordering completes at once; kafkajs raises the per-partition errors."""
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=3, system_topic_partitions=1) as c:
         with c.state.lock:

@@ -11,7 +11,7 @@ import pytest
 from needs import need_module
 from interop_support import TIMEOUT, record, until
 
-from kcodec.broker import Cluster, GroupSettings
+from kcodec_broker import Cluster, GroupSettings
 
 pytestmark = pytest.mark.interop
 ck = need_module("confluent_kafka")

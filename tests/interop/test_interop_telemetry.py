@@ -10,7 +10,7 @@ import pytest
 from needs import need_module
 from interop_support import record
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 10  # librdkafka pushes within 1.5 push intervals (jitter) of its subscription

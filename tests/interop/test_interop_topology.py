@@ -8,7 +8,7 @@ import time
 import pytest
 from needs import need_module
 
-from kcodec.broker import Cluster
+from kcodec_broker import Cluster
 
 pytestmark = pytest.mark.interop
 TIMEOUT = 15

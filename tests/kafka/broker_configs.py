@@ -1,5 +1,5 @@
 """Kafka 4.4's broker configs from a real Kafka, for kcodec broker's DescribeConfigs: writes
-kcodec/broker/kafka_broker_configs.json (generated: never edit it by hand).
+broker/kcodec_broker/kafka_broker_configs.json (generated: never edit it by hand).
 
     python tests/kafka/broker_configs.py        # starts Apache Kafka (real_kafka.py), asks it, writes the file
 
@@ -32,7 +32,7 @@ import real_kafka as rk  # noqa: E402
 from kcodec.messages import (CreateTopicsRequest, DeleteTopicsRequest, DescribeConfigsRequest,  # noqa: E402
                              IncrementalAlterConfigsRequest)
 
-OUTPUT = rk.REPO / "kcodec" / "broker" / "kafka_broker_configs.json"
+OUTPUT = rk.REPO / "broker" / "kcodec_broker" / "kafka_broker_configs.json"  # kcodec-broker's package data
 BROKER, TOPIC = 4, 2
 DEFAULT_SOURCE = 5
 REFUSED_AT_CLUSTER_LEVEL = {  # what Kafka's message starts with: the kind of refusal

@@ -55,7 +55,7 @@ def metadata(r: Recorder, step: str, names: Optional[list[str]], version: int = 
 def acl(principal: str, operation: int, resource: str, resource_type: int = 2, pattern: int = 3,
         permission: int = 3) -> CreateAclsRequest.AclCreation:
     """An ACL creation (resource type 2 topic, 3 group, 4 cluster, 5 transactional id; pattern 3 literal,
-    4 prefixed; permission 3 allow, 2 deny; operations as kcodec.broker.acl.OPERATIONS)."""
+    4 prefixed; permission 3 allow, 2 deny; operations as kcodec_broker.acl.OPERATIONS)."""
     return CreateAclsRequest.AclCreation(resource_type=resource_type, resource_name=resource,
                                          resource_pattern_type=pattern, principal=f"User:{principal}", host="*",
                                          operation=operation, permission_type=permission)

@@ -22,7 +22,7 @@ import scenarios_groups  # noqa: F401
 import scenarios_hostile  # noqa: F401
 import scenarios_txn  # noqa: F401
 
-from kcodec.broker import Cluster, Listener
+from kcodec_broker import Cluster, Listener
 from kcodec.messages import FindCoordinatorRequest
 
 pytestmark = pytest.mark.kafka

@@ -27,7 +27,7 @@ def example(name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def cluster():
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
 
     with Cluster(brokers=2, num_partitions=2, users={"alice": "secret"}) as c:
         yield c

@@ -22,7 +22,7 @@ from .group import Group, GroupState, JoinResult, Member, Membership, SyncResult
 if TYPE_CHECKING:
     from ..state import ClusterState
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 E = ErrorCode
 PREPARING, COMPLETING, STABLE = (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,

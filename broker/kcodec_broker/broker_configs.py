@@ -313,9 +313,10 @@ def logger_level(name: str, node_id: int) -> None:
 
 
 def loggers(names: Optional[list[str]] = None) -> list[Entry]:
-    """The root logger and kcodec's, each with its effective level in Log4j's words (Kafka's LoggingController)."""
+    """The root logger, kcodec's and the broker's, each with its effective level in Log4j's words (Kafka's
+    LoggingController)."""
     found = {"root": logging.getLogger(), **{n: logging.getLogger(n) for n in sorted(logging.Logger.manager.loggerDict)
-                                            if n == "kcodec" or n.startswith("kcodec.")}}
+                                            if n.split(".")[0] in ("kcodec", "kcodec_broker")}}
     out = []
     for name, logger in found.items():
         if names is None or name in names:

@@ -2,7 +2,7 @@
 ``TransactionalIdPattern`` (KIP-1152), matched against whole names.
 
 Kafka compiles the first with RE2/J (``matcher(name).matches()``). Here RE2 itself compiles both (the
-google-re2 package, ``kcodec[broker]``): matching takes time linear in the name, whatever the pattern.
+google-re2 package, a dependency of kcodec-broker): matching takes time linear in the name, whatever the pattern.
 Python's ``re`` backtracks: a client's ``(a+)+b`` against a long name would stall the broker's event loop
 for ages, so it is not a fallback. Without google-re2 such a pattern is refused (INVALID_REGULAR_EXPRESSION,
 saying what to install).
@@ -29,7 +29,7 @@ class InvalidRegex(ValueError):
 def compile_pattern(pattern: str) -> Any:
     """The compiled pattern, or InvalidRegex (cached: every heartbeat of the group resolves it again)."""
     if re2 is None:
-        raise InvalidRegex("regular expressions need RE2: pip install 'kcodec[broker]' (google-re2)")
+        raise InvalidRegex("regular expressions need RE2: pip install google-re2 (a dependency of kcodec-broker)")
     options = re2.Options()
     options.log_errors = False  # the broker's log, not RE2's stderr, says what was refused
     options.max_mem = _MAX_MEMORY

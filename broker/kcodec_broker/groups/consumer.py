@@ -27,7 +27,7 @@ from ..regex import InvalidRegex, compile_pattern, matching
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 E = ErrorCode
 Assignment = dict[uuid.UUID, set[int]]
 ASSIGNORS = ("uniform", "range")

@@ -21,7 +21,7 @@ from ..context import Context
 from ..state import AdminError
 from . import handles
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 _Alter = AlterPartitionReassignmentsResponse
 _List = ListPartitionReassignmentsResponse

@@ -35,7 +35,7 @@ from .server import BrokerServer
 from .state import ClusterState, Topic
 from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES, TelemetryPush
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 
 class Cluster:

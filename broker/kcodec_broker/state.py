@@ -38,7 +38,7 @@ from .log.store import now_ms
 from .quorum import Quorum
 from .reassignments import Reassignment, completed, plan_cancel, plan_change
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 # KIP-619: the system-defined internal topics, present from the start, never deletable.
 SYSTEM_TOPICS = ("__consumer_offsets", "__transaction_state")

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..state import ClusterState
 
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 SUPPORTED_VERSIONS = (1, 2)  # the transaction.version feature levels this coordinator serves
 

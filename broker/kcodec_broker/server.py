@@ -34,7 +34,7 @@ from .state import BrokerInfo
 from .unsupported import error_response
 from .writes import write_pieces
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 API_VERSIONS = ApiVersionsRequest.API_KEY
 PRODUCE = 0

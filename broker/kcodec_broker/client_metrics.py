@@ -10,7 +10,7 @@ subscription whose configs are all deleted no longer exists.
 
 ``match`` regexes: Kafka 4.0-4.2 compile them with Java's ``java.util.regex``, and its newer brokers with
 RE2/J first (falling back to ``java.util.regex`` for older subscriptions). Here RE2 compiles them first
-(``regex.compile_pattern``; google-re2, ``kcodec[broker]``): it takes the Java syntax Python's ``re`` refuses
+(``regex.compile_pattern``; google-re2, a dependency of kcodec-broker): it takes the Java syntax Python's ``re`` refuses
 and users write (``\p{L}``, ``\Q...\E``, ``\z``, ``(?<name>...)``, flags such as ``(?i)`` inside the
 pattern). What RE2 refuses, Python's ``re`` tries (backreferences, lookaround, possessive and atomic
 groups, which Java has too). Either way a pattern must match the whole value, as Java's ``matches()``.

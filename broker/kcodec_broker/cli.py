@@ -1,4 +1,5 @@
-"""``kcodec broker``: a cluster of N brokers on consecutive ports until interrupted."""
+"""``kcodec-broker`` (and ``kcodec broker``, which hands its arguments here): a cluster of N brokers on
+consecutive ports until interrupted."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from kcodec.security.tls import CLIENT_AUTH
 
@@ -262,3 +263,11 @@ def run(args: argparse.Namespace) -> int:
         if args.versions_file is not None:
             args.versions_file.write_text(json.dumps(cluster.api_versions_used(), indent=1) + "\n")
     return 0
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """The ``kcodec-broker`` command (``python -m kcodec_broker``)."""
+    parser = argparse.ArgumentParser(prog="kcodec-broker",
+                                     description="an in-process Kafka cluster for tests, until interrupted")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

@@ -17,7 +17,7 @@ from kcodec.messages import ElectLeadersRequest, ElectLeadersResponse
 from ..context import Context
 from . import handles
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 PREFERRED, UNCLEAN = 0, 1
 # Kafka's messages for the errors it builds from the code alone (ApiError(Errors))

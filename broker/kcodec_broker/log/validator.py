@@ -42,7 +42,7 @@ from kcodec.records import DEFAULT_MAX_UNCOMPRESSED, RecordsError, crc32c, iter_
 
 from .transactions import TRANSACTIONAL_BIT
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 _BASE_OFFSET = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")

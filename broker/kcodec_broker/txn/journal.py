@@ -15,7 +15,7 @@ from typing import Optional
 from ..groups.offsets import Committed
 from .metadata import Transaction, TxnState
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 
 def encode(txn: Transaction) -> bytes:

@@ -15,7 +15,7 @@ from ..context import Context
 from ..state import AdminError, Topic, validate_topic_name
 from . import handles
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 ZERO_UUID = uuid.UUID(int=0)
 NO_OPERATIONS = -(1 << 31)  # Kafka's "not requested" marker for authorized operations
 

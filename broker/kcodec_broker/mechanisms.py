@@ -18,7 +18,7 @@ from kcodec.protocol.sasl.oauthbearer import DEFAULT_CLOCK_SKEW, TokenClaims
 from .acl import principal_of
 from .credentials import SCRAM_MECHANISMS, Credentials
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 DEFAULT_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)  # once users are given
 
 

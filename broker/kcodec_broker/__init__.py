@@ -1,6 +1,7 @@
-"""A Kafka broker for tests: real protocol, topic administration with the seeds' semantics.
+"""A Kafka broker for tests: real protocol, topic administration with the seeds' semantics. The distribution
+kcodec-broker, apart from the codec (kcodec), on kcodec's public API only.
 
-    from kcodec.broker import Cluster
+    from kcodec_broker import Cluster
     with Cluster(brokers=3) as c:            # or: async with Cluster(brokers=3) as c:
         c.bootstrap                          # "127.0.0.1:41231,127.0.0.1:41232,127.0.0.1:41233"
 
@@ -8,8 +9,8 @@ Modules: state (topics, partitions, the rules), configs (topic configs), client_
 (KIP-714: subscriptions, client instances, their pushes, metric names), acl (ACLs per principal and the authorizer),
 handlers/ (one module per API family), groups/ (consumer groups' coordinator and offsets), txn/ (the
 transaction coordinator), log/ (partitions' batches, producer state, the data file), listeners (each
-listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec broker``).
-Names load lazily so ``kcodec --help`` does not load the definitions.
+listener's security), server (asyncio transport), cluster (the context manager), cli (``kcodec-broker``,
+``kcodec broker``). Names load lazily so ``kcodec --help`` does not load the definitions.
 """
 
 from __future__ import annotations

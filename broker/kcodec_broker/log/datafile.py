@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 
 from kcodec.records import crc32c
 
-log = logging.getLogger("kcodec.broker")
+log = logging.getLogger("kcodec_broker")
 
 BATCH, LOG_START, PRODUCER_IDS, TXN_STATE = 1, 2, 3, 4  # PRODUCER_IDS: the next producer id, after a rewrite
 LOG_END = 5  # the log truncated to this end (a lagging replica became leader)
