@@ -1,6 +1,7 @@
 """The guide's two example clients (examples/producer.py, examples/consumer.py) against kcodec broker: what one
 produces the other reads back, with SASL, compression and a leader that is not the bootstrap broker; and
-they use nothing but kcodec.protocol, kcodec.records and the public API, in at most ~150 lines each (against Apache Kafka: tests/kafka/test_examples_real_kafka.py)."""
+they use nothing but kcodec.protocol, kcodec.records and the public API, in at most ~150 lines each.
+Against Apache Kafka: tests/kafka/test_examples_real_kafka.py."""
 
 from __future__ import annotations
 
