@@ -9,7 +9,7 @@ it) resolves outside the checkout and that the compiled extensions
 are there (kcodec.columnar._columnar always; kcodec.core._fast, i.e. ``kcodec.BACKEND == "cython"``, once the checkout
 has kcodec/core/_fast.pyx), then runs pytest there (the copy's folders go on sys.path, as in the checkout, for the tests' own helper
 modules; kcodec itself is not in the copy, so the installed one is imported). ``--both`` runs the suite
-again with KCODEC_PURE=1. ../shared comes from KCODEC_SHARED or beside the checkout; where it is absent
+with KCODEC_PURE=1 too, at the same time as the compiled run. ../shared comes from KCODEC_SHARED or beside the checkout; where it is absent
 (cibuildwheel's containers) the tests that need it skip.
 """
 
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Optional
 
 REPO = Path(__file__).resolve().parents[1]
 # Heavy suites that test no backend choice run once, in the checkout run of .ci/run, not against the wheel:
@@ -49,7 +50,7 @@ if want == "cython" or sys.argv[3] == "1":
 """
 
 
-def run(tmp: Path, pure: bool, args: list[str]) -> int:
+def start(tmp: Path, pure: bool, args: list[str], log: Optional[Path] = None) -> subprocess.Popen:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     shared = Path(env.get("KCODEC_SHARED", REPO.parent / "shared"))
@@ -74,7 +75,12 @@ def run(tmp: Path, pure: bool, args: list[str]) -> int:
     if junit:
         cmd.append(f"--junitxml={junit}/wheel-{expect}.xml")
     print("+", " ".join(cmd), "(KCODEC_PURE=1)" if pure else "", flush=True)
-    return subprocess.run(cmd, cwd=tmp, env=env).returncode
+    out = open(log, "wb") if log else None
+    try:
+        return subprocess.Popen(cmd, cwd=tmp, env=env, stdout=out, stderr=subprocess.STDOUT if out else None)
+    finally:
+        if out:
+            out.close()
 
 
 def _tests_ignored(folder: str, names: list[str]) -> list[str]:
@@ -95,10 +101,19 @@ def main(argv: list[str]) -> int:
         shutil.copytree(REPO / ".github", tmp / ".github")  # tests/test_ci_policy.py: the hosted workflow
         shutil.copytree(REPO / "fuzz", tmp / "fuzz",  # tests/test_fuzz_campaign.py: the campaign's runner
                         ignore=shutil.ignore_patterns("__pycache__"))
-        rc = run(tmp, False, args)
-        if rc == 0 and both:
-            rc = run(tmp, True, args)
-    return rc
+        if not both:
+            return start(tmp, False, args).wait()
+        # The compiled and the reference runs at once, each into its own log printed when both end: most of
+        # either run waits on brokers, JVMs and clients, so two cores serve both in little more than the
+        # longer one's time (CI's budget, issue 31).
+        logs = [tmp / "wheel-cython.log", tmp / "wheel-python.log"]
+        runs = [start(tmp, pure, args, log) for pure, log in zip((False, True), logs)]
+        codes = [r.wait() for r in runs]
+        for log, code in zip(logs, codes):
+            print(f"===== {log.stem}: pytest exit {code} =====", flush=True)
+            sys.stdout.buffer.write(log.read_bytes())
+            sys.stdout.flush()
+    return max(codes)
 
 
 if __name__ == "__main__":
