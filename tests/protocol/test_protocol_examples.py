@@ -6,24 +6,12 @@ Against Apache Kafka: tests/kafka/test_examples_real_kafka.py."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from example_clients import example, produce_then_consume, run
 
-from needs import missing
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ALLOWED = ("kcodec", "kcodec.protocol", "kcodec.protocol.aio", "kcodec.protocol.blocking", "kcodec.protocol.sasl",
            "kcodec.records", "kcodec.messages", "kcodec.errors")
-
-
-def example(name: str) -> Path:
-    path = EXAMPLES / name
-    if not path.exists():
-        missing(f"examples/ beside the tests (at {EXAMPLES})")
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -34,29 +22,14 @@ def cluster():
         yield c
 
 
-def run(name: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(example(name)), *args], capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize("mechanism, compression", [("PLAIN", "none"), ("SCRAM-SHA-256", "zstd")])
 def test_what_the_producer_writes_the_consumer_reads(cluster, mechanism, compression):
     topic = f"orders-{compression}"
     host, port = cluster.addresses[0]
     login = ["--user", "alice", "--password", "secret", "--mechanism", mechanism]
-    for round_ in range(2):
-        out = run("producer.py", "--bootstrap", f"{host}:{port}", "--topic", topic, "--partition", "1", "--count",
-                  "5", "--message", f"round {round_}", "--compression", compression, *login)
-        assert out.returncode == 0, out.stderr
-        assert f"produced 5 records to {topic}-1 at offset {5 * round_}" in out.stdout
-    leaders = {b for b in cluster.addresses if f"leader {b[0]}:{b[1]}" in out.stdout}
+    out = produce_then_consume(f"{host}:{port}", topic, compression, login)
+    leaders = {b for b in cluster.addresses if f"leader {b[0]}:{b[1]}" in out}
     assert len(leaders) == 1  # the partition's leader, found through Metadata
-    got = run("consumer.py", "--bootstrap", f"{host}:{port}", "--topic", topic, "--partition", "1", "--count", "10",
-              "--idle", "10", *login)
-    assert got.returncode == 0, got.stderr
-    lines = got.stdout.splitlines()
-    assert lines[:2] == [f"{topic}-1@0 key=key-0 value=round 0 #0", f"{topic}-1@1 key=key-1 value=round 0 #1"]
-    assert lines[9] == f"{topic}-1@9 key=key-0 value=round 1 #4"
-    assert lines[10].startswith(f"consumed 10 records from {topic}-1")
 
 
 def test_refusals_are_reported_not_raised(cluster):
