@@ -127,3 +127,13 @@ def test_a_range_that_starts_with_a_simple_packet_block_is_reported(tmp_path):
     assert ranges.check(summaries) == {str(path)}
     _, summaries = _split(path, len(data) + len(spb))
     assert ranges.check(summaries) == set()
+
+
+def test_pass_two_tasks_follow_the_input_and_by_default_the_cores():
+    plan = ranges.Plan(lengths={"a": 1 << 30, "b": 100_000})
+    plan.ranges = [{"path": "a", "index": 0}, {"path": "a", "index": 1}, {"path": "b", "index": 0}]
+    assert plan.partitions(32 << 20) == 33  # the input counted once per file, not per range
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=2) == 2 * ranges.TASKS_PER_CORE
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=64) == 33
+    small = ranges.Plan(lengths={"b": 100_000}, ranges=[{"path": "b", "index": 0}])
+    assert small.partitions(ranges.PARTITION_BYTES, cores=2) == small.partitions() == 1

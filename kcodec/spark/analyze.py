@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting (repeat), e.g. --conf spark.executor.memory=2g; kcodec's own: "
                         "spark.kcodec.splitBytes (64m, the byte ranges capture files are read in) and "
-                        "spark.kcodec.partitionBytes (32m, input bytes per task after the shuffle)")
+                        "spark.kcodec.partitionBytes (input bytes per task after the shuffle; by default 32m, "
+                        "at most two tasks per core)")
     p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
 
 
