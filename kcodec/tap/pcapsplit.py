@@ -59,8 +59,15 @@ class Source:
     def __init__(self, f: BinaryIO, base: int, size: int) -> None:
         f.seek(base)
         self.f, self.base = f, base
-        self.data = bytearray(f.read(size))
-        self.eof = len(self.data) < size
+        self.data = bytearray(size)  # read into, not read and copied: a range is tens of MB
+        got = _read_into(f, self.data)
+        del self.data[got:]
+        self.eof = got < size
+
+    def bytes(self, start: int, end: int) -> bytes:
+        """A copy of ``data[start:end]`` (one copy, where slicing the bytearray and then ``bytes`` made two)."""
+        with memoryview(self.data) as view:
+            return bytes(view[start:end])
 
     def have(self, end: int) -> bool:
         """Whether the file's bytes up to offset ``end`` are here (read on as needed)."""
@@ -75,6 +82,23 @@ class Source:
     @property
     def end(self) -> int:
         return self.base + len(self.data)
+
+
+def _read_into(f: BinaryIO, buffer: bytearray) -> int:
+    """Fill ``buffer`` from ``f`` (short only at the file's end); how many bytes came."""
+    readinto = getattr(f, "readinto", None)
+    if readinto is None:  # a stream without readinto (pyarrow's on some file systems)
+        data = f.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+    got = 0
+    with memoryview(buffer) as view:
+        while got < len(buffer):
+            n = readinto(view[got:])
+            if not n:
+                break
+            got += n
+    return got
 
 
 def read_format(f: BinaryIO) -> Format:
@@ -208,7 +232,7 @@ def _pcap_range(src: Source, fmt: Format, pos: int, end: int, result: RangeResul
             break
         at = pos - src.base + 16
         result.packets += 1
-        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, bytes(src.data[at:at + caplen]),
+        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, src.bytes(at, at + caplen),
                      pos + 16)
         pos += 16 + caplen
     result.stop = min(pos, src.end) if not result.stopped_early else src.end
