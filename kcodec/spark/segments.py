@@ -16,6 +16,7 @@ reads there; so does a packet of a layout only dpkt reads.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import struct
@@ -181,11 +182,24 @@ def _sorted(batches: list[pa.RecordBatch]) -> pa.Table:
         [("key", "ascending"), ("capture", "ascending"), ("order", "ascending")])
 
 
+GC_THRESHOLD = 20_000  # a worker's youngest generation: collected after this many allocations, not 700
+
+
+def worker_gc() -> None:
+    """A worker's garbage collector set for the passes: what the worker has imported and built so far is
+    frozen (never traversed again) and the young generation collected less often. The passes make and drop
+    a row dict or tuple per segment, frame and batch, freed by their counts, not by the collector, which
+    spent about 7 % of pass 2 traversing them; cycles are still collected."""
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+
+
 def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int) -> Iterator[tuple[int, Any]]:
     """Pass 1 without Spark's shuffle (`kcodec analyze`): the SEGMENTS rows of each range, sorted, written
     to one Arrow file per connection partition (``scratch/p<partition>/r<range>.arrow``; a range's rows,
     at most about its size, are held until it ends). Yields (partition, file) for each file written and
     (0, summary) for each range, which Spark hands on by partition to pass 2 (``merged_rows``)."""
+    worker_gc()
     for r in ranges:
         parts: dict[int, list[pa.RecordBatch]] = {}
         summary: Optional[bytes] = None
