@@ -88,13 +88,16 @@ def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
     """Spark settings for `kcodec analyze`: its JVMs carry no capture bytes (the workers hand them to
     each other through files, ``_one_pass``), so they start lean: C1 compiles only and the serial
     collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
-    needs. A small local input (its size known before Spark starts) also goes without the web UI.
-    ``--conf`` wins."""
+    needs. On a local master the Python workers start from ``kcodec.spark.daemon`` (PySpark's modules
+    imported as installed, not compiled from Spark's zip in every worker). A small local input (its size
+    known before Spark starts) also goes without the web UI. ``--conf`` wins."""
     import glob
 
     out = {"spark.driver.extraJavaOptions": QUICK_JVM}
     if not (master or "").startswith("local"):
         out["spark.executor.extraJavaOptions"] = QUICK_JVM
+    else:  # the workers run this Python: their PySpark imported as installed, not from Spark's zip (``daemon``)
+        out["spark.python.daemon.module"] = "kcodec.spark.daemon"
     total = 0
     for p in paths:
         local = storage.local_path(p)
