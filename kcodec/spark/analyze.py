@@ -143,6 +143,7 @@ def run(args: Any) -> int:
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
+    threading.Thread(target=_import_plotting, daemon=True).start()  # while the JVM starts
     sc = pipeline.context(master, quiet=not verbose, conf=settings)
     if not verbose:
         sc.setLogLevel("ERROR")
@@ -154,6 +155,15 @@ def run(args: Any) -> int:
             print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
             archive.finish(type(sc)._gateway)
     return 0
+
+
+def _import_plotting() -> None:
+    from . import report
+
+    try:
+        report.plotting()
+    except Exception:  # the report imports it again, and says what went wrong then
+        pass
 
 
 def _under_spark_submit() -> bool:
