@@ -32,6 +32,7 @@ from . import storage
 SEGMENT, SUMMARY = -1, -2  # kinds; 0 and 1: a tap file's frame, client -> broker and back
 OFFSET_BITS = 44  # order = file rank << OFFSET_BITS | the record's offset (files up to 16 TiB)
 ROWS, ROW_BYTES = 8192, 8 << 20  # an output batch: at most this many rows or payload bytes
+HEAD = 256  # of a local file, the bytes of each packet pass 1 reads: its link, IP and TCP headers
 
 SEGMENTS = pa.schema([
     ("key", pa.int64()),       # the connection: a digest of capture and both ends (``conn_key``)
@@ -98,9 +99,13 @@ def _pcap_range(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _O
     inline = storage.local_path(r["path"]) is None
     keys: dict[tuple[Any, ...], int] = {}
     segments = not_tcp = undecodable = 0
-    for p in pcapsplit.packets(f, fmt, r["start"], r["end"], got):
+    for p in pcapsplit.packets(f, fmt, r["start"], r["end"], got, head=None if inline else HEAD):
         try:
-            at = None if inline else locate(p.linktype, p.data)
+            at = None if inline else locate(p.linktype, p.data, p.size if p.size >= 0 else None)
+            if at is None and 0 <= len(p.data) < p.size:  # headers past the first bytes, or dpkt's layout
+                f.seek(p.data_at)
+                p = p._replace(data=f.read(p.size), size=-1)
+                at = locate(p.linktype, p.data)
             if at is None:
                 s = segment(p.linktype, p.data)
                 src, sport, dst, dport, seq, flags, data = s.src, s.sport, s.dst, s.dport, s.seq, s.flags, s.payload
