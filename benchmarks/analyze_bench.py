@@ -15,8 +15,10 @@ measured for:
 - wall time;
 - CPU seconds, user + system, of the tool and every process it started: this process is their subreaper
   (Linux's ``PR_SET_CHILD_SUBREAPER``), so that the JVM and the Python workers, which may outlive kcodec's
-  driver, are reaped here and counted by ``getrusage(RUSAGE_CHILDREN)``; on a shared machine the CPU
-  seconds move far less than the wall time;
+  driver, are reaped here and counted by ``getrusage(RUSAGE_CHILDREN)``; the children of a process that
+  ignores SIGCHLD (PySpark's daemon, whose children are the Python workers) are reaped by the kernel, their
+  CPU time lost to getrusage, so theirs is sampled from /proc every 100 ms (``Sampler``); on a shared
+  machine the CPU seconds move far less than the wall time;
 - peak memory: the summed resident memory of the process tree, sampled every 100 ms.
 
 One unmeasured `kcodec analyze` of the small capture comes first, so that the runs measured start as a
@@ -31,6 +33,7 @@ import ctypes
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -49,14 +52,19 @@ TSHARK_FIELDS = ("frame.number", "tcp.stream", "kafka.request_key", "kafka.api_v
 PR_SET_CHILD_SUBREAPER = 36
 
 
-class PeakRSS:
-    """Peak summed RSS of a process and its descendants, sampled every 100 ms."""
+class Sampler:
+    """Every 100 ms: the summed resident memory of a process and its descendants (its peak kept), and the CPU
+    seconds of each descendant whose parent ignores SIGCHLD. The kernel reaps those by itself and drops their
+    CPU time, so ``getrusage(RUSAGE_CHILDREN)`` never sees it: PySpark's daemon ignores SIGCHLD, and its
+    Python workers, which do most of `kcodec analyze`'s work, were left out of the CPU seconds that way.
+    ``unreaped_cpu`` is their CPU time as last sampled (a process loses at most its last 100 ms)."""
 
     def __init__(self, pid: int) -> None:
         import psutil
 
         self.proc = psutil.Process(pid)
         self.peak = 0
+        self.unreaped: dict[int, float] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -73,14 +81,31 @@ class PeakRSS:
             for p in procs:
                 try:
                     total += p.memory_info().rss
+                    if p is not self.proc and _ignores_sigchld(p.ppid()):
+                        t = p.cpu_times()
+                        self.unreaped[p.pid] = t.user + t.system + t.children_user + t.children_system
                 except psutil.Error:
                     pass
             self.peak = max(self.peak, total)
 
-    def stop(self) -> int:
+    def stop(self, reaped: set[int]) -> tuple[int, float]:
+        """(peak resident bytes, CPU seconds of the descendants the kernel reaped by itself): those left to
+        this subreaper after all (``reaped``, their parent gone first) are counted by getrusage instead."""
         self._stop.set()
         self._t.join()
-        return self.peak
+        return self.peak, sum(cpu for pid, cpu in self.unreaped.items() if pid not in reaped)
+
+
+def _ignores_sigchld(pid: int) -> bool:
+    """Whether process ``pid`` ignores SIGCHLD (its children are then reaped by the kernel, their CPU time lost)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGCHLD - 1) & 1)
+    except OSError:
+        pass
+    return False
 
 
 def subreaper() -> None:
@@ -90,13 +115,14 @@ def subreaper() -> None:
         raise SystemExit("cannot become the child subreaper (Linux only): the CPU seconds would miss processes")
 
 
-def _reap_all() -> None:
-    """Wait for every child, those of the tool's tree reparented to this subreaper included."""
+def _reap_all() -> set[int]:
+    """Wait for every child, those of the tool's tree reparented to this subreaper included; their pids."""
+    reaped = set()
     while True:
         try:
-            os.waitpid(-1, 0)
+            reaped.add(os.waitpid(-1, 0)[0])
         except ChildProcessError:
-            return
+            return reaped
 
 
 def measured(cmd: list[str], env: dict[str, str], stdout: Any) -> dict[str, Any]:
@@ -105,13 +131,12 @@ def measured(cmd: list[str], env: dict[str, str], stdout: Any) -> dict[str, Any]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    mem = PeakRSS(proc.pid)
+    sampler = Sampler(proc.pid)
     _, err = proc.communicate()
     wall = time.perf_counter() - t0
-    peak = mem.stop()
-    _reap_all()
+    peak, unreaped = sampler.stop(_reap_all())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + unreaped
     if proc.returncode:
         print(err[-3000:], file=sys.stderr)
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak / 1e6),

@@ -54,6 +54,30 @@ def test_defaults_are_sized_from_the_input(tmp_path):
     assert pipeline.defaults([str(small)], "local[2]")["spark.ui.enabled"] == "false"
     remote = pipeline.defaults(["hdfs:///captures/*.pcap"], None)  # size unknown: the web UI stays
     assert "spark.ui.enabled" not in remote and "TieredStopAtLevel=1" in remote["spark.executor.extraJavaOptions"]
+    assert pipeline.defaults([str(small)], "local[2]")["spark.python.daemon.module"] == "kcodec.spark.daemon"
+    assert "spark.python.daemon.module" not in remote  # a cluster's workers keep PySpark's own daemon
+
+
+def test_the_workers_import_an_installed_pyspark_not_its_zip(tmp_path):
+    from kcodec.spark.daemon import unzipped
+
+    site = tmp_path / "site"
+    lib = site / "pyspark" / "python" / "lib"
+    lib.mkdir(parents=True)
+    (site / "pyspark" / "__init__.py").write_text("")
+    zips = [str(lib / "pyspark.zip"), str(lib / "py4j-0.10.9.9-src.zip")]
+    for z in zips:
+        Path(z).write_bytes(b"")
+    other = str(tmp_path / "elsewhere.zip")
+    assert unzipped([*zips, other, str(site)]) == [zips[1], other, str(site)]  # py4j not installed: its zip stays
+    (site / "py4j").mkdir()
+    (site / "py4j" / "__init__.py").write_text("")
+    assert unzipped([*zips, other, str(site)]) == [other, str(site)]
+    assert unzipped([*zips, other]) == [*zips, other]  # no installed PySpark: Spark's zips are all there is
+    spark_home = tmp_path / "spark"  # a Spark distribution's zips beside another installed PySpark: kept
+    (spark_home / "python" / "lib").mkdir(parents=True)
+    theirs = str(spark_home / "python" / "lib" / "pyspark.zip")
+    assert unzipped([theirs, str(site)]) == [theirs, str(site)]
 
 
 def test_the_submit_helpers_print_what_the_command_needs():

@@ -227,3 +227,23 @@ def test_the_cpu_seconds_count_processes_that_outlive_their_parent(tmp_path):
                       "print(a.measured(cmd, {}, None)['cpu_s'])\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and float(out.stdout.split()[-1]) >= 0.5, out.stdout + out.stderr
+
+
+def test_the_cpu_seconds_count_children_of_a_parent_that_ignores_sigchld(tmp_path):
+    """analyze_bench.measured: PySpark's daemon ignores SIGCHLD, so the kernel reaps its Python workers and
+    getrusage never sees their CPU time; it is counted all the same (sampled), and only once."""
+    import subprocess
+
+    burn = tmp_path / "burn.py"
+    burn.write_text("import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0:\n    pass\n")
+    daemon = tmp_path / "daemon.py"
+    daemon.write_text(f"import signal, subprocess, sys, time\nsignal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+                      f"p = subprocess.Popen([sys.executable, {str(burn)!r}])\n"
+                      "while True:\n    time.sleep(0.05)\n    try:\n        p.poll()\n    except ChildProcessError:\n"
+                      "        break\n    if p.returncode is not None:\n        break\n")
+    script = tmp_path / "measure.py"
+    script.write_text(f"import sys\nsys.path.insert(0, {str(BENCH)!r})\nimport analyze_bench as a\na.subreaper()\n"
+                      f"print(a.measured([sys.executable, {str(daemon)!r}], {{}}, None)['cpu_s'])\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 0.8 <= float(out.stdout.split()[-1]) < 1.8, out.stdout + out.stderr

@@ -252,5 +252,6 @@ def test_the_command_end_to_end(real_capture, tmp_path):
         saving = "saving Spark's classes" in run.stdout
         assert saving == (len(reports) == 1), run.stdout
         assert "cds" not in run.stderr.lower(), run.stderr  # the archive's notes stay off the console
+        assert "Traceback" not in run.stderr and "Exception" not in run.stderr, run.stderr  # a quiet stop
     assert len(list((tmp_path / "cache" / "kcodec").glob("spark-classes-*.jsa"))) == 1
     assert reports[0] == reports[1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import struct
 
+import pyarrow as pa
 import pytest
 
 from kcodec.spark import ranges
@@ -26,16 +27,21 @@ def _files(tmp_path):
     }
 
 
-def _split(path, step):
-    data = path.read_bytes()
+def _ranges(path, step, head=None):
+    size = path.stat().st_size
     out, summaries = [], []
     with open(path, "rb") as f:
         fmt = pcapsplit.read_format(f)
-        for i, start in enumerate(range(0, len(data), step)):
+        for i, start in enumerate(range(0, size, step)):
             got = pcapsplit.RangeResult()
-            out += [(p.ts_ns, p.data) for p in pcapsplit.packets(f, fmt, start, min(len(data), start + step), got)]
+            out += list(pcapsplit.packets(f, fmt, start, min(size, start + step), got, head=head))
             summaries.append({"path": str(path), "index": i, **got.as_dict()})
     return out, summaries
+
+
+def _split(path, step):
+    packets, summaries = _ranges(path, step)
+    return [(p.ts_ns, p.data) for p in packets], summaries
 
 
 @pytest.mark.parametrize("kind", ["pcap", "pcapng", "pcap-ns", "pcapng-ns"])
@@ -127,3 +133,48 @@ def test_a_range_that_starts_with_a_simple_packet_block_is_reported(tmp_path):
     assert ranges.check(summaries) == {str(path)}
     _, summaries = _split(path, len(data) + len(spb))
     assert ranges.check(summaries) == set()
+
+
+def test_pass_two_tasks_follow_the_input_and_by_default_the_cores():
+    plan = ranges.Plan(lengths={"a": 1 << 30, "b": 100_000})
+    plan.ranges = [{"path": "a", "index": 0}, {"path": "a", "index": 1}, {"path": "b", "index": 0}]
+    assert plan.partitions(32 << 20) == 33  # the input counted once per file, not per range
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=2) == 2 * ranges.TASKS_PER_CORE
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=64) == 33
+    small = ranges.Plan(lengths={"b": 100_000}, ranges=[{"path": "b", "index": 0}])
+    assert small.partitions(ranges.PARTITION_BYTES, cores=2) == small.partitions() == 1
+
+
+@pytest.mark.parametrize("kind", ["pcap", "pcap-ns"])
+@pytest.mark.parametrize("step,head", [(1, 256), (97, 0), (97, 30), (97, 256), (1000, 30), (1 << 30, 0), (1 << 30, 30),
+                                       (1 << 30, 256)])  # a split at every byte with one head: that is the slow one
+def test_packet_heads_are_the_packets_first_bytes_at_every_split(tmp_path, kind, step, head):
+    """pcapsplit.packets(head=N), pass 1's reader of a local pcap: each packet's first N bytes (one pread a
+    record), its length beside them, the ranges' starts and stops as when every byte is read."""
+    path = _files(tmp_path)[kind]
+    whole, full = _split(path, step)
+    data = path.read_bytes()
+    packets, summaries = _ranges(path, step, head)
+    for p in packets:
+        assert p.data == data[p.data_at:p.data_at + min(head, p.size)]
+    got = [(p.ts_ns, data[p.data_at:p.data_at + p.size]) for p in packets]
+    assert got == whole and summaries == full
+
+
+def test_pass_one_rows_do_not_depend_on_how_much_of_each_packet_it_reads(tmp_path, monkeypatch):
+    """kcodec.spark.segments reads a local pcap's packet heads (HEAD bytes): a head too short for the headers
+    is read whole instead, so the segment rows are those of reading every byte."""
+    from kcodec.spark import segments
+
+    paths = _files(tmp_path)
+    default = segments.HEAD
+    for kind in ("pcap", "pcap-ns"):
+        size = paths[kind].stat().st_size
+        r = {"capture": 0, "path": str(paths[kind]), "rank": 0, "kind": "pcap", "index": 0, "start": 0,
+             "end": size, "size": size}
+        rows = {}
+        for head in (1 << 20, default, 30, 0):
+            monkeypatch.setattr(segments, "HEAD", head)
+            rows[head] = [b.to_pylist() for b in segments.read_ranges([pa.RecordBatch.from_pylist([r], segments.RANGES)])]
+        assert rows[default] == rows[1 << 20] == rows[30] == rows[0]
+        assert sum(row["length"] or 0 for batch in rows[0] for row in batch) > 1000

@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting (repeat), e.g. --conf spark.executor.memory=2g; kcodec's own: "
                         "spark.kcodec.splitBytes (64m, the byte ranges capture files are read in) and "
-                        "spark.kcodec.partitionBytes (32m, input bytes per task after the shuffle)")
+                        "spark.kcodec.partitionBytes (input bytes per task after the shuffle; by default 32m, "
+                        "at most two tasks per core)")
     p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
 
 
@@ -142,17 +143,44 @@ def run(args: Any) -> int:
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
+    threading.Thread(target=_import_plotting, daemon=True).start()  # while the JVM starts
     sc = pipeline.context(master, quiet=not verbose, conf=settings)
     if not verbose:
         sc.setLogLevel("ERROR")
     try:
         analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress())
     finally:
-        sc.stop()
+        stop(sc)
         if archive is not None and archive.writing is not None:
             print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
             archive.finish(type(sc)._gateway)
     return 0
+
+
+def stop(sc: Any) -> None:
+    """``sc.stop()`` without waiting for PySpark's accumulator server to wind down: its request handler
+    polls its socket a second at a time and its loop half a second, so ``stop`` waited 0.5-1 s after the
+    JVM had stopped, at the end of every run. `kcodec analyze` updates no accumulator, and the process ends
+    right after: the server is told to stop and its daemon threads end with the process."""
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None and hasattr(server, "server_shutdown"):
+        sc._accumulatorServer = None  # stop() shuts down only the server it still holds
+        server.server_shutdown = True  # the handler leaves its loop at its next poll
+        server.handle_error = _quiet  # or reads the JVM's closed socket first: nothing to say about it
+    sc.stop()
+
+
+def _quiet(*_: Any) -> None:
+    pass
+
+
+def _import_plotting() -> None:
+    from . import report
+
+    try:
+        report.plotting()
+    except Exception:  # the report imports it again, and says what went wrong then
+        pass
 
 
 def _under_spark_submit() -> bool:

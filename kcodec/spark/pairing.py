@@ -30,10 +30,7 @@ then negative, as captured); what is still held then is an orphan.
 from __future__ import annotations
 
 import collections
-from typing import Any, Iterator, Optional
-
-import pandas as pd
-import pyarrow as pa
+from typing import Iterator, Optional
 
 ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN = (
     "answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
@@ -41,14 +38,6 @@ STATUSES = (ANSWERED, OVERTAKEN, NO_RESPONSE, ACKS0_ANSWERED, UNANSWERED, ORPHAN
 MAX_WAITING = 100_000  # requests kept waiting per connection; older ones are let go (unanswered)
 MAX_HELD = 1024  # responses held for a request captured after them; older ones are orphans
 Pair = tuple[Optional[int], Optional[int], str]
-
-PAIRS = pa.schema([
-    ("conn", pa.string()),
-    ("request_position", pa.int64()),   # null for an orphan
-    ("response_position", pa.int64()),  # null when unanswered
-    ("pairing", pa.string()),
-])
-
 
 class Pairer:
     """``pair``'s rule one frame at a time: ``request`` and ``response`` return the pairs (request
@@ -106,23 +95,3 @@ def pair(rows: Iterator[tuple[int, int, Optional[int], Optional[int]]]) -> list[
     for position, direction, corr, acks in rows:
         out += p.request(position, corr, acks) if direction == 0 else p.response(position, corr)
     return out + p.finish()
-
-
-def _nullable(v: Any) -> Optional[int]:
-    return None if v is None or v != v else int(v)  # pandas gives NaN for a null in a float column
-
-
-def pair_frames(pdf: pd.DataFrame) -> pd.DataFrame:
-    """applyInPandas over the frames of one connection (conn, position, direction, correlation_id,
-    acks): one PAIRS row per request and per orphan response."""
-    pdf = pdf.sort_values("position", kind="stable")
-    rows = zip(pdf["position"].tolist(), pdf["direction"].tolist(),
-               map(_nullable, pdf["correlation_id"].tolist()), map(_nullable, pdf["acks"].tolist()))
-    pairs = pair(rows)
-    conn = pdf["conn"].iloc[0] if len(pdf) else None
-    return pd.DataFrame({
-        "conn": [conn] * len(pairs),
-        "request_position": pd.array([p[0] for p in pairs], dtype="Int64"),
-        "response_position": pd.array([p[1] for p in pairs], dtype="Int64"),
-        "pairing": [p[2] for p in pairs],
-    })

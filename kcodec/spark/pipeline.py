@@ -4,8 +4,8 @@ How the work splits (issue 32): the driver lists the inputs and plans byte range
 packet capture file is cut into ranges of ``spark.kcodec.splitBytes`` (64 MiB), each read by its own
 task in bounded memory (pass 1, ``segments``), which emits the TCP segments it finds keyed by
 connection; a tap file is one range. One shuffle brings each connection's segments together in
-capture order, on ``max(1, input bytes / spark.kcodec.partitionBytes)`` tasks (32 MiB each by
-default), and pass 2 reassembles each connection, cuts its frames, pairs and decodes them as they
+capture order, on ``max(1, input bytes / spark.kcodec.partitionBytes)`` tasks (by default 32 MiB
+each, at most two per core), and pass 2 reassembles each connection, cuts its frames, pairs and decodes them as they
 come, record batches included (``conversation``). So a TCP stream, a frame cut by a range or a file
 boundary, and a request and its answer in different ranges all meet in one task, exactly as if the
 capture had been read whole, while no task holds more than a range and a connection's state.
@@ -88,13 +88,16 @@ def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
     """Spark settings for `kcodec analyze`: its JVMs carry no capture bytes (the workers hand them to
     each other through files, ``_one_pass``), so they start lean: C1 compiles only and the serial
     collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
-    needs. A small local input (its size known before Spark starts) also goes without the web UI.
-    ``--conf`` wins."""
+    needs. On a local master the Python workers start from ``kcodec.spark.daemon`` (PySpark's modules
+    imported as installed, not compiled from Spark's zip in every worker). A small local input (its size
+    known before Spark starts) also goes without the web UI. ``--conf`` wins."""
     import glob
 
     out = {"spark.driver.extraJavaOptions": QUICK_JVM}
     if not (master or "").startswith("local"):
         out["spark.executor.extraJavaOptions"] = QUICK_JVM
+    else:  # the workers run this Python: their PySpark imported as installed, not from Spark's zip (``daemon``)
+        out["spark.python.daemon.module"] = "kcodec.spark.daemon"
     total = 0
     for p in paths:
         local = storage.local_path(p)
@@ -129,9 +132,18 @@ def segment_rows(spark: SparkSession, p: ranges.Plan) -> DataFrame:
         plan_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, len(rows)), schema)
     else:
         plan_df = spark.createDataFrame([], schema)
-    n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
+    n = _partitions(spark, p)
     return (plan_df.mapInArrow(segments.read_ranges, from_arrow_schema(segments.SEGMENTS))
             .repartition(n, "key", "capture").sortWithinPartitions("key", "capture", "order"))
+
+
+def _partitions(spark: Spark, p: ranges.Plan) -> int:
+    """Pass 2's task count: ``spark.kcodec.partitionBytes`` of input each when set; by default 32 MiB each,
+    at most two per core the job has (``ranges.Plan.partitions``)."""
+    given = _setting(spark, "spark.kcodec.partitionBytes", 0)
+    if given:
+        return p.partitions(given)
+    return p.partitions(ranges.PARTITION_BYTES, spark_context(spark).defaultParallelism)
 
 
 def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "") -> tasks.Job:
@@ -186,7 +198,7 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, s
     stays small. (The DataFrame functions below use Spark's shuffle.)"""
     scratch = f"{job.tables}/_shuffle"
     storage.remove_dir(scratch)
-    n = p.partitions(_setting(spark, "spark.kcodec.partitionBytes", ranges.PARTITION_BYTES))
+    n = _partitions(spark, p)
     try:
         return (spark_context(spark).parallelize(p.ranges, max(1, len(p.ranges)))
                 .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))

@@ -28,6 +28,7 @@ from . import captures
 
 SPLIT_BYTES = 64 << 20          # a range of a packet capture file (spark.kcodec.splitBytes)
 PARTITION_BYTES = 32 << 20      # input bytes per task of pass 2 (spark.kcodec.partitionBytes)
+TASKS_PER_CORE = 2              # unless partitionBytes is set: pass 2's tasks at most this many per core
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
 
@@ -54,8 +55,13 @@ class Plan:
     def input_bytes(self) -> int:
         return sum(self.lengths.get(r["path"], 0) for r in self.ranges if r["index"] == 0)
 
-    def partitions(self, partition_bytes: int = PARTITION_BYTES) -> int:
-        return max(1, math.ceil(self.input_bytes / max(1, partition_bytes)))
+    def partitions(self, partition_bytes: int = PARTITION_BYTES, cores: Optional[int] = None) -> int:
+        """Pass 2's tasks: one per ``partition_bytes`` of input, at most ``TASKS_PER_CORE`` per core when
+        ``cores`` is given (the default size): a pass-2 task's memory does not grow with its input (it
+        streams its connections), while each task costs its own Arrow file per range of pass 1, a
+        scheduled task and a Python call, so on few cores fewer, larger tasks do the same work for less."""
+        n = max(1, math.ceil(self.input_bytes / max(1, partition_bytes)))
+        return min(n, max(1, cores * TASKS_PER_CORE)) if cores else n
 
 
 def listing(spark: Any, paths: list[str]) -> list[tuple[str, int]]:

@@ -19,11 +19,20 @@ def error_name(code: int) -> str:
         return f"UNKNOWN({code})"
 
 
-def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
+def plotting() -> Any:
+    """matplotlib's pyplot on the Agg backend (no display). `kcodec analyze` calls it once early, in a
+    thread, while Spark's JVM starts and the driver waits, so that the report does not import it at the
+    end, when nothing else is left to run."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
+    plt = plotting()
 
     made: dict[str, str] = {}
 

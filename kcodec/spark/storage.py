@@ -113,11 +113,13 @@ RAW = frozenset({"frame"})  # columns of Kafka's bytes as they crossed the wire
 
 
 def _options(schema: Any) -> dict[str, Any]:
-    """Snappy and dictionaries, but for the frames' bytes: Kafka's payloads mostly come compressed, and
-    snappy over them costs as much as the rest of the table and saves little; a dictionary of distinct
-    frames hashes every byte to give up (Parquet falls back to plain values)."""
+    """Snappy, dictionaries and statistics, but for the frames' bytes: Kafka's payloads mostly come
+    compressed, and snappy over them costs as much as the rest of the table and saves little; a dictionary
+    of distinct frames hashes every byte to give up (Parquet falls back to plain values); their min and max
+    compare every frame and select nothing."""
+    cooked = [name for name in schema.names if name not in RAW]
     return {"compression": {name: "none" if name in RAW else "snappy" for name in schema.names},
-            "use_dictionary": [name for name in schema.names if name not in RAW]}
+            "use_dictionary": cooked, "write_statistics": cooked}
 
 
 class TableFile:

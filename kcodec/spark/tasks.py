@@ -82,6 +82,7 @@ def _partition() -> int:
 def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tuple[str, str]]:
     """Pass 2 of `kcodec analyze` over one partition's files of pass 1 (``segments.spill_ranges``; the
     range summaries come along as bytes): every table written, out come (what, JSON) summaries."""
+    segments.worker_gc()
     paths: list[str] = []
     summaries: list[bytes] = []
     for _, item in items:

@@ -20,6 +20,8 @@ of its own: its predecessor's, in the range before).
 
 from __future__ import annotations
 
+import os
+import stat
 import struct
 from typing import BinaryIO, Iterator, NamedTuple, Optional
 
@@ -49,8 +51,9 @@ class Packet(NamedTuple):
     offset: int  # where its record or block starts in the file
     linktype: int
     ts_ns: int
-    data: bytes
+    data: bytes  # the packet as captured; only its first bytes when ``packets`` was given ``head``
     data_at: int = -1  # where ``data`` lies in the file
+    size: int = -1  # its captured length, when ``data`` holds only its first bytes
 
 
 class Source:
@@ -59,8 +62,15 @@ class Source:
     def __init__(self, f: BinaryIO, base: int, size: int) -> None:
         f.seek(base)
         self.f, self.base = f, base
-        self.data = bytearray(f.read(size))
-        self.eof = len(self.data) < size
+        self.data = bytearray(size)  # read into, not read and copied: a range is tens of MB
+        got = _read_into(f, self.data)
+        del self.data[got:]
+        self.eof = got < size
+
+    def bytes(self, start: int, end: int) -> bytes:
+        """A copy of ``data[start:end]`` (one copy, where slicing the bytearray and then ``bytes`` made two)."""
+        with memoryview(self.data) as view:
+            return bytes(view[start:end])
 
     def have(self, end: int) -> bool:
         """Whether the file's bytes up to offset ``end`` are here (read on as needed)."""
@@ -75,6 +85,23 @@ class Source:
     @property
     def end(self) -> int:
         return self.base + len(self.data)
+
+
+def _read_into(f: BinaryIO, buffer: bytearray) -> int:
+    """Fill ``buffer`` from ``f`` (short only at the file's end); how many bytes came."""
+    readinto = getattr(f, "readinto", None)
+    if readinto is None:  # a stream without readinto (pyarrow's on some file systems)
+        data = f.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+    got = 0
+    with memoryview(buffer) as view:
+        while got < len(buffer):
+            n = readinto(view[got:])
+            if not n:
+                break
+            got += n
+    return got
 
 
 def read_format(f: BinaryIO) -> Format:
@@ -183,14 +210,54 @@ class RangeResult:
         return dict(vars(self))
 
 
-def packets(f: BinaryIO, fmt: Format, start: int, end: int, result: RangeResult) -> Iterator[Packet]:
-    """The packets whose records start in ``[start, end)`` of ``f``, in file order."""
+def packets(f: BinaryIO, fmt: Format, start: int, end: int, result: RangeResult,
+            head: Optional[int] = None) -> Iterator[Packet]:
+    """The packets whose records start in ``[start, end)`` of ``f``, in file order. ``head``: of a pcap
+    file on local disk, read each record's header and only the first ``head`` bytes of its packet (the
+    packet's ``size`` says how long it is), not the range's every byte: for a reader that leaves the
+    payloads where they are."""
     begin = fmt.first if start <= fmt.first else start
-    src = Source(f, begin, max(end - begin, 0) + READ_AHEAD)
+    fd = _fileno(f) if head is not None and fmt.kind == "pcap" else None
+    src = Source(f, begin, max(end - begin, 0) + READ_AHEAD if fd is None else min(max(end - begin, 0), READ_AHEAD))
     pos = begin if start <= fmt.first else resync(src, begin, fmt)
     result.first = pos
+    if fd is not None and head is not None:
+        yield from _pcap_heads(fd, fmt, pos, end, result, head)
+        return
     reader = _pcap_range if fmt.kind == "pcap" else _pcapng_range
     yield from reader(src, fmt, pos, end, result)
+
+
+def _fileno(f: BinaryIO) -> Optional[int]:
+    """``f``'s descriptor when it is a regular file (one ``pread`` can read anywhere in)."""
+    try:
+        fd = f.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _pcap_heads(fd: int, fmt: Format, pos: int, end: int, result: RangeResult, head: int) -> Iterator[Packet]:
+    """``_pcap_range``'s packets with only their first ``head`` bytes, one ``pread`` a record."""
+    rec = struct.Struct(fmt.order + "IIII")
+    size = os.fstat(fd).st_size
+    while pos < end:
+        if pos + 1 > size:
+            break
+        buf = os.pread(fd, 16 + head, pos)
+        if len(buf) < 16:
+            result.stopped_early = f"after packet {result.packets}: record header cut short at byte {pos}"
+            break
+        sec, frac, caplen, _ = rec.unpack_from(buf, 0)
+        if pos + 16 + caplen > size:
+            result.stopped_early = (f"after packet {result.packets}: packet at byte {pos} needs {caplen} bytes, "
+                                    f"{size - pos - 16} left")
+            break
+        result.packets += 1
+        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, buf[16:16 + caplen], pos + 16,
+                     caplen)
+        pos += 16 + caplen
+    result.stop = min(pos, size) if not result.stopped_early else size
 
 
 def _pcap_range(src: Source, fmt: Format, pos: int, end: int, result: RangeResult) -> Iterator[Packet]:
@@ -208,7 +275,7 @@ def _pcap_range(src: Source, fmt: Format, pos: int, end: int, result: RangeResul
             break
         at = pos - src.base + 16
         result.packets += 1
-        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, bytes(src.data[at:at + caplen]),
+        yield Packet(pos, fmt.linktype, sec * 1_000_000_000 + frac * fmt.unit_ns, src.bytes(at, at + caplen),
                      pos + 16)
         pos += 16 + caplen
     result.stop = min(pos, src.end) if not result.stopped_early else src.end

@@ -71,18 +71,23 @@ def segment(linktype: int, buf: bytes) -> Segment:
     return Segment(src, sport, dst, dport, seq, flags, buf[start:end])
 
 
-def locate(linktype: int, buf: bytes) -> Optional[tuple[str, int, str, int, int, int, int, int]]:
+def locate(linktype: int, buf: bytes, size: Optional[int] = None) -> Optional[tuple[str, int, str, int, int, int, int, int]]:
     """(src, sport, dst, dport, seq, flags, start, end) of the TCP segment of one packet of a common layout,
     its payload being ``buf[start:end]`` (left where it is: a reader that knows where the packet lies in
     its file can point at the payload there); None for a layout only dpkt reads (``segment`` does).
-    NotTcp when it carries none, ValueError when it does not parse."""
+    NotTcp when it carries none, ValueError when it does not parse. ``size``: the packet's captured length
+    when ``buf`` holds only its first bytes (a reader that leaves the payload in the file); None also when
+    those bytes do not hold its headers (then ask again with the whole packet)."""
+    n = len(buf) if size is None else size
     ip = _ip_offset(linktype, buf)
     if ip is None or len(buf) < ip + 1:
         return None
     version = buf[ip] >> 4
     if version == 4:
-        if len(buf) < ip + 20:
+        if n < ip + 20:
             raise ValueError("IPv4 header cut short")
+        if len(buf) < ip + 20:
+            return None
         hl = (buf[ip] & 0x0F) * 4
         if hl < 20:
             raise ValueError("invalid IPv4 header length")
@@ -90,24 +95,28 @@ def locate(linktype: int, buf: bytes) -> Optional[tuple[str, int, str, int, int,
         if buf[ip + 9] != _TCP or _H.unpack_from(buf, ip + 6)[0] & 0x1FFF:  # not TCP, or a later fragment
             raise NotTcp()
         src, dst = buf[ip + 12:ip + 16], buf[ip + 16:ip + 20]
-        start, end = ip + hl, (ip + total if total else len(buf))
+        start, end = ip + hl, (ip + total if total else n)
     elif version == 6:
-        if len(buf) < ip + 40:
+        if n < ip + 40:
             raise ValueError("IPv6 header cut short")
+        if len(buf) < ip + 40:
+            return None
         if buf[ip + 6] != _TCP:  # extension headers, or not TCP: dpkt's turn
             return None
         plen = _H.unpack_from(buf, ip + 4)[0]
         src, dst = buf[ip + 8:ip + 24], buf[ip + 24:ip + 40]
-        start, end = ip + 40, (ip + 40 + plen if plen else len(buf))
+        start, end = ip + 40, (ip + 40 + plen if plen else n)
     else:
         return None
-    if end - start < 20 or len(buf) < start + 20:
+    if end - start < 20 or n < start + 20:
         raise ValueError("TCP header cut short")
+    if len(buf) < start + 20:
+        return None
     sport, dport, seq, _ack, off, flags = _TCP_HEAD.unpack_from(buf, start)
     doff = (off >> 4) * 4
     if doff < 20:
         raise ValueError("invalid TCP header length")
-    return _addr(src), sport, _addr(dst), dport, seq, flags, min(start + doff, len(buf)), min(end, len(buf))
+    return _addr(src), sport, _addr(dst), dport, seq, flags, min(start + doff, n), min(end, n)
 
 
 def _dpkt_segment(linktype: int, buf: bytes) -> Segment:
