@@ -209,9 +209,9 @@ def test_analyze_beside_tshark_from_a_recorded_run(tmp_path):
     assert "| 1g (1,075.8 MB) | kcodec analyze | 13.0 (12.0-14.0) | 5.5 (5.0-6.0) | 197.2 (179.3-215.2) | " \
            "7,630 (6,936-8,323) | 1,200 |" in text
     assert "| 1g: kcodec analyze's CPU seconds (throughput per core at least tshark's) no more than tshark's, " \
-           "round by round | 1.0 (0.9-1.1)× tshark's | **not met**: met in 1 of 2 runs |" in text
-    assert "round by round | 1.2 (0.9-1.4)× tshark's | **not met**: met in 1 of 2 runs |" in text  # wall
-    assert "| 100k: kcodec analyze under 15 s, Spark's start included | 8.5 (8.0-9.0) s | met in 2 of 2 runs |" in text
+           "round by round | 1.0 (0.9-1.1)× tshark's | **not met**: met in 1 of 2 rounds |" in text
+    assert "round by round | 1.2 (0.9-1.4)× tshark's | **not met**: met in 1 of 2 rounds |" in text  # wall
+    assert "| 100k: kcodec analyze under 15 s, Spark's start included | 8.5 (8.0-9.0) s | met in 2 of 2 rounds |" in text
     assert "| 1,200 MB against 1,000 MB | met |" in text
 
 

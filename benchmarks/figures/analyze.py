@@ -90,14 +90,14 @@ def targets(kept: list[dict]) -> list[str]:
         ratios: list[Optional[float]] = [k / t if t else None for k, t in pairs]
         ok: Callable[[float], bool] = lambda x: x <= 1  # noqa: E731
         rows.append(f"| {big}: kcodec analyze's {what} no more than tshark's, round by round | "
-                    f"{_spread([r for r in ratios if r is not None], '.1f')}× tshark's | {verdict(ratios, ok)} |")
+                    f"{_spread([r for r in ratios if r is not None], '.1f')}× tshark's | {verdict(ratios, ok, 'round')} |")
 
     paired("CPU seconds (throughput per core at least tshark's)", "cpu_s")
     paired("wall time", "wall_s")
     walls: list[Optional[float]] = list(_all(kept, small, "kcodec", "wall_s"))
     rows.append(f"| {small}: kcodec analyze under {SMALL_TARGET_S:.0f} s, Spark's start included | "
                 f"{_spread([w for w in walls if w is not None], '.1f')} s | "
-                f"{verdict(walls, lambda w: w < SMALL_TARGET_S)} |")
+                f"{verdict(walls, lambda w: w < SMALL_TARGET_S, 'round')} |")
     if len(sizes) > 2:
         mid = sizes[-2]
         peak = {s: max(_all(kept, s, "kcodec", "peak_rss_mb") or [0]) for s in (mid, big)}

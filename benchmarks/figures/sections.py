@@ -126,13 +126,14 @@ def span(values: Iterable[Optional[float]], digits: int = 2) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def verdict(values: Sequence[Optional[float]], ok: Callable[[float], bool]) -> str:
-    """'met in 3 of 3 runs' (a target counts as met only when every kept run meets it)."""
+def verdict(values: Sequence[Optional[float]], ok: Callable[[float], bool], unit: str = "run") -> str:
+    """'met in 3 of 3 runs' (a target counts as met only when every kept run meets it); ``unit`` names what
+    the values are, where a section counts rounds rather than runs."""
     xs = [v for v in values if v is not None]
     if not xs:
         return "not measured"
     n = sum(1 for v in xs if ok(v))
-    text = f"met in {n} of {len(xs)} run{'s' if len(xs) > 1 else ''}"
+    text = f"met in {n} of {len(xs)} {unit}{'s' if len(xs) > 1 else ''}"
     if len(xs) < len(values):  # a kept run that did not measure the case cannot count as meeting it
         return f"**not met**: {text}, not measured in {len(values) - len(xs)}"
     return text if n == len(xs) else f"**not met**: {text}"
