@@ -77,9 +77,13 @@ bench: $(STAMP)
 # again under KCODEC_PURE=1, the native anchors (bench-native) and every case's instruction count
 # (bench-callgrind; BENCH_CALLGRIND_ARGS e.g. "--only REGEX"); then appends the run and regenerates every
 # figure in README.md and docs/ (benchmarks/report.py; tests/test_figures.py holds the text to the files).
-# BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones.
+# BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones. BENCH_COUNTS_FROM=DIR takes the
+# instruction counts from an earlier run folder of the same clean commit instead of counting again (they do
+# not depend on the load; counting is most of a run's time), e.g. a second run:
+#   make bench-report BENCH_RUN=build/bench-run2 BENCH_COUNTS_FROM=build/bench-run
 BENCH_RUN ?= build/bench-run
 BENCH_FRESH ?=
+BENCH_COUNTS_FROM ?=
 BENCH_ROUNDS ?= 41
 bench-report: $(STAMP) bench-tools
 	rm -rf $(BENCH_RUN) && $(PY) benchmarks/report.py start $(BENCH_RUN)
@@ -89,7 +93,9 @@ bench-report: $(STAMP) bench-tools
 	KCODEC_BENCH_RUN=$(BENCH_RUN) KCODEC_BENCH_DIR=$(BENCH_RUN) KCODEC_PURE=1 KCODEC_BENCH_SIZES=1k \
 		$(PY) -m pytest benchmarks/test_metadata.py -q -W ignore::DeprecationWarning -k "decode or encode" \
 		--benchmark-columns=min,median,rounds $(PYTEST_ARGS)
-	$(MAKE) --no-print-directory bench-native bench-callgrind BENCH_RUN=$(BENCH_RUN)
+	$(MAKE) --no-print-directory bench-native BENCH_RUN=$(BENCH_RUN)
+	$(if $(BENCH_COUNTS_FROM),$(PY) benchmarks/report.py reuse-counts $(BENCH_COUNTS_FROM) $(BENCH_RUN),\
+		$(MAKE) --no-print-directory bench-callgrind BENCH_RUN=$(BENCH_RUN))
 	$(PY) benchmarks/report.py collect $(BENCH_RUN) $(if $(BENCH_FRESH),--fresh)
 	$(PY) benchmarks/report.py write
 	$(PY) benchmarks/report.py chart $(BENCH_RUN)/chart.png

@@ -1,6 +1,7 @@
 """Every published figure from the committed results files (benchmarks/results/<suite>.jsonl).
 
     python benchmarks/report.py start RUN_DIR               # note commit, tree, machine, load before measuring
+    python benchmarks/report.py reuse-counts FROM RUN_DIR   # an earlier run's instruction counts (same clean commit)
     python benchmarks/report.py collect RUN_DIR [--fresh]   # append one run per suite from RUN_DIR's partials
     python benchmarks/report.py write                       # regenerate every section of README.md, docs/*.md
     python benchmarks/report.py check                       # exit 1 when a section differs from the files
@@ -65,6 +66,13 @@ def main(argv: list[str]) -> int:
     command, args = argv[0], argv[1:]
     if command == "start":
         store.start(Path(args[0]))
+        return 0
+    if command == "reuse-counts":
+        try:
+            for path in store.reuse_counts(Path(args[0]), Path(args[1])):
+                print(f"instruction counts reused: {path.name}")
+        except ValueError as e:
+            raise SystemExit(f"reuse-counts: {e}")
         return 0
     if command == "collect":
         folder = Path(args[0])

@@ -149,6 +149,44 @@ def test_a_run_is_described_when_it_starts(tmp_path):
     assert store.runs("records", tmp_path / "results")[0]["started"] == began["started"]
 
 
+def test_a_later_run_of_the_same_clean_commit_reuses_the_instruction_counts(tmp_path):
+    """Counts are copied only between runs of one clean commit, and timings never."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    head = {**store.describe(), "commit": "a" * 40, "dirty": False}
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / store.START).write_text(json.dumps(head))
+    store.write_partial(first, "records", "callgrind", [{"id": "b", "impls": {"k": {"instructions": 9}}}])
+    store.write_partial(first, "records", "cython", [{"id": "b", "impls": {"k": store.stats([5])}}])
+    assert [p.name for p in store.reuse_counts(first, second)] == ["records.callgrind.part.json"]
+    assert not (second / "records.cython.part.json").exists()
+    for changed in ({"commit": "b" * 40}, {"dirty": True}):
+        (second / store.START).write_text(json.dumps({**head, **changed}))
+        with pytest.raises(ValueError, match="count them again"):
+            store.reuse_counts(first, second)
+
+
+def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypatch):
+    need_tool("git", "git")
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+    for name in ("benchmarks/results/records.jsonl", "docs/records.md", "README.md", "kcodec/x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "x")
+    monkeypatch.setattr(store, "ROOT", tmp_path)
+    for name in ("benchmarks/results/records.jsonl", "docs/records.md", "README.md"):
+        (tmp_path / name).write_text("2\n")
+    assert store.describe()["dirty"] is False
+    (tmp_path / "kcodec/x.py").write_text("2\n")
+    assert store.describe()["dirty"] is True
+
+
 COUNTED = """
 import sys
 sys.path.insert(0, sys.argv[1])

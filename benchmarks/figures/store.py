@@ -74,13 +74,17 @@ def peers() -> dict[str, str]:
     return out
 
 
+# What a run writes (results files, generated figures): changed there, the tree still measures its commit.
+_NOT_MEASURED = (":!benchmarks/results", ":!docs", ":!README.md")
+
+
 def describe() -> dict:
     """Where and on what a run is made: commit, clean or dirty tree, machine, Python, peers' versions."""
     return {
         "format": FORMAT,
         "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", ".", *_NOT_MEASURED)),
         "machine": {"node": platform.node(), "cpu": _cpu(), "cores": os.cpu_count(), "kernel": platform.release(),
                     "system": platform.system()},
         "python": f"{platform.python_implementation()} {platform.python_version()}",
@@ -139,6 +143,26 @@ def collect(folder: Path, results: Path = RESULTS, start: dict | None = None) ->
             f.write(json.dumps(run, separators=(",", ":")) + "\n")
         written.append(path)
     return written
+
+
+COUNTED = ".callgrind"  # the label of an instruction pass's partials (benchmarks/callgrind.py)
+
+
+def reuse_counts(source: Path, folder: Path) -> list[Path]:
+    """Copy the instruction passes' partials of an earlier run folder into ``folder``: instruction counts are
+    a function of the code and the payloads, not of the machine's load, so further timed runs of one clean
+    commit need not count them again. Refused (ValueError) unless both runs are of the same commit, clean."""
+    before, now = (json.loads((f / START).read_text()) for f in (source, folder))
+    if before["commit"] != now["commit"] or before["dirty"] or now["dirty"]:
+        raise ValueError(f"instruction counts of {before['commit'][:12]}{' (dirty)' * before['dirty']} cannot "
+                         f"stand for {now['commit'][:12]}{' (dirty)' * now['dirty']}: count them again")
+    copied = []
+    for part in sorted(source.glob(f"*{COUNTED}*{PART}")):
+        copied.append(folder / part.name)
+        copied[-1].write_bytes(part.read_bytes())
+    if not copied:
+        raise ValueError(f"{source} holds no instruction counts")
+    return copied
 
 
 def runs(suite: str, results: Path = RESULTS) -> list[Run]:
