@@ -84,6 +84,41 @@ def test_a_record_header_inside_a_packet_is_no_boundary(tmp_path):
         assert ranges.check(summaries) == set()
 
 
+def _big_endian(data: bytes) -> bytes:
+    """A little-endian microsecond pcap file written big-endian (as a big-endian machine's tcpdump does)."""
+    out = bytearray(struct.pack(">IHHiIII", *struct.unpack_from("<IHHiIII", data, 0)))
+    pos = 24
+    while pos < len(data):
+        sec, frac, caplen, origlen = struct.unpack_from("<IIII", data, pos)
+        out += struct.pack(">IIII", sec, frac, caplen, origlen) + data[pos + 16:pos + 16 + caplen]
+        pos += 16 + caplen
+    return bytes(out)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_resync_finds_the_boundary_that_trying_every_byte_finds(tmp_path, order):
+    """resync judges only the offsets where a record's lengths can start (their high bytes 0 or 1), found by a
+    regular expression; at every start it finds what calling the chain rule at every byte finds."""
+    fake = struct.pack("<IIII", 1_700_000_000, 5, 40, 40)
+    packets = pcaps.conversation([(0, fake * 3 + bytes(range(256)) * 3), (1, b"\0\0\0\x04abcd" * 50)], segment=700)
+    data = pcaps.write(tmp_path / "f.pcap", packets).read_bytes()
+    data = data if order == "<" else _big_endian(data)
+    fmt = pcapsplit.read_format(io.BytesIO(data))
+    assert fmt.order == order
+
+    def every_byte(start):
+        src = pcapsplit.Source(io.BytesIO(data), start, 64)
+        pos = start
+        while src.have(pos + 1):
+            if pcapsplit._chain(src, pos, fmt):
+                return pos
+            pos += 1
+        return src.end
+
+    for start in range(24, len(data) + 1):
+        assert pcapsplit.resync(pcapsplit.Source(io.BytesIO(data), start, 64), start, fmt) == every_byte(start), start
+
+
 def test_ranges_that_do_not_join_up_are_found():
     parts = [{"path": "x", "index": 0, "first": 24, "stop": 100}, {"path": "x", "index": 1, "first": 104, "stop": 200},
              {"path": "y", "index": 0, "first": 24, "stop": 90}, {"path": "y", "index": 1, "first": 90, "stop": 120},

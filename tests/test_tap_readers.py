@@ -92,6 +92,39 @@ def test_pcap_in_order(tmp_path, ng):
     assert all(a.ts_ns <= b.ts_ns for a, b in zip(got, got[1:]))
 
 
+def test_frames_whole_in_a_segment_are_the_segment_and_frames_cut_anywhere_are_the_same():
+    """A frame that is a whole segment's payload is emitted as that payload (no copy through the buffer);
+    frames several to a segment, or a segment ending inside one, come out as from byte-sized segments."""
+    from kcodec.tap import pcap
+
+    frames = conversation_frames()
+    stream = b"".join(f for d, f in frames if d == 0)
+
+    def cut(sizes):
+        r = pcap.Reassembler([9092])
+        r.segment("10.0.0.1", 40000, "10.0.0.2", 9092, 0, b"", syn=True, ack=False, ts_ns=0)
+        seq, pos, out = 1, 0, []
+        payloads = []
+        for n in sizes:
+            payload = stream[pos:pos + n]
+            payloads.append(payload)
+            r.out = []
+            r.segment("10.0.0.1", 40000, "10.0.0.2", 9092, seq, payload, syn=False, ack=True, ts_ns=seq)
+            out += r.out
+            seq, pos = seq + len(payload), pos + len(payload)
+        return out, r.stats, payloads
+
+    requests = [f for d, f in frames if d == 0]
+    bytewise, _, _ = cut([1] * len(stream))
+    assert [f.data for f in bytewise] == requests
+    whole, stats, payloads = cut([len(f) for f in requests])
+    assert [f.data for f in whole] == requests and stats.skipped_bytes == 0
+    assert all(f.data is p for f, p in zip(whole, payloads))
+    for sizes in ([len(requests[0]) + len(requests[1]) + 3, 10 ** 6], [7, len(stream)], [len(stream)]):
+        got, _, _ = cut(sizes)
+        assert [f.data for f in got] == requests and all(type(f.data) is bytes for f in got), sizes
+
+
 def test_pcap_out_of_order_and_retransmitted(tmp_path):
     frames = conversation_frames()
     packets = pcaps.disorder(pcaps.conversation(frames, segment=200), swaps=12, duplicates=10)

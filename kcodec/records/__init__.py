@@ -24,6 +24,7 @@ from ._control import ControlRecord, ControlType, control_batch, control_type, m
 from ._messages import PartitionRecords, fetched, produced, records_field
 from ._reader import RecordBatch, iter_batches, read_batches, read_records
 from ._select import BACKEND, backend
+from ._summary import RecordSummary, record_summary
 from ._types import DEFAULT_MAX_UNCOMPRESSED, Compression, RecordsError, RecordsRead, TimestampType
 
 Record = backend.Record
@@ -31,7 +32,7 @@ Record = backend.Record
 __all__ = [
     "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "CodecError", "Compression", "ControlRecord", "ControlType",
     "DEFAULT_MAX_UNCOMPRESSED", "MissingCodecError", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
-    "RecordsRead", "record_columns",
+    "RecordsRead", "RecordSummary", "record_columns", "record_summary",
     "TimestampType", "control_batch", "control_type", "compress", "crc32", "crc32c", "decompress", "fetched", "filter_aborted",
     "iter_batches", "marker_record", "produced", "read_batches", "read_control", "read_records", "records_field",
 ]

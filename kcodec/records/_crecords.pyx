@@ -523,3 +523,39 @@ def fill_columns(list jobs, dict cols):
         if not ok:  # the reference raises the precise error
             _pure.fill_columns([_pure.batch_job(*job) if len(job) == 3 else job], cols)
             raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
+
+
+def summarize(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_timestamp, append_time,
+              Py_ssize_t origin, bint compressed, Py_ssize_t batch_index):
+    """As _pure.summarize: the records' count, key and value bytes and timestamp range, no object per record."""
+    cdef int64_t ts_delta, off_delta, kpos, klen, vpos, vlen, nh, ts, lo = 0, hi = 0
+    cdef int64_t key_bytes = 0, value_bytes = 0
+    cdef bint has_append = append_time is not None
+    cdef int64_t at = append_time if has_append else 0
+    cdef Py_ssize_t i = 0, start = pos
+    cdef Py_buffer pb
+    cdef const unsigned char* p
+    cdef bint ok = count >= 0 and count * 7 <= end - pos
+    if ok:
+        PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
+        p = <const unsigned char*>pb.buf
+        ok = 0 <= pos <= end <= pb.len
+        while ok and i < count:
+            pos = skip_record(p, pos, end, &ts_delta, &off_delta, &kpos, &klen, &vpos, &vlen, &nh)
+            if pos < 0:
+                ok = False
+                break
+            key_bytes += klen if klen > 0 else 0
+            value_bytes += vlen if vlen > 0 else 0
+            ts = at if has_append else base_timestamp + ts_delta
+            if i == 0 or ts < lo:
+                lo = ts
+            if i == 0 or ts > hi:
+                hi = ts
+            i += 1
+        PyBuffer_Release(&pb)
+        ok = ok and pos == end
+    if not ok:  # the reference raises the precise error
+        _pure.summarize(buf, start, end, count, base_timestamp, append_time, origin, compressed, batch_index)
+        raise RuntimeError("kcodec.records: the Cython reader refused bytes the reference accepts")
+    return (count, key_bytes, value_bytes, lo, hi) if count else (0, 0, 0, None, None)

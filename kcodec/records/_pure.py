@@ -324,3 +324,21 @@ class RecordsWriter:
         self._out.clear()
         self._count = 0
         self._base_ts = self._max_ts = -1
+
+
+def summarize(buf, pos: int, end: int, count: int, base_timestamp: int, append_time: Optional[int], origin: int,
+              compressed: bool, batch_index: int) -> tuple:
+    """(records, key bytes, value bytes, smallest timestamp, largest timestamp) of the ``count`` v2 records in
+    ``buf[pos:end]``, read as walk_records reads them (its errors); null keys and values count 0 bytes, the
+    timestamps are None when there is no record."""
+    n = key_bytes = value_bytes = 0
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    for _, ts_delta, _, _, klen, _, vlen, _ in walk_records(buf, pos, end, count, origin, compressed, batch_index):
+        n += 1
+        key_bytes += max(klen, 0)
+        value_bytes += max(vlen, 0)
+        ts = append_time if append_time is not None else base_timestamp + ts_delta
+        lo = ts if lo is None or ts < lo else lo
+        hi = ts if hi is None or ts > hi else hi
+    return n, key_bytes, value_bytes, lo, hi

@@ -12,7 +12,7 @@ capture had been read whole, while no task holds more than a range and a connect
 
 `kcodec analyze` (``write_tables``) writes every table in that one pass: each task writes its own
 Parquet files (``tasks``), and the shuffle goes through Arrow files the workers write and read
-(``_one_pass``), not through the JVM. The DataFrame functions below (``read_frames``, ``exchanges``,
+(``_one_pass``), not through the JVM: only the files' names pass through the driver. The DataFrame functions below (``read_frames``, ``exchanges``,
 ``batches``) give the same rows to programs that want DataFrames, through Spark's own shuffle.
 """
 
@@ -192,25 +192,28 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
 
 def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
     """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
-    ``TABLES/_shuffle``; Spark hands each partition's file names (not their bytes) to a pass-2 task, which
-    merges them and writes the tables. The bytes go from one Python worker to another through those
-    files, never through the JVM: cheaper than Spark's shuffle of the same rows, and the JVM's memory
-    stays small. (The DataFrame functions below use Spark's shuffle.)"""
+    ``TABLES/_shuffle``, and returns their names (not their bytes) to the driver; a pass-2 task per
+    partition gets its partition's names, merges those files and writes the tables. The bytes go from one
+    Python worker to another through those files, never through the JVM, and no Spark shuffle moves even
+    the names (a shuffle's writes, reads and map outputs cost the JVM more than two small collects): cheaper
+    than Spark's shuffle of the same rows, and the JVM's memory stays small. (The DataFrame functions
+    below use Spark's shuffle.)"""
     scratch = f"{job.tables}/_shuffle"
     storage.remove_dir(scratch)
     n = _partitions(spark, p)
+    sc = spark_context(spark)
     try:
-        return (spark_context(spark).parallelize(p.ranges, max(1, len(p.ranges)))
-                .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
-                .partitionBy(n, _identity)
-                .mapPartitions(functools.partial(tasks.write_partition, job=job))
+        spilled = (sc.parallelize(p.ranges, max(1, len(p.ranges)))
+                   .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
+                   .collect())
+        by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
+        for part, item in spilled:
+            by_partition[part].append((part, item))
+        return (sc.parallelize(by_partition, n)
+                .mapPartitions(functools.partial(tasks.write_partitions, job=job))
                 .collect())
     finally:
         storage.remove_dir(scratch)
-
-
-def _identity(p: int) -> int:
-    return p
 
 
 def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Iterable[int]] = None) -> DataFrame:

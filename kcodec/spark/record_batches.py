@@ -4,9 +4,11 @@ Spark's workers run; no Spark import here).
 Each Produce request (its records as sent, whether or not it was answered) and each answered Fetch
 response is decoded with kcodec (``zero_copy``: the records fields stay slices of the frame) and each
 partition's records field is walked batch by batch with ``kcodec.records``: the batch header says
-offsets, codec, producer and flags; its records are read with ``record_columns`` (the columnar path:
-numpy columns, no object per record), which gives the timestamps, key and value bytes and checks that
-the records are what the header claims. CRCs are checked apart (``crc_valid``) so that a batch with a
+offsets, codec, producer and flags; its records are summed with ``record_summary`` (one loop in C, no
+column or object per record), which gives the record count, key and value bytes and timestamp range and
+checks that the records are what the header claims. A compressed batch is inflated for that: its key and
+value bytes, its timestamps and its inflated size are inside; offsets, counts and flags are read from the
+header alone. CRCs are checked apart (``crc_valid``) so that a batch with a
 bad checksum is still described. A batch that does not decode gets an ``error``; a records field that
 cannot be walked further gets one row for the rest (``position`` onwards); a Fetch response cut at its
 max bytes ends in a ``partial`` row (not an error: brokers do this). Nothing here raises for bad input.
@@ -21,7 +23,7 @@ from typing import Any, Iterator, Optional
 import pyarrow as pa
 
 import kcodec
-from kcodec.records import Compression, RecordsError, crc32, crc32c, iter_batches, record_columns
+from kcodec.records import Compression, RecordsError, crc32, crc32c, iter_batches, record_summary
 
 from .decode import api_name
 
@@ -79,21 +81,6 @@ def _crc_valid(b: Any, view: memoryview) -> bool:
 
 
 CODECS = tuple(c.name.lower() for c in sorted(Compression, key=int))  # by the attributes' low 3 bits
-SMALL = 64  # up to this many records, Python sums over a list beat numpy's per-call overhead
-
-
-def _positive_sum(a: Any) -> int:
-    """The sum of the lengths that are not null (-1): the key or value bytes of a batch."""
-    if len(a) <= SMALL:
-        return sum(x for x in a.tolist() if x > 0)
-    return int(a[a > 0].sum())
-
-
-def _min_max(a: Any) -> tuple[int, int]:
-    if len(a) <= SMALL:
-        values = a.tolist()
-        return min(values), max(values)
-    return int(a.min()), int(a.max())
 
 
 def batch_row(b: Any, view: memoryview) -> dict[str, Any]:
@@ -111,17 +98,15 @@ def batch_row(b: Any, view: memoryview) -> dict[str, Any]:
         row.update(producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
     try:
         compressed = codec != Compression.NONE
-        if magic >= 2:  # inflated once here; record_columns reads the same inflated bytes
+        if magic >= 2:  # inflated once here; record_summary reads the same inflated bytes
             row["uncompressed_bytes"] = V2_HEADER + len(b.payload()) if compressed else size
-        cols = record_columns(b)
-        row["key_bytes"] = key_bytes = _positive_sum(cols.key_length)
-        row["value_bytes"] = value_bytes = _positive_sum(cols.value_length)
-        n = len(cols)
-        if n:
-            row["first_timestamp"], row["max_timestamp"] = _min_max(cols.timestamp)
+        s = record_summary(b)
+        row["key_bytes"], row["value_bytes"] = s.key_bytes, s.value_bytes
+        if s.records:
+            row["first_timestamp"], row["max_timestamp"] = s.min_timestamp, s.max_timestamp
         if magic < 2:  # the inner messages as they would be uncompressed: each message's overhead, key, value
             row["uncompressed_bytes"] = (size if not compressed else
-                                         n * (LOG_OVERHEAD + LEGACY_HEADER[magic]) + key_bytes + value_bytes)
+                                         s.records * (LOG_OVERHEAD + LEGACY_HEADER[magic]) + s.key_bytes + s.value_bytes)
     except RecordsError as e:
         row["error"] = f"RecordsError: {e}"
     except Exception as e:  # a bug of ours must not fail a job: reported on the row

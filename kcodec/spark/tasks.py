@@ -93,6 +93,11 @@ def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tupl
     return _write(iter([segments.merged_rows(sorted(paths))]), job, summaries, rows_given=True)
 
 
+def write_partitions(lists: Iterable[list[tuple[int, Any]]], job: Job) -> Iterator[tuple[str, str]]:
+    """``write_partition`` over a task's one list of pass 1's (partition, file or summary) items."""
+    return write_partition((item for items in lists for item in items), job)
+
+
 def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
     """mapInArrow over a partition of SEGMENTS rows (whole connections, sorted): every table written as
     Parquet under ``job.tables``; out come the SUMMARY rows."""

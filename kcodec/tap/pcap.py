@@ -147,8 +147,26 @@ class _Half:
     def _append(self, payload: bytes, ts_ns: int, r: "Reassembler") -> None:
         assert self.next_seq is not None
         self.next_seq = (self.next_seq + len(payload)) % _MOD
-        self.buf += payload
+        start = 0
+        if self.synced and not self.buf and type(payload) is bytes:  # whole frames from the payload, not through buf
+            start = self._whole_frames(payload, ts_ns, r)
+            if start == len(payload):
+                return
+        self.buf += memoryview(payload)[start:] if start else payload
         self._cut(ts_ns, r)
+
+    def _whole_frames(self, payload: bytes, ts_ns: int, r: "Reassembler") -> int:
+        """``_cut``'s frames of a synced stream with nothing buffered, read from ``payload`` as it is (a
+        frame that is the whole payload is that object, no copy); where the frames stop being whole."""
+        start, end = 0, len(payload)
+        while end - start >= 4:
+            size = _SIZE.unpack_from(payload, start)[0]
+            if size < 0 or size > r.max_frame or end - start < 4 + size:
+                break  # _cut judges it, from buf
+            frame = payload if size + 4 == end else payload[start:start + 4 + size]
+            start += 4 + size
+            self.conn.emit(self.direction, frame, ts_ns, r)
+        return start
 
     def _drain(self, ts_ns: int, r: "Reassembler") -> None:
         progress = True
@@ -280,7 +298,8 @@ class _Half:
                 continue
             if len(buf) - start < 4 + size:
                 break
-            frame = bytes(buf[start:start + 4 + size])
+            with memoryview(buf) as view:  # one copy: a bytearray's slice would be a second
+                frame = bytes(view[start:start + 4 + size])
             start += 4 + size
             self.conn.emit(self.direction, frame, ts_ns, r)
         if start:

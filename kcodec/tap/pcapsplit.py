@@ -21,6 +21,7 @@ of its own: its predecessor's, in the range before).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import struct
 from typing import BinaryIO, Iterator, NamedTuple, Optional
@@ -185,11 +186,30 @@ def _chain(src: Source, pos: int, fmt: Format) -> bool:
     return True
 
 
+# Where a pcap record can start: its captured and original lengths are at most MAX_RECORD (1 << 24), so
+# their most significant bytes are 0 or 1 (bytes 11 and 15 of the record little-endian, 8 and 12 big-endian).
+# A regular expression finds such offsets in C; only those are judged by ``_chain``, not every byte of a
+# packet's payload (tens of KB to cross after a range's start, a Python call a byte).
+_PCAP_CANDIDATE = {"<": re.compile(rb"(?=.{11}[\x00\x01].{3}[\x00\x01])", re.DOTALL),
+                   ">": re.compile(rb"(?=.{8}[\x00\x01].{3}[\x00\x01])", re.DOTALL)}
+assert MAX_RECORD == 1 << 24
+
+
 def resync(src: Source, start: int, fmt: Format) -> int:
     """The first record boundary at or after ``start``: the file's end if none."""
     pos = start + (-start % 4 if fmt.kind == "pcapng" else 0)
     step = 4 if fmt.kind == "pcapng" else 1
+    candidate = _PCAP_CANDIDATE[fmt.order] if fmt.kind == "pcap" else None
     while src.have(pos + 1):
+        if candidate is not None:
+            m = candidate.search(src.data, pos - src.base)
+            if m is None:  # no record starts before the last 15 bytes held: read on, or none is left
+                held = src.end
+                if not src.have(held + 1):
+                    return src.end
+                pos = max(pos, held - 15)
+                continue
+            pos = src.base + m.start()
         if _chain(src, pos, fmt):
             return pos
         pos += step
