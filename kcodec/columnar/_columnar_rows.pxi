@@ -35,6 +35,18 @@ DEF NUMBER = 4    # any other number, kept or not
 DEF ARRAY = 5     # any other array
 
 
+cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
+    """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
+    ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
+    cdef int i
+    if not flexible or nops < 5 or nops > 12 or plans[0].code != INT16_KEPT:
+        return 0
+    for i in range(1, nops):
+        if plans[i].code != (INT32_KEPT if i < 4 else INT32S_KEPT):
+            return 0
+    return nops - 4
+
+
 cdef void plan_rows(Walker w) noexcept:
     """take_rows' fields, per op of every struct (what does not change within a run)."""
     cdef Plan* f
@@ -50,6 +62,7 @@ cdef void plan_rows(Walker w) noexcept:
         f.nullable = op.nullable
         f.last = -1  # no guess yet
         f.data = f.values = f.nulls = NULL
+        f.shape = 0
         if op.col >= 0:
             if not op.array and op.kind in (INT32, UINT32):
                 f.code = INT32_KEPT
@@ -62,6 +75,10 @@ cdef void plan_rows(Walker w) noexcept:
                 f.values = &w.values[op.col]
                 if w.L.has_nulls[op.col]:
                     f.nulls = &w.nulls[op.col]
+    for i in range(w.L.nstructs):
+        if w.L.structs[i].count > 0:
+            f = w.plans + w.L.structs[i].first
+            f.shape = partition_shape(f, w.L.structs[i].count, w.L.structs[i].flexible)
 
 
 cdef inline char* values_at(Walker w, Plan* f, int64_t vl, int64_t need, Py_ssize_t q) except NULL:
@@ -81,18 +98,6 @@ cdef inline void copy4(char* out, const unsigned char* src) noexcept nogil:
     cdef int k
     for k in range(4):
         (<uint32_t*>out)[k] = be32(src + 4 * k)
-
-
-cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
-    """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
-    ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
-    cdef int i
-    if not flexible or nops < 5 or nops > 12 or plans[0].code != INT16_KEPT:
-        return 0
-    for i in range(1, nops):
-        if plans[i].code != (INT32_KEPT if i < 4 else INT32S_KEPT):
-            return 0
-    return nops - 4
 
 
 cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
@@ -210,7 +215,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     if st.parent_col >= 0:
         b = &w.data[st.parent_col]
         parents = <int32_t*>b.data + b.len
-    A = partition_shape(plans, nops, flexible)
+    A = plans[0].shape
     while r < n:
         if A == 3:  # Metadata v9+ (replicas, ISR, offline replicas): a run of usual rows in registers
             r = partition_run(buf, end, plans, 3, r, n, &q)
