@@ -424,36 +424,39 @@ cdef class Walker:
         cdef Py_ssize_t after = 0
         cdef char* out
         cdef const unsigned char* p
+        cdef const unsigned char* buf = self.buf  # (locals: every store may alias a field, and reloads it)
+        cdef Py_ssize_t end = self.end
+        cdef const OpC* ops = self.L.ops
         self.rows[s] = row + 1
         self.at = pos
         self.spare[s] = 0  # its columns move: take_rows sets its pointers up again
         if st.parent_col >= 0:
             self.push32(&self.data[st.parent_col], parent)
         for i in range(st.first, st.first + st.count):
-            op = &self.L.ops[i]
-            if op.fixed and not op.array and op.fixed <= self.end - pos:  # the common case, inline
+            op = &ops[i]
+            if op.fixed and not op.array and op.fixed <= end - pos:  # the common case, inline
                 if op.col >= 0:
                     b = &self.data[op.col]
-                    store(op.kind, self.buf + pos, self.room(b, 1))
+                    store(op.kind, buf + pos, self.room(b, 1))
                     b.len += 1
                 pos += op.fixed
                 continue
             if op.array and op.fixed:  # numbers: the common case, inline
                 n = -1
                 if op.compact:
-                    if pos < self.end and 0 < self.buf[pos] < 0x80:
-                        n = self.buf[pos] - 1
+                    if pos < end and 0 < buf[pos] < 0x80:
+                        n = buf[pos] - 1
                         after = pos + 1
-                elif 4 <= self.end - pos:
-                    n = <int32_t>be32(self.buf + pos)
+                elif 4 <= end - pos:
+                    n = <int32_t>be32(buf + pos)
                     after = pos + 4
-                if n >= 0 and n * op.fixed <= self.end - after:
+                if n >= 0 and n * op.fixed <= end - after:
                     pos = after + n * op.fixed
                     if op.col < 0:
                         continue
                     b = &self.values[op.col]
                     out = self.room(b, n)
-                    p = self.buf + after
+                    p = buf + after
                     if op.fixed == 4:
                         for k in range(n):
                             (<uint32_t*>out)[k] = be32(p + 4 * k)
@@ -468,18 +471,18 @@ cdef class Walker:
                     if self.L.has_nulls[op.col]:
                         self.push8(&self.nulls[op.col], 0)
                     continue
-            if op.kind == STRING and op.compact and pos < self.end and 0 < self.buf[pos] < 0x80:
-                n = self.buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
-                p = self.buf + pos + 1
-                if n < self.end - pos and ascii(p, n):
+            if op.kind == STRING and op.compact and pos < end and 0 < buf[pos] < 0x80:
+                n = buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
+                p = buf + pos + 1
+                if n < end - pos and ascii(p, n):
                     if op.col >= 0:
                         append_ascii(self.objects[op.col], p, n)
                     pos += 1 + n
                     continue
-            if op.kind == UUID and 16 <= self.end - pos:
+            if op.kind == UUID and 16 <= end - pos:
                 if op.col >= 0:
                     b = &self.data[op.col]
-                    memcpy(self.room(b, 1), self.buf + pos, 16)
+                    memcpy(self.room(b, 1), buf + pos, 16)
                     b.len += 1
                 pos += 16
                 continue
@@ -491,7 +494,7 @@ cdef class Walker:
                 self.path.append(self.L.attrs[i])
                 return pos
         if st.flexible:
-            if pos < self.end and self.buf[pos] == 0:
+            if pos < end and buf[pos] == 0:
                 return pos + 1
             pos = self.tagged(pos)
         return pos

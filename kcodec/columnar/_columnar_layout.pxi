@@ -51,6 +51,7 @@ cdef struct Plan:   # a plain struct's field in take_rows
     Py_ssize_t vcap
     int last        # a compact array's last length byte (at most 4 items; -1: none), and its count: the
     int64_t lastm   # guess for the next row's
+    int shape       # a struct's first field: partition_shape of its struct (worked out once, not per call)
 
 
 cdef struct Buf:

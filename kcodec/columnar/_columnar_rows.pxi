@@ -35,6 +35,18 @@ DEF NUMBER = 4    # any other number, kept or not
 DEF ARRAY = 5     # any other array
 
 
+cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
+    """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
+    ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
+    cdef int i
+    if not flexible or nops < 5 or nops > 12 or plans[0].code != INT16_KEPT:
+        return 0
+    for i in range(1, nops):
+        if plans[i].code != (INT32_KEPT if i < 4 else INT32S_KEPT):
+            return 0
+    return nops - 4
+
+
 cdef void plan_rows(Walker w) noexcept:
     """take_rows' fields, per op of every struct (what does not change within a run)."""
     cdef Plan* f
@@ -50,6 +62,7 @@ cdef void plan_rows(Walker w) noexcept:
         f.nullable = op.nullable
         f.last = -1  # no guess yet
         f.data = f.values = f.nulls = NULL
+        f.shape = 0
         if op.col >= 0:
             if not op.array and op.kind in (INT32, UINT32):
                 f.code = INT32_KEPT
@@ -62,6 +75,10 @@ cdef void plan_rows(Walker w) noexcept:
                 f.values = &w.values[op.col]
                 if w.L.has_nulls[op.col]:
                     f.nulls = &w.nulls[op.col]
+    for i in range(w.L.nstructs):
+        if w.L.structs[i].count > 0:
+            f = w.plans + w.L.structs[i].first
+            f.shape = partition_shape(f, w.L.structs[i].count, w.L.structs[i].flexible)
 
 
 cdef inline char* values_at(Walker w, Plan* f, int64_t vl, int64_t need, Py_ssize_t q) except NULL:
@@ -83,18 +100,6 @@ cdef inline void copy4(char* out, const unsigned char* src) noexcept nogil:
         (<uint32_t*>out)[k] = be32(src + 4 * k)
 
 
-cdef inline int partition_shape(const Plan* plans, int nops, int flexible) noexcept:
-    """take_rows' way for a partition (an error code, three int32 numbers, then compact arrays of int32
-    ids, all kept, in a flexible struct: Metadata v9+, DescribeTopicPartitions): how many arrays, else 0."""
-    cdef int i
-    if not flexible or nops < 5 or nops > 12 or plans[0].code != INT16_KEPT:
-        return 0
-    for i in range(1, nops):
-        if plans[i].code != (INT32_KEPT if i < 4 else INT32S_KEPT):
-            return 0
-    return nops - 4
-
-
 cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
     """Takes back the values a partition's first j arrays added (its row stopped at array j)."""
     cdef int i
@@ -103,6 +108,68 @@ cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
         m = p[0] - 1 if 2 <= p[0] <= 5 else 0
         arrays[i].vlen -= m
         p += 1 + 4 * m
+
+
+DEF RUN_MAX = 8  # arrays a partition run keeps in locals (partition_shape allows up to 8)
+
+
+cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan* plans, const int A,
+                                  int64_t r, int64_t n, Py_ssize_t* at) noexcept nogil:
+    """Rows r.. of take_rows' partition shape with A arrays (A a constant where it is inlined: the arrays'
+    state then stays in registers, where the general loop reloads every Plan field after each store, since
+    extensions build with -fno-strict-aliasing); returns the row it stopped before, with at[0] there. It
+    takes only rows whose arrays are empty or hold 1 to 4 ids with room for them, and never grows a column:
+    any other row (null, longer, tagged, a short buffer, a column full) is left to take_rows' loop."""
+    cdef Py_ssize_t q = at[0], p
+    cdef uint16_t* d0 = <uint16_t*>plans[0].dst
+    cdef uint32_t* d1 = <uint32_t*>plans[1].dst
+    cdef uint32_t* d2 = <uint32_t*>plans[2].dst
+    cdef uint32_t* d3 = <uint32_t*>plans[3].dst
+    cdef int32_t* offs[RUN_MAX]
+    cdef uint32_t* vals[RUN_MAX]
+    cdef int64_t vl[RUN_MAX]
+    cdef int64_t cap[RUN_MAX]  # items copy4 may write up to (its 4 from the last one counted)
+    cdef int64_t nv[RUN_MAX]
+    cdef int64_t m
+    cdef int j
+    cdef uint8_t c
+    for j in range(A):
+        offs[j] = <int32_t*>plans[4 + j].dst
+        vals[j] = <uint32_t*>plans[4 + j].vdata
+        vl[j] = plans[4 + j].vlen
+        cap[j] = plans[4 + j].vcap - 4
+    while r < n and end - q > 14 + 17 * A:  # (its numbers, then arrays of at most 4 ids each)
+        prefetch(buf + q + PREFETCH_AHEAD)
+        p = q + 14
+        for j in range(A):
+            c = buf[p]
+            nv[j] = vl[j]
+            if c == 1:  # empty
+                p += 1
+                continue
+            if <uint8_t>(c - 2) >= 4 or vl[j] > cap[j]:  # null, longer, a varint; or the column is full
+                break
+            m = c - 1
+            copy4(<char*>(vals[j] + vl[j]), buf + p + 1)  # (the items past m are not counted)
+            nv[j] = vl[j] + m
+            p += 1 + 4 * m
+        else:
+            if buf[p] == 0:  # no tagged fields: the row is whole
+                d0[r] = be16(buf + q)
+                d1[r] = be32(buf + q + 2)
+                d2[r] = be32(buf + q + 6)
+                d3[r] = be32(buf + q + 10)
+                for j in range(A):
+                    vl[j] = nv[j]
+                    offs[j][r] = <int32_t>nv[j]
+                r += 1
+                q = p + 1
+                continue
+        break
+    for j in range(A):
+        plans[4 + j].vlen = vl[j]
+    at[0] = q
+    return r
 
 
 cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
@@ -148,8 +215,14 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     if st.parent_col >= 0:
         b = &w.data[st.parent_col]
         parents = <int32_t*>b.data + b.len
-    A = partition_shape(plans, nops, flexible)
+    A = plans[0].shape
     while r < n:
+        if A == 3:  # Metadata v9+ (replicas, ISR, offline replicas): a run of usual rows in registers
+            r = partition_run(buf, end, plans, 3, r, n, &q)
+        elif A == 5:  # DescribeTopicPartitions (and the two ELR lists)
+            r = partition_run(buf, end, plans, 5, r, n, &q)
+        if r == n:
+            break
         p = q
         prefetch(buf + q + PREFETCH_AHEAD)
         if A and end - p > 14 + 17 * A:  # a partition: its numbers, then arrays of at most 4 ids each
