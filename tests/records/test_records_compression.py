@@ -148,6 +148,18 @@ def test_lz4_and_zstd_through_their_packages_and_cramjam_alike(codec, monkeypatc
     assert got["sized"] == got["unsized"] == got["checksummed"] == got["two frames"] == DATA and got["empty"] == b""
 
 
+def test_an_lz4_frame_that_fails_leaves_the_threads_context_fit_for_the_next():
+    """lz4 frames inflate through a context kept per thread: a frame cut short, or one that does not
+    decompress, is refused and the next batch still reads."""
+    packed = compress(Compression.LZ4, DATA)
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    for bad in (packed[:len(packed) // 2] + bytes(4), bytes(corrupt)):
+        with pytest.raises(CodecError, match="lz4"):
+            decompress(Compression.LZ4, bad, 10**6)
+        assert decompress(Compression.LZ4, packed, 10**6) == DATA
+
+
 def refused_small(codec: Compression, data: bytes, match: str) -> None:
     """A frame declaring 2 GB, under a 4 GB cap, is refused before anything near that is allocated; a
     frame followed by other bytes is refused too."""
