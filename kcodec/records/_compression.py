@@ -54,6 +54,9 @@ class MissingCodecError(CodecError):
     """A codec whose library is not installed: the message names the extra that installs it."""
 
 
+# the codecs as plain ints where every batch passes (an IntEnum member costs ~100 ns to look up on 3.11)
+_GZIP, _SNAPPY, _LZ4, _ZSTD = (int(c) for c in (Compression.GZIP, Compression.SNAPPY, Compression.LZ4,
+                                                Compression.ZSTD))
 _EXTRA = {Compression.SNAPPY: "snappy", Compression.LZ4: "lz4", Compression.ZSTD: "zstd"}
 
 
@@ -140,13 +143,13 @@ def inflate(codec: int, data, cap: int, magic: int = 2):
     wrote into (what the readers keep as a batch's records). At most ``cap`` bytes plus a constant
     (``_CHUNK``) are allocated on the way, whatever ``data`` declares or holds."""
     try:
-        if codec == Compression.GZIP:
+        if codec == _GZIP:
             return _gunzip(data, cap)
-        if codec == Compression.SNAPPY:
+        if codec == _SNAPPY:
             return _unsnappy(memoryview(data), cap)
-        if codec == Compression.LZ4:
+        if codec == _LZ4:
             return _unlz4(memoryview(data), cap, magic)
-        if codec == Compression.ZSTD:
+        if codec == _ZSTD:
             return _unzstd(memoryview(data), cap)
     except CodecError:
         raise
@@ -250,7 +253,7 @@ def _unsnappy(buf: memoryview, cap: int):
     else:
         blocks = _xerial_blocks(buf, cap)
         size = sum(n for _, n in blocks)
-    snappy = _cramjam(Compression.SNAPPY).snappy
+    snappy = _cramjam(_SNAPPY).snappy
     out = bytearray(size)
     view = memoryview(out)
     at = 0
@@ -380,7 +383,7 @@ def _unlz4(buf: memoryview, cap: int, magic: int):
     frames, bound, fixed = _lz4_frames(buf, magic)
     data = memoryview(fixed) if fixed is not None else buf
     if lz4_frame is None or bound > min(cap, _FIRST):  # large: cramjam inflates into one buffer, no copy
-        return _capped(_cramjam(Compression.LZ4).lz4, data, bound, cap)
+        return _capped(_cramjam(_LZ4).lz4, data, bound, cap)
     dctx = getattr(_contexts, "lz4", None)  # this thread's context, kept (python-lz4's decompressor class
     if dctx is None:                         # makes one per frame, which cost as much as the inflating)
         dctx = _contexts.lz4 = lz4_frame.create_decompression_context()
@@ -452,7 +455,7 @@ def _unzstd(buf: memoryview, cap: int):
     frames = _zstd_frames(buf)
     bound = sum(b for _, _, b in frames)
     if zstandard is None or bound > cap:  # over the cap: cramjam inflates into a buffer of cap + 1 bytes
-        return _capped(_cramjam(Compression.ZSTD).zstd, buf, bound, cap)
+        return _capped(_cramjam(_ZSTD).zstd, buf, bound, cap)
     dctx = getattr(_contexts, "zstd", None)
     if dctx is None:
         dctx = _contexts.zstd = zstandard.ZstdDecompressor()

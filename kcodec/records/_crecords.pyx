@@ -369,16 +369,20 @@ def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t 
 
 
 def iter_batch(BatchHeader h):
-    """As _pure.iter_batch: ``iter(batch)``; an uncompressed v2 batch is read from its C fields."""
+    """As _pure.iter_batch: ``iter(batch)``; a v2 batch is read from its C fields (a compressed one from its
+    inflated records; a count they cannot hold fails in setup, where the batch's _decode_args raises)."""
     cdef RecordIterator it
     if h._legacy is not None:
         return iter(h._legacy)
-    if h.attributes & 0x07:
-        return iter_records(*h._decode_args())
     it = RecordIterator.__new__(RecordIterator)
     it.batch = h
-    it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp, (h.attributes & 0x08) != 0,
-             h.max_timestamp, h._zero_copy)
+    if h.attributes & 0x07:
+        payload = h.payload()
+        it.setup(payload, 0, len(payload), h.record_count, h.base_offset, h.base_timestamp,
+                 (h.attributes & 0x08) != 0, h.max_timestamp, h._zero_copy)
+    else:
+        it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp,
+                 (h.attributes & 0x08) != 0, h.max_timestamp, h._zero_copy)
     return it
 
 
