@@ -227,15 +227,18 @@ def _gunzip_into(view: memoryview, out: Optional[bytearray], cap: int) -> int:
 def _varint_len(buf: memoryview, pos: int) -> int:
     """snappy's preamble: the uncompressed length as an unsigned little-endian base-128 varint."""
     result = shift = 0
-    for i in range(5):
-        if pos + i >= len(buf):
-            raise CodecError("snappy length preamble past the end")
-        b = buf[pos + i]
+    for b in buf[pos:pos + 5]:
         result |= (b & 0x7F) << shift
-        if not b & 0x80:
+        if b < 0x80:
             return result
         shift += 7
+    if len(buf) - pos < 5:
+        raise CodecError("snappy length preamble past the end")
     raise CodecError("snappy length preamble longer than 5 bytes")
+
+
+def _short_block(at: int) -> CodecError:
+    return CodecError(f"snappy block at byte {at} of the output makes fewer bytes than it declares")
 
 
 def _unsnappy(buf: memoryview, cap: int):
@@ -245,21 +248,22 @@ def _unsnappy(buf: memoryview, cap: int):
     xerial = buf[:8] == XERIAL_MAGIC
     if xerial and len(buf) >= 20 and _i32be.unpack_from(buf, 16)[0] == len(buf) - 20:
         buf, xerial = buf[20:], False  # one xerial block (the Java client's batch under 32 KB): no walk
-    if not xerial:
+    if not xerial:  # one raw block
         size = _varint_len(buf, 0)
         if size > cap:
             raise _too_big(size, cap)
-        blocks = [(buf, size)]
-    else:
-        blocks = _xerial_blocks(buf, cap)
-        size = sum(n for _, n in blocks)
+        out = bytearray(size)
+        if _cramjam(_SNAPPY).snappy.decompress_raw_into(buf, out) != size:
+            raise _short_block(0)
+        return memoryview(out).toreadonly()
+    blocks = _xerial_blocks(buf, cap)
     snappy = _cramjam(_SNAPPY).snappy
-    out = bytearray(size)
+    out = bytearray(sum(n for _, n in blocks))
     view = memoryview(out)
     at = 0
     for block, n in blocks:
         if snappy.decompress_raw_into(block, view[at:at + n]) != n:
-            raise CodecError(f"snappy block at byte {at} of the output makes fewer bytes than it declares")
+            raise _short_block(at)
         at += n
     view.release()
     return memoryview(out).toreadonly()
