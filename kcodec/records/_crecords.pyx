@@ -19,6 +19,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 from . import _pure
+from ._compression import CodecError, inflate
 from ._cwriter import RecordsWriter, encode_records  # noqa: F401  (the writer half of this backend)
 
 record_tuple = _pure.record_tuple
@@ -394,7 +395,13 @@ def iter_batch(BatchHeader h):
     it = RecordIterator.__new__(RecordIterator)
     it.batch = h
     if h.attributes & 0x07:
-        payload = h.payload()
+        payload = h._payload
+        if payload is None:  # inflated here from the C fields; on any fault the batch's payload() raises
+            try:
+                payload = inflate(h.attributes & 0x07, memoryview(h._buf)[h._start:h._end], h._max)
+            except CodecError:
+                payload = h.payload()
+            h._payload = payload
         it.setup(payload, 0, len(payload), h.record_count, h.base_offset, h.base_timestamp,
                  (h.attributes & 0x08) != 0, h.max_timestamp, h._zero_copy)
     else:
