@@ -69,7 +69,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
 
     def encoded_size(self) -> int:
         """The bytes :meth:`build` writes (compressed batches are compressed to know it, once)."""
-        if self.compression == Compression.NONE and self.magic == 2:
+        if not self.compression and self.magic == 2:  # (Compression.NONE is 0: no enum member looked up)
             return V2_HEADER_SIZE + self.records_size()  # type: ignore[no-any-return]
         return len(self.build())
 
@@ -80,7 +80,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
             return self._built
         if count == 0:
             raise EncodeError("a batch needs at least one record", "records")
-        if self.compression == Compression.NONE:
+        if not self.compression:
             size = self.records_size()
         else:
             records = compress(self.compression, self.records_bytes(), self.level)
@@ -88,7 +88,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         header = _V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size, self.partition_leader_epoch, 2, 0,
                           self._attributes(), count - 1, base_ts, max_ts, self.producer_id, self.producer_epoch,
                           self.base_sequence, count)
-        if self.compression == Compression.NONE:
+        if not self.compression:
             self._built = self.finish(header, crc32c)
         else:
             crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))

@@ -19,6 +19,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 from . import _pure
+from ._compression import CodecError, inflate
 from ._cwriter import RecordsWriter, encode_records  # noqa: F401  (the writer half of this backend)
 
 record_tuple = _pure.record_tuple
@@ -230,6 +231,23 @@ cdef inline Py_ssize_t read_varint(const unsigned char* p, Py_ssize_t pos, Py_ss
     return pos
 
 
+cdef inline Py_ssize_t read_short(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
+                                  int max_bytes) noexcept nogil:
+    """read_varint, with the one- and two-byte varints (most of a record's) taken without its loop; kept apart
+    from read_varint, which fill_columns inlines as it is."""
+    cdef uint32_t v
+    if pos + 1 < end:
+        v = p[pos]
+        if not (v & 0x80):
+            out[0] = <int64_t>(<int32_t>((v >> 1) ^ (-(<int32_t>(v & 1)))))
+            return pos + 1
+        if not (p[pos + 1] & 0x80):
+            v = (v & 0x7F) | (<uint32_t>p[pos + 1] << 7)
+            out[0] = <int64_t>(<int32_t>((v >> 1) ^ (-(<int32_t>(v & 1)))))
+            return pos + 2
+    return read_varint(p, pos, end, out, max_bytes)
+
+
 cdef inline object take(const unsigned char* p, Py_ssize_t pos, Py_ssize_t n, object view, bint zero_copy):
     if zero_copy:
         return view[pos:pos + n]
@@ -242,7 +260,7 @@ cdef object BAD = object()  # what nullable() returns for malformed bytes
 cdef inline object nullable(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, object view, bint zero_copy):
     """A varint length (-1: null) and that many bytes at ``at[0]`` (which moves past them); BAD if malformed."""
     cdef int64_t n
-    cdef Py_ssize_t pos = read_varint(p, at[0], end, &n, 5)
+    cdef Py_ssize_t pos = read_short(p, at[0], end, &n, 5)
     if pos < 0 or n < -1 or n > end - pos:
         return BAD
     at[0] = pos + (n if n > 0 else 0)
@@ -259,17 +277,17 @@ cdef Record next_record(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, 
     cdef int64_t length, ts_delta, off_delta, nh, hk
     cdef Record r
     cdef object headers, hkey, hval
-    pos = read_varint(p, pos, end, &length, 5)
+    pos = read_short(p, pos, end, &length, 5)
     if pos < 0 or length < 6 or length > end - pos:
         return None
     rend = pos + length
     r = Record.__new__(Record)
     r.attributes = p[pos]
     pos += 1
-    pos = read_varint(p, pos, rend, &ts_delta, 10)
+    pos = read_short(p, pos, rend, &ts_delta, 10)
     if pos < 0:
         return None
-    pos = read_varint(p, pos, rend, &off_delta, 5)
+    pos = read_short(p, pos, rend, &off_delta, 5)
     if pos < 0:
         return None
     r.key = nullable(p, &pos, rend, view, zero_copy)
@@ -278,13 +296,13 @@ cdef Record next_record(const unsigned char* p, Py_ssize_t* at, Py_ssize_t end, 
     r.value = nullable(p, &pos, rend, view, zero_copy)
     if r.value is BAD:
         return None
-    pos = read_varint(p, pos, rend, &nh, 5)
+    pos = read_short(p, pos, rend, &nh, 5)
     if pos < 0 or nh < 0 or nh * 2 > rend - pos:
         return None
     if nh:
         headers = PyList_New(nh)
         for h in range(nh):
-            pos = read_varint(p, pos, rend, &hk, 5)
+            pos = read_short(p, pos, rend, &hk, 5)
             if pos < 0 or hk < 0 or hk > rend - pos:
                 return None
             hkey = PyUnicode_DecodeUTF8(<const char*>p + pos, hk, "replace")  # as the reference
@@ -369,16 +387,26 @@ def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t 
 
 
 def iter_batch(BatchHeader h):
-    """As _pure.iter_batch: ``iter(batch)``; an uncompressed v2 batch is read from its C fields."""
+    """As _pure.iter_batch: ``iter(batch)``; a v2 batch is read from its C fields (a compressed one from its
+    inflated records; a count they cannot hold fails in setup, where the batch's _decode_args raises)."""
     cdef RecordIterator it
     if h._legacy is not None:
         return iter(h._legacy)
-    if h.attributes & 0x07:
-        return iter_records(*h._decode_args())
     it = RecordIterator.__new__(RecordIterator)
     it.batch = h
-    it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp, (h.attributes & 0x08) != 0,
-             h.max_timestamp, h._zero_copy)
+    if h.attributes & 0x07:
+        payload = h._payload
+        if payload is None:  # inflated here from the C fields; on any fault the batch's payload() raises
+            try:
+                payload = inflate(h.attributes & 0x07, memoryview(h._buf)[h._start:h._end], h._max)
+            except CodecError:
+                payload = h.payload()
+            h._payload = payload
+        it.setup(payload, 0, len(payload), h.record_count, h.base_offset, h.base_timestamp,
+                 (h.attributes & 0x08) != 0, h.max_timestamp, h._zero_copy)
+    else:
+        it.setup(h._buf, h._start, h._end, h.record_count, h.base_offset, h.base_timestamp,
+                 (h.attributes & 0x08) != 0, h.max_timestamp, h._zero_copy)
     return it
 
 

@@ -4,6 +4,7 @@ C buffer as they are appended, the twin of ``RecordsWriter`` in kcodec/records/_
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
@@ -92,7 +93,8 @@ cdef class RecordsWriter:
         cdef Py_ssize_t kn, vn
         cdef int kk = 2, vk = 2
         cdef list hs = None
-        if type(key) is bytes and type(value) is bytes and type(timestamp) is int and not headers:
+        if (type(key) is bytes and type(value) is bytes and type(timestamp) is int and type(headers) is tuple
+                and not PyTuple_GET_SIZE(headers)):
             # the common case: no buffers to take, no headers to encode
             self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
                         PyBytes_GET_SIZE(value), timestamp, None)

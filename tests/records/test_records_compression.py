@@ -6,6 +6,7 @@ import functools
 import gzip
 import platform
 import struct
+import zlib
 
 import cramjam
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from kcodec.records import (CRC32C_HARDWARE, BatchBuilder, Compression, RecordsError, crc32, crc32c, iter_batches,
                             read_records)
 from kcodec.records._compression import CodecError, XERIAL_MAGIC, _xxh32, compress, decompress
+from needs import need_module
 
 DATA = b"".join(b"record %06d " % i + bytes(range(i % 50)) for i in range(3000))  # ~120 KB
 
@@ -146,6 +148,18 @@ def test_lz4_and_zstd_through_their_packages_and_cramjam_alike(codec, monkeypatc
     assert got["sized"] == got["unsized"] == got["checksummed"] == got["two frames"] == DATA and got["empty"] == b""
 
 
+def test_an_lz4_frame_that_fails_leaves_the_threads_context_fit_for_the_next():
+    """lz4 frames inflate through a context kept per thread: a frame cut short, or one that does not
+    decompress, is refused and the next batch still reads."""
+    packed = compress(Compression.LZ4, DATA)
+    corrupt = bytearray(packed)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    for bad in (packed[:len(packed) // 2] + bytes(4), bytes(corrupt)):
+        with pytest.raises(CodecError, match="lz4"):
+            decompress(Compression.LZ4, bad, 10**6)
+        assert decompress(Compression.LZ4, packed, 10**6) == DATA
+
+
 def refused_small(codec: Compression, data: bytes, match: str) -> None:
     """A frame declaring 2 GB, under a 4 GB cap, is refused before anything near that is allocated; a
     frame followed by other bytes is refused too."""
@@ -273,11 +287,50 @@ def _peak(fn) -> int:
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("name", BOMB_NAMES)
-def test_a_bomb_costs_at_most_the_limit(name):
+def _inflaters(names: list) -> list:
+    """Each name, and each gzip one once through zlib-ng's inflate and once through zlib's."""
+    return [pytest.param(name, way, id=f"{name}-{way}" if way else name) for name in names
+            for way in (("zlib-ng", "zlib") if name.startswith("gzip") else ("",))]
+
+
+@pytest.fixture
+def gzip_through(monkeypatch):
+    """Inflate gzip through zlib-ng (the [compression] extra's) or the standard library's zlib."""
+    from kcodec.records import _compression
+
+    def use(way: str) -> None:
+        if way == "zlib-ng":
+            assert _compression.inflater is need_module("zlib_ng").zlib_ng
+        elif way == "zlib":
+            monkeypatch.setattr(_compression, "inflater", zlib)
+    return use
+
+
+@pytest.mark.parametrize("way", ["zlib-ng", "zlib"])
+def test_gzip_through_zlib_ng_and_zlib_alike(way, gzip_through):
+    """gzip reads through zlib-ng when it is installed, else through zlib: the same bytes from one member,
+    several, a zlib stream (as magic 0/1 writers made), caps that hold exactly; the same refusals."""
+    gzip_through(way)
+    packed = compress(Compression.GZIP, DATA)
+    members = gzip.compress(DATA[:10]) + gzip.compress(DATA[10:]) + gzip.compress(b"")
+    assert decompress(Compression.GZIP, packed, len(DATA)) == DATA
+    assert decompress(Compression.GZIP, members, len(DATA)) == DATA
+    assert decompress(Compression.GZIP, zlib.compress(DATA), len(DATA)) == DATA
+    big = _gzip_members(bytes(range(256)) * 2000, 3)  # over _FIRST: inflated a chunk at a time
+    assert decompress(Compression.GZIP, big, 512_000) == bytes(range(256)) * 2000
+    with pytest.raises(CodecError, match="over the limit"):
+        decompress(Compression.GZIP, packed, len(DATA) - 1)
+    for bad in (packed[:-9], packed[:200], packed + b"junk", b"\x1f\x8b" + bytes(30)):
+        with pytest.raises(CodecError, match="gzip"):
+            decompress(Compression.GZIP, bad, 10**6)
+
+
+@pytest.mark.parametrize(("name", "way"), _inflaters(BOMB_NAMES))
+def test_a_bomb_costs_at_most_the_limit(name, way, gzip_through):
     """max_uncompressed is a hard bound: a batch that inflates past it is a RecordsError, and the memory
     taken on the way (tracemalloc's peak) is at most the limit plus a small constant, for every codec and
-    framing; through the reader as through decompress."""
+    framing (gzip through zlib-ng and zlib); through the reader as through decompress."""
+    gzip_through(way)
     codec, packed = _bombs()[name]
     data = rebuild_v2(with_payload(Compression.NONE, lambda r: r)[:61], packed, codec)
 
@@ -288,10 +341,11 @@ def test_a_bomb_costs_at_most_the_limit(name):
     assert _peak(read) <= CAP + SLACK
 
 
-@pytest.mark.parametrize("name", [name for name in BOMB_NAMES if "lying" not in name])  # (zlib checks ISIZE)
-def test_a_batch_just_within_the_limit_costs_about_itself(name):
+@pytest.mark.parametrize(("name", "way"), _inflaters([name for name in BOMB_NAMES if "lying" not in name]))
+def test_a_batch_just_within_the_limit_costs_about_itself(name, way, gzip_through):  # (zlib checks ISIZE)
     """The same codecs and framings, inflating to a little under the limit: read whole, and the memory
     taken is the records plus the same constant (no second copy of them)."""
+    gzip_through(way)
     codec, _ = _bombs()[name]
     records = bytes(range(256)) * ((CAP - 4096) // 256)
     packed = {"gzip members": lambda: _gzip_members(records, 4), "snappy raw":
@@ -311,7 +365,7 @@ def decompress_buffer(codec, packed):
 
 _WITHOUT_CODECS = r"""
 import sys
-for name in ("cramjam", "lz4", "lz4.frame", "zstandard"):
+for name in ("cramjam", "lz4", "lz4.frame", "zstandard", "zlib_ng", "zlib_ng.zlib_ng"):
     sys.modules[name] = None  # as if kcodec were installed without its codec extras
 from kcodec.records import BatchBuilder, Compression, MissingCodecError, RecordsError, read_records
 for codec in (Compression.NONE, Compression.GZIP):  # the standard library's
