@@ -115,8 +115,11 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -
         produce_s = time.perf_counter() - t0
         if left or failed:
             raise RuntimeError(f"{kind}: {left} undelivered, {failed[:3]}")
+        # the whole case may wait in librdkafka's queue: past queued.min.messages (100,000) it pauses fetching
+        # for fetch.queue.backoff.ms (1 s), so small messages would measure that pause, not the broker
         c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760})
+                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                         "queued.min.messages": 2 * n, "queued.max.messages.kbytes": 4 * total_bytes // 1024})
         c.assign([ck.TopicPartition(TOPIC, q, 0) for q in range(partitions)])
         got = 0
         t0 = time.perf_counter()

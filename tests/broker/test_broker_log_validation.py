@@ -13,7 +13,7 @@ from kcodec_broker import Cluster
 from kcodec_broker.log.validator import Rules, validate
 from kcodec.errors import ErrorCode as E
 from kcodec.messages import FetchRequest, ProduceRequest
-from kcodec.records import Compression, iter_batches
+from kcodec.records import BatchBuilder, Compression, iter_batches
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +88,26 @@ def test_decompression_is_bounded():
     assert refused is not None and refused.code == E.INVALID_RECORD
     refused, batch = validate(big, 9, rules._replace(max_uncompressed=1 << 20), "t-0", NOW)
     assert refused is None and [r.value for r in iter_batches(big) for r in r] == [bytes(5000)]
+
+
+def _stamped(*timestamps: int) -> bytes:
+    b = BatchBuilder()
+    for ts in timestamps:
+        b.append(b"k", b"v", timestamp=ts)
+    return b.build()
+
+
+def test_every_record_of_a_batch_is_held_to_the_timestamp_bounds():
+    """A batch that passes is judged from its records' timestamp range; one record out of it, anywhere in
+    the batch, is named as Kafka names it, and a record without a timestamp (-1) is exempt."""
+    rules = Rules(1 << 20, False, 60_000, 3_600_000, False)
+    assert validate(_stamped(NOW - 60_000, NOW, NOW + 3_600_000), 9, rules, "t-0", NOW)[0] is None  # the bounds
+    assert validate(_stamped(NOW, -1, NOW), 9, rules, "t-0", NOW)[0] is None
+    for stamps, bad in [((NOW, NOW - 60_001, NOW), [1]), ((NOW, NOW + 3_600_001, NOW, NOW - 70_000), [1, 3]),
+                        ((NOW, -2, NOW), [1])]:
+        refused, _ = validate(_stamped(*stamps), 9, rules, "t-0", NOW)
+        assert refused is not None and refused.code == E.INVALID_TIMESTAMP, stamps
+        assert [i for i, _ in refused.record_errors] == bad
+    assert validate(_stamped(NOW, NOW - 1000), 9, rules._replace(log_append_time=True), "t-0", NOW)[0] is None
+    refused, _ = validate(_stamped(NOW, NOW), 9, rules._replace(compacted=True), "t-0", NOW)
+    assert refused is None

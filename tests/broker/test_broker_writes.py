@@ -43,6 +43,19 @@ def _recording(transport, handed: list) -> None:
     transport.write, transport.writelines = recording_write, recording_writelines
 
 
+def _read_all(serve, late: float = 0.0) -> bytes:
+    """What a client of a server running ``serve`` reads to the end, ``late`` seconds after connecting."""
+    async def main() -> bytes:
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        async with server:
+            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+            await asyncio.sleep(late)
+            data = await reader.read()
+            writer.close()
+            return data
+    return asyncio.run(main())
+
+
 def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
     pieces = _pieces()
     handed: list = []
@@ -59,16 +72,7 @@ def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
         await write_pieces(writer, pieces)
         writer.close()
 
-    async def main() -> bytes:
-        server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        async with server:
-            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
-            await asyncio.sleep(0.3)  # the reader is late: the sockets fill, the writer must wait
-            data = await reader.read()
-            writer.close()
-            return data
-
-    assert asyncio.run(main()) == b"".join(pieces)
+    assert _read_all(serve, late=0.3) == b"".join(pieces)  # a late reader: the sockets fill, the writer waits
     assert [d for d, _ in handed] == pieces and all(d is p for (d, _), p in zip(handed, pieces))
     if not KEEPS_BUFFERS:  # each piece written on its own, after the transport's copy of the last drained
         assert len(buffered) == len(pieces) and max(buffered) <= PIECE + HIGH_WATER
@@ -109,3 +113,18 @@ def test_fetched_batches_are_the_logs_own_objects_at_the_transport(monkeypatch):
         assert len(stored) == 3
         for batch in stored:  # by identity: not a copy, not a view of a joined frame
             assert any(obj is batch for obj, _ in handed), f"a stored batch of {len(batch)} bytes was copied"
+
+
+def test_a_small_response_is_one_write():
+    """Before 3.12 a response of at most JOIN_MAX bytes goes to the transport joined (one send, not one a
+    piece); from 3.12 writelines sends its pieces with one sendmsg."""
+    pieces = [b"\x00\x00\x00\x06", bytearray(b"ab"), memoryview(b"cdef")]
+    handed: list = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        _recording(writer.transport, handed)
+        await write_pieces(writer, pieces)
+        writer.close()
+
+    assert _read_all(serve) == b"\x00\x00\x00\x06abcdef"
+    assert [bytes(d) for d, _ in handed] == ([bytes(p) for p in pieces] if KEEPS_BUFFERS else [b"\x00\x00\x00\x06abcdef"])

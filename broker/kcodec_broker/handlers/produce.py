@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from kcodec.errors import ErrorCode
 from kcodec.messages import ProduceRequest, ProduceResponse
@@ -37,13 +37,22 @@ _Partition = ProduceResponse.PartitionProduceResponse
 _RecordError = ProduceResponse.BatchIndexAndErrorMessage
 
 
-def _rules(ctx: Context, topic: Topic) -> Rules:
+class _Settings(NamedTuple):
+    """A topic's configs an append needs, read once per request (every partition of the topic shares them)."""
+    rules: Rules
+    retention_bytes: int
+    retention_ms: int
+    segment_ms: int
+
+
+def _settings(ctx: Context, topic: Topic) -> _Settings:
     def config(name: str) -> str:
         return topic_value(ctx.state.broker_configs, ctx.node_id, topic.configs, name)
-    return Rules(int(config("max.message.bytes")), config("message.timestamp.type") == "LogAppendTime",
-                 int(config("message.timestamp.before.max.ms")), int(config("message.timestamp.after.max.ms")),
-                 "compact" in config("cleanup.policy").split(","),
-                 max_record_body=int(config("max.decompressed.message.bytes")))
+    rules = Rules(int(config("max.message.bytes")), config("message.timestamp.type") == "LogAppendTime",
+                  int(config("message.timestamp.before.max.ms")), int(config("message.timestamp.after.max.ms")),
+                  "compact" in config("cleanup.policy").split(","),
+                  max_record_body=int(config("max.decompressed.message.bytes")))
+    return _Settings(rules, int(config("retention.bytes")), int(config("retention.ms")), int(config("segment.ms")))
 
 
 def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: tuple[str, int]) -> ErrorCode:
@@ -57,7 +66,7 @@ def _in_transaction(ctx: Context, transactional_id: str, batch: Any, partition: 
 
 
 def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any, transactional_id: Optional[str],
-                       endpoints: dict[int, Any], acks: int) -> None:
+                       endpoints: dict[int, Any], acks: int, settings: dict[str, _Settings]) -> None:
     """Append one partition's batch (``records``, which check_request passed, trimmed to it), or set ``out``'s
     error: Kafka's ReplicaManager.appendToLocalLog from the leader check on."""
     state, index = ctx.state, out.index
@@ -67,7 +76,8 @@ def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any
             out.current_leader = current_leader(ctx, topic, index, ProduceResponse.LeaderIdAndEpoch,
                                                 ProduceResponse.NodeEndpoint, endpoints)
         return
-    rules = _rules(ctx, topic)
+    topic_settings = settings.get(topic.name) or settings.setdefault(topic.name, _settings(ctx, topic))
+    rules = topic_settings.rules
     refused, batch = validate_append(memoryview(records), rules, f"{topic.name}-{index}",
                                      int(time.time() * 1000))
     code, message = (refused.code, refused.message) if refused is not None else (ErrorCode.NONE, None)
@@ -87,11 +97,9 @@ def _produce_partition(ctx: Context, out: _Partition, topic: Topic, records: Any
         if in_log:
             out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
         return
-    def config(name: str) -> int:
-        return int(topic_value(state.broker_configs, ctx.node_id, topic.configs, name))
     code, base, append_time = state.logs.append(
-        topic.topic_id, index, records, rules.log_append_time, config("retention.bytes"), config("retention.ms"),
-        config("segment.ms"), state.leader_epoch(topic, index))
+        topic.topic_id, index, records, rules.log_append_time, topic_settings.retention_bytes,
+        topic_settings.retention_ms, topic_settings.segment_ms, state.leader_epoch(topic, index))
     out.error_code, out.base_offset, out.log_append_time_ms = code, base, append_time
     out.log_start_offset = state.logs.log(topic.topic_id, index).log_start
 
@@ -171,8 +179,9 @@ def produce(ctx: Context, req: Any) -> Any:
                     given.append((out, topic, p.records if size == len(p.records) else p.records[:size]))
     endpoints: dict[int, Any] = {}  # the leaders named in NOT_LEADER_OR_FOLLOWER answers (v10+)
     waiting: list[tuple[_Partition, Topic, int]] = []  # acks=all: (answer, topic, offset its followers need)
+    settings: dict[str, _Settings] = {}  # by topic name
     for out, topic, records in given:
-        _produce_partition(ctx, out, topic, records, req.transactional_id, endpoints, req.acks)
+        _produce_partition(ctx, out, topic, records, req.transactional_id, endpoints, req.acks, settings)
         if req.acks == -1 and not out.error_code and ctx.state.copies:  # a follower may lag
             waiting.append((out, topic, ctx.state.logs.log(topic.topic_id, out.index).next_offset))
     ctx.state.logs.flush(sync=req.acks == -1)
