@@ -147,6 +147,15 @@ def test_build_after_more_appends_includes_them():
     assert len(b.build()) > len(first) and [r.key for r in read_records(b.build())] == [b"1", b"2"]
 
 
+def test_append_returns_each_offset_delta_past_the_cached_ones():
+    # the Cython writer hands out ints it made once up to a cap, and new ones past it (tests/records: both backends)
+    b = BatchBuilder()
+    got = [b.append(None, b"", (), 0) for _ in range(70_000)]
+    assert got == list(range(70_000))
+    batch = next(iter_batches(b.build()))
+    assert batch.last_offset_delta == 69_999
+
+
 def test_a_timestamp_defaults_to_now():
     import time
     b = BatchBuilder()
