@@ -4,10 +4,11 @@ C buffer as they are appended, the twin of ``RecordsWriter`` in kcodec/records/_
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE, _PyBytes_Resize
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy
 
 from . import _pure
@@ -68,39 +69,66 @@ cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t*
     raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
 
 
+cdef enum:
+    HEAD = 61  # a v2 batch's header (V2_HEADER_SIZE): room left before the records for finish to fill
+
+
 cdef class RecordsWriter:
-    """The v2 records of a batch being built, written into a C buffer as each is appended (the base of
-    BatchBuilder; the reference's twin)."""
-    cdef unsigned char* _out
+    """The v2 records of a batch being built, written as each is appended (the base of BatchBuilder; the
+    reference's twin) into a bytes object after HEAD bytes of room, so that finish writes the header there and
+    hands that object out without copying the records. Once handed out it is shared (``_cap`` 0): the next
+    write copies the records into a new one first, since a bytes object someone holds never changes."""
+    cdef PyObject* _buf  # owned: HEAD + _cap bytes
+    cdef unsigned char* _out  # its records: PyBytes_AS_STRING(_buf) + HEAD
     cdef Py_ssize_t _len, _cap
     cdef int64_t _count, _base_ts, _max_ts
 
     def __cinit__(self, *args, **kwargs):
-        self._cap = 4096
-        self._out = <unsigned char*>malloc(self._cap)
-        if self._out == NULL:
-            raise MemoryError()
+        self._buf = NULL
         self._len = self._count = 0
         self._base_ts = self._max_ts = -1
+        self._own(4096)
 
     def __init__(self, *args, **kwargs):
         pass
 
     def __dealloc__(self):
-        free(self._out)
+        Py_XDECREF(self._buf)
+
+    cdef int _own(self, Py_ssize_t cap) except -1:
+        """A new buffer of ``cap`` bytes of records holding the current ones (the old one dropped)."""
+        cdef object grown = PyBytes_FromStringAndSize(NULL, HEAD + cap)
+        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(grown)
+        if self._len:
+            memcpy(p + HEAD, self._out, self._len)
+        Py_XDECREF(self._buf)
+        Py_INCREF(grown)
+        self._buf = <PyObject*>grown
+        self._out, self._cap = p + HEAD, cap
+        return 0
 
     cdef int _reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t cap = self._cap
-        cdef unsigned char* grown
-        if self._len + extra <= cap:
+        cdef Py_ssize_t cap = self._cap if self._cap else 4096
+        if self._len + extra <= self._cap:
             return 0
         while cap < self._len + extra:
             cap *= 2
-        grown = <unsigned char*>realloc(self._out, cap)
-        if grown == NULL:
-            raise MemoryError()
-        self._out, self._cap = grown, cap
+        if not self._cap:  # shared: the records go into a new one
+            return self._own(cap)
+        # ours alone: grown through realloc, in place where the allocator can (a copy each time costs more)
+        if _PyBytes_Resize(&self._buf, HEAD + cap) < 0:
+            self._lost()
+        self._out, self._cap = <unsigned char*>PyBytes_AS_STRING(<object>self._buf) + HEAD, cap
         return 0
+
+    cdef int _lost(self) except -1:
+        """After a failed _PyBytes_Resize (the buffer freed, with what was appended): start empty rather than
+        point at freed memory, and say so."""
+        self._buf = NULL
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+        self._own(4096)
+        raise MemoryError()
 
     def append(self, key, value, headers=(), timestamp=None):
         """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
@@ -205,11 +233,20 @@ cdef class RecordsWriter:
         """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17:
         an uncompressed v2 batch in one allocation."""
         cdef Py_ssize_t hn = PyBytes_GET_SIZE(header)
-        cdef bytes out = PyBytes_FromStringAndSize(NULL, hn + self._len)
-        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+        cdef bytes out
+        cdef unsigned char* p
         cdef uint32_t crc
-        memcpy(p, PyBytes_AS_STRING(header), hn)
-        memcpy(p + hn, self._out, self._len)
+        if hn != HEAD:
+            raise ValueError(f"a v2 batch header is {HEAD} bytes, not {hn}")
+        if not self._cap:  # handed out before: a bytes object someone holds never changes
+            self._own(self._len + 1)
+        # ours alone: cut to size (a shrink, in place) and hand it out, shared from now on
+        if _PyBytes_Resize(&self._buf, HEAD + self._len) < 0:
+            self._lost()
+        self._out, self._cap = <unsigned char*>PyBytes_AS_STRING(<object>self._buf) + HEAD, 0
+        out = <bytes>self._buf
+        p = <unsigned char*>PyBytes_AS_STRING(out)
+        memcpy(p, PyBytes_AS_STRING(header), HEAD)
         with memoryview(out) as view:
             crc = crc_fn(view[21:])
         p[17] = crc >> 24

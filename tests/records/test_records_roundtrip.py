@@ -143,8 +143,14 @@ def test_build_after_more_appends_includes_them():
     b = BatchBuilder()
     b.append(b"1", b"1", timestamp=1)
     first = b.build()
+    kept = bytes(bytearray(first))
     b.append(b"2", b"2", timestamp=2)
     assert len(b.build()) > len(first) and [r.key for r in read_records(b.build())] == [b"1", b"2"]
+    # the Cython writer hands out its own buffer as the batch: a batch once built never changes after
+    assert first == kept and [r.key for r in read_records(first)] == [b"1"]
+    b.clear_records()
+    b.append(b"3", b"3", timestamp=3)
+    assert first == kept and [r.key for r in read_records(b.build())] == [b"3"]
 
 
 def test_append_returns_each_offset_delta_past_the_cached_ones():
