@@ -9,7 +9,7 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from . import _pure
 from ._types import now_ms
@@ -50,6 +50,23 @@ cdef inline object delta(int64_t n):
         return n
     _deltas.extend(range(have, min(DELTAS_MAX, 2 * n)))
     return n
+
+
+cdef inline Py_ssize_t put_fields(unsigned char* p, Py_ssize_t pos, int64_t ts_delta, int64_t offset_delta,
+                                  const char* kd, Py_ssize_t kn, const char* vd, Py_ssize_t vn) noexcept nogil:
+    """A record's attributes (0), timestamp and offset deltas, key and value (kn, vn: -1 for null)."""
+    p[pos] = 0
+    pos = put_varint(p, pos + 1, ts_delta)
+    pos = put_varint(p, pos, offset_delta)
+    pos = put_varint(p, pos, kn)
+    if kn > 0:
+        memcpy(p + pos, kd, kn)
+        pos += kn
+    pos = put_varint(p, pos, vn)
+    if vn > 0:
+        memcpy(p + pos, vd, vn)
+        pos += vn
+    return pos
 
 
 cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t* n, str what) except -1:
@@ -180,48 +197,47 @@ cdef class RecordsWriter:
         """One record (kn, vn: -1 for null; hs: encoded header pairs or None) at the end of the buffer."""
         cdef Py_ssize_t body, pos
         cdef bytes hk
+        cdef Py_ssize_t start, lsz
         if self._count == 0:
             self._base_ts = self._max_ts = ts
         elif ts > self._max_ts:
             self._max_ts = ts
+        if hs is None:
+            # no headers: written in one pass after 2 bytes of room for the length (bodies of 64 to 8,191
+            # bytes), moved when it needs another size, instead of sizing every field first
+            start = self._len
+            if start + (kn if kn > 0 else 0) + (vn if vn > 0 else 0) + 64 > self._cap:
+                self._reserve((kn if kn > 0 else 0) + (vn if vn > 0 else 0) + 64)  # (ten-byte varints at most)
+            pos = put_fields(self._out, start + 2, ts - self._base_ts, self._count, kd, kn, vd, vn)
+            self._out[pos] = 0
+            body = pos + 1 - (start + 2)
+            lsz = varint_size(body)
+            if lsz != 2:
+                memmove(self._out + start + lsz, self._out + start + 2, body)
+            self._len = put_varint(self._out, start, body) + body
+            self._count += 1
+            return 0
         body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
         body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
-        if hs is None:
-            body += 1
-        else:
-            body += varint_size(len(hs))
-            for hk, hv in hs:
-                body += varint_size(len(hk)) + len(hk)
-                body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+        body += varint_size(len(hs))
+        for hk, hv in hs:
+            body += varint_size(len(hk)) + len(hk)
+            body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
         if self._len + body + 5 > self._cap:
             self._reserve(body + 5)
         pos = put_varint(self._out, self._len, body)
-        self._out[pos] = 0
-        pos = put_varint(self._out, pos + 1, ts - self._base_ts)
-        pos = put_varint(self._out, pos, self._count)
-        pos = put_varint(self._out, pos, kn)
-        if kn > 0:
-            memcpy(self._out + pos, kd, kn)
-            pos += kn
-        pos = put_varint(self._out, pos, vn)
-        if vn > 0:
-            memcpy(self._out + pos, vd, vn)
-            pos += vn
-        if hs is None:
-            self._out[pos] = 0
-            pos += 1
-        else:
-            pos = put_varint(self._out, pos, len(hs))
-            for hk, hv in hs:
-                pos = put_varint(self._out, pos, len(hk))
-                memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
-                pos += len(hk)
-                if hv is None:
-                    pos = put_varint(self._out, pos, -1)
-                else:
-                    pos = put_varint(self._out, pos, len(hv))
-                    memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
-                    pos += len(hv)
+        pos = put_fields(self._out, pos, ts - self._base_ts, self._count, kd, kn, vd, vn)
+        pos = put_varint(self._out, pos, len(hs))
+        for hk, hv in hs:
+            pos = put_varint(self._out, pos, len(hk))
+            memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
+            pos += len(hk)
+            if hv is None:
+                pos = put_varint(self._out, pos, -1)
+            else:
+                pos = put_varint(self._out, pos, len(hv))
+                memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
+                pos += len(hv)
         self._len = pos
         self._count += 1
         return 0
