@@ -86,6 +86,10 @@ cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t*
     raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
 
 
+cdef extern from *:
+    Py_ssize_t refcount "Py_REFCNT" (PyObject*) nogil  # (on the pointer: <object> would take a reference)
+
+
 cdef enum:
     HEAD = 61  # a v2 batch's header (V2_HEADER_SIZE): room left before the records for finish to fill
 
@@ -130,7 +134,7 @@ cdef class RecordsWriter:
             return 0
         while cap < self._len + extra:
             cap *= 2
-        if not self._cap:  # shared: the records go into a new one
+        if not self._cap or refcount(self._buf) != 1:  # shared: the records go into a new one
             return self._own(cap)
         # ours alone: grown through realloc, in place where the allocator can (a copy each time costs more)
         if _PyBytes_Resize(&self._buf, HEAD + cap) < 0:
@@ -245,6 +249,11 @@ cdef class RecordsWriter:
     def records_bytes(self):
         return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
 
+    def records_view(self):
+        """The records without a copy: release it (``with``) before the next append (one still held makes
+        that append copy the records, as after finish)."""
+        return memoryview(<object>self._buf)[HEAD:HEAD + self._len]
+
     def finish(self, bytes header, crc_fn):
         """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17:
         an uncompressed v2 batch in one allocation."""
@@ -254,7 +263,7 @@ cdef class RecordsWriter:
         cdef uint32_t crc
         if hn != HEAD:
             raise ValueError(f"a v2 batch header is {HEAD} bytes, not {hn}")
-        if not self._cap:  # handed out before: a bytes object someone holds never changes
+        if not self._cap or refcount(self._buf) != 1:  # a bytes object someone holds never changes
             self._own(self._len + 1)
         # ours alone: cut to size (a shrink, in place) and hand it out, shared from now on
         if _PyBytes_Resize(&self._buf, HEAD + self._len) < 0:
