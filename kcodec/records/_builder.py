@@ -83,7 +83,8 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         if not self.compression:
             size = self.records_size()
         else:
-            records = compress(self.compression, self.records_bytes(), self.level)
+            with self.records_view() as view:  # (no copy of the records to compress them)
+                records = compress(self.compression, view, self.level)
             size = len(records)
         header = _V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size, self.partition_leader_epoch, 2, 0,
                           self._attributes(), count - 1, base_ts, max_ts, self.producer_id, self.producer_epoch,

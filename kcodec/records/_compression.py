@@ -83,8 +83,9 @@ _u32le = struct.Struct("<I")
 _i32be = struct.Struct(">i")
 
 
-def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 2) -> bytes:
-    """Compress a records payload (magic 2) or an inner message set (magic 0/1) with a codec."""
+def compress(codec: int, data: bytes | memoryview, level: Optional[int] = None, magic: int = 2) -> bytes:
+    """Compress a records payload (magic 2) or an inner message set (magic 0/1) with a codec (``data``: bytes or
+    a memoryview of them, read before this returns)."""
     if codec == Compression.GZIP:
         c = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, 31)
         out = bytearray(c.compress(data) + c.flush())
@@ -102,7 +103,7 @@ def compress(codec: int, data: bytes, level: Optional[int] = None, magic: int = 
         # Independent blocks, as every client writes them: Kafka's Java reader refuses linked ones
         # ("Dependent block stream is unsupported"), which are cramjam's default.
         frame = _cramjam(codec).lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        frame.compress(data)
+        frame.compress(data if type(data) is bytes else bytes(data))  # (cramjam's frame takes no memoryview)
         return bytes(frame.finish())
     if codec == Compression.ZSTD:
         cctx = _zstd_compressor(3 if level is None else level)  # (3: zstd's default, cramjam's too)

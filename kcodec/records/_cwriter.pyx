@@ -3,11 +3,13 @@
 C buffer as they are appended, the twin of ``RecordsWriter`` in kcodec/records/_pure.py."""
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE, _PyBytes_Resize
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_SIZE
 from libc.stdint cimport int64_t, uint32_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memmove
 
 from . import _pure
 from ._types import now_ms
@@ -32,6 +34,41 @@ cdef inline Py_ssize_t put_varint(unsigned char* p, Py_ssize_t pos, int64_t v) n
     return pos + 1
 
 
+# The offset deltas append returns, made once: an int past CPython's small ints is an allocation (and its free
+# in the caller), ~60 of the ~470 instructions of an append; capped so a huge batch keeps no huge cache.
+cdef list _deltas = list(range(1024))
+cdef Py_ssize_t DELTAS_MAX = 1 << 16
+
+
+cdef inline object delta(int64_t n):
+    cdef Py_ssize_t have = PyList_GET_SIZE(_deltas)
+    cdef object d
+    if n < have:
+        d = <object>PyList_GET_ITEM(_deltas, n)
+        return d
+    if n >= DELTAS_MAX:
+        return n
+    _deltas.extend(range(have, min(DELTAS_MAX, 2 * n)))
+    return n
+
+
+cdef inline Py_ssize_t put_fields(unsigned char* p, Py_ssize_t pos, int64_t ts_delta, int64_t offset_delta,
+                                  const char* kd, Py_ssize_t kn, const char* vd, Py_ssize_t vn) noexcept nogil:
+    """A record's attributes (0), timestamp and offset deltas, key and value (kn, vn: -1 for null)."""
+    p[pos] = 0
+    pos = put_varint(p, pos + 1, ts_delta)
+    pos = put_varint(p, pos, offset_delta)
+    pos = put_varint(p, pos, kn)
+    if kn > 0:
+        memcpy(p + pos, kd, kn)
+        pos += kn
+    pos = put_varint(p, pos, vn)
+    if vn > 0:
+        memcpy(p + pos, vd, vn)
+        pos += vn
+    return pos
+
+
 cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t* n, str what) except -1:
     """0: bytes (no buffer taken); 1: a buffer to release; 2: None."""
     if v is None:
@@ -49,39 +86,70 @@ cdef inline int get_data(object v, Py_buffer* pb, const char** data, Py_ssize_t*
     raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
 
 
+cdef extern from *:
+    Py_ssize_t refcount "Py_REFCNT" (PyObject*) nogil  # (on the pointer: <object> would take a reference)
+
+
+cdef enum:
+    HEAD = 61  # a v2 batch's header (V2_HEADER_SIZE): room left before the records for finish to fill
+
+
 cdef class RecordsWriter:
-    """The v2 records of a batch being built, written into a C buffer as each is appended (the base of
-    BatchBuilder; the reference's twin)."""
-    cdef unsigned char* _out
+    """The v2 records of a batch being built, written as each is appended (the base of BatchBuilder; the
+    reference's twin) into a bytes object after HEAD bytes of room, so that finish writes the header there and
+    hands that object out without copying the records. Once handed out it is shared (``_cap`` 0): the next
+    write copies the records into a new one first, since a bytes object someone holds never changes."""
+    cdef PyObject* _buf  # owned: HEAD + _cap bytes
+    cdef unsigned char* _out  # its records: PyBytes_AS_STRING(_buf) + HEAD
     cdef Py_ssize_t _len, _cap
     cdef int64_t _count, _base_ts, _max_ts
 
     def __cinit__(self, *args, **kwargs):
-        self._cap = 4096
-        self._out = <unsigned char*>malloc(self._cap)
-        if self._out == NULL:
-            raise MemoryError()
+        self._buf = NULL
         self._len = self._count = 0
         self._base_ts = self._max_ts = -1
+        self._own(4096)
 
     def __init__(self, *args, **kwargs):
         pass
 
     def __dealloc__(self):
-        free(self._out)
+        Py_XDECREF(self._buf)
+
+    cdef int _own(self, Py_ssize_t cap) except -1:
+        """A new buffer of ``cap`` bytes of records holding the current ones (the old one dropped)."""
+        cdef object grown = PyBytes_FromStringAndSize(NULL, HEAD + cap)
+        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(grown)
+        if self._len:
+            memcpy(p + HEAD, self._out, self._len)
+        Py_XDECREF(self._buf)
+        Py_INCREF(grown)
+        self._buf = <PyObject*>grown
+        self._out, self._cap = p + HEAD, cap
+        return 0
 
     cdef int _reserve(self, Py_ssize_t extra) except -1:
-        cdef Py_ssize_t cap = self._cap
-        cdef unsigned char* grown
-        if self._len + extra <= cap:
+        cdef Py_ssize_t cap = self._cap if self._cap else 4096
+        if self._len + extra <= self._cap:
             return 0
         while cap < self._len + extra:
             cap *= 2
-        grown = <unsigned char*>realloc(self._out, cap)
-        if grown == NULL:
-            raise MemoryError()
-        self._out, self._cap = grown, cap
+        if not self._cap or refcount(self._buf) != 1:  # shared: the records go into a new one
+            return self._own(cap)
+        # ours alone: grown through realloc, in place where the allocator can (a copy each time costs more)
+        if _PyBytes_Resize(&self._buf, HEAD + cap) < 0:
+            self._lost()
+        self._out, self._cap = <unsigned char*>PyBytes_AS_STRING(<object>self._buf) + HEAD, cap
         return 0
+
+    cdef int _lost(self) except -1:
+        """After a failed _PyBytes_Resize (the buffer freed, with what was appended): start empty rather than
+        point at freed memory, and say so."""
+        self._buf = NULL
+        self._len = self._count = 0
+        self._base_ts = self._max_ts = -1
+        self._own(4096)
+        raise MemoryError()
 
     def append(self, key, value, headers=(), timestamp=None):
         """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
@@ -98,7 +166,7 @@ cdef class RecordsWriter:
             # the common case: no buffers to take, no headers to encode
             self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
                         PyBytes_GET_SIZE(value), timestamp, None)
-            return self._count - 1
+            return delta(self._count - 1)
         if timestamp is None:
             ts = now_ms()
         elif isinstance(timestamp, int):
@@ -121,7 +189,7 @@ cdef class RecordsWriter:
                         hv = bytes(hv)
                     hs.append(((<str>hk).encode("utf-8"), hv))
             self._write(kd, kn, vd, vn, ts, hs)
-            return self._count - 1
+            return delta(self._count - 1)
         finally:
             if kk == 1:
                 PyBuffer_Release(&kb)
@@ -133,48 +201,47 @@ cdef class RecordsWriter:
         """One record (kn, vn: -1 for null; hs: encoded header pairs or None) at the end of the buffer."""
         cdef Py_ssize_t body, pos
         cdef bytes hk
+        cdef Py_ssize_t start, lsz
         if self._count == 0:
             self._base_ts = self._max_ts = ts
         elif ts > self._max_ts:
             self._max_ts = ts
+        if hs is None:
+            # no headers: written in one pass after 2 bytes of room for the length (bodies of 64 to 8,191
+            # bytes), moved when it needs another size, instead of sizing every field first
+            start = self._len
+            if start + (kn if kn > 0 else 0) + (vn if vn > 0 else 0) + 64 > self._cap:
+                self._reserve((kn if kn > 0 else 0) + (vn if vn > 0 else 0) + 64)  # (ten-byte varints at most)
+            pos = put_fields(self._out, start + 2, ts - self._base_ts, self._count, kd, kn, vd, vn)
+            self._out[pos] = 0
+            body = pos + 1 - (start + 2)
+            lsz = varint_size(body)
+            if lsz != 2:
+                memmove(self._out + start + lsz, self._out + start + 2, body)
+            self._len = put_varint(self._out, start, body) + body
+            self._count += 1
+            return 0
         body = 1 + varint_size(ts - self._base_ts) + varint_size(self._count)
         body += varint_size(kn) + (kn if kn > 0 else 0) + varint_size(vn) + (vn if vn > 0 else 0)
-        if hs is None:
-            body += 1
-        else:
-            body += varint_size(len(hs))
-            for hk, hv in hs:
-                body += varint_size(len(hk)) + len(hk)
-                body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
+        body += varint_size(len(hs))
+        for hk, hv in hs:
+            body += varint_size(len(hk)) + len(hk)
+            body += varint_size(-1 if hv is None else len(hv)) + (0 if hv is None else len(hv))
         if self._len + body + 5 > self._cap:
             self._reserve(body + 5)
         pos = put_varint(self._out, self._len, body)
-        self._out[pos] = 0
-        pos = put_varint(self._out, pos + 1, ts - self._base_ts)
-        pos = put_varint(self._out, pos, self._count)
-        pos = put_varint(self._out, pos, kn)
-        if kn > 0:
-            memcpy(self._out + pos, kd, kn)
-            pos += kn
-        pos = put_varint(self._out, pos, vn)
-        if vn > 0:
-            memcpy(self._out + pos, vd, vn)
-            pos += vn
-        if hs is None:
-            self._out[pos] = 0
-            pos += 1
-        else:
-            pos = put_varint(self._out, pos, len(hs))
-            for hk, hv in hs:
-                pos = put_varint(self._out, pos, len(hk))
-                memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
-                pos += len(hk)
-                if hv is None:
-                    pos = put_varint(self._out, pos, -1)
-                else:
-                    pos = put_varint(self._out, pos, len(hv))
-                    memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
-                    pos += len(hv)
+        pos = put_fields(self._out, pos, ts - self._base_ts, self._count, kd, kn, vd, vn)
+        pos = put_varint(self._out, pos, len(hs))
+        for hk, hv in hs:
+            pos = put_varint(self._out, pos, len(hk))
+            memcpy(self._out + pos, PyBytes_AS_STRING(hk), len(hk))
+            pos += len(hk)
+            if hv is None:
+                pos = put_varint(self._out, pos, -1)
+            else:
+                pos = put_varint(self._out, pos, len(hv))
+                memcpy(self._out + pos, PyBytes_AS_STRING(hv), len(hv))
+                pos += len(hv)
         self._len = pos
         self._count += 1
         return 0
@@ -182,15 +249,29 @@ cdef class RecordsWriter:
     def records_bytes(self):
         return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
 
+    def records_view(self):
+        """The records without a copy: release it (``with``) before the next append (one still held makes
+        that append copy the records, as after finish)."""
+        return memoryview(<object>self._buf)[HEAD:HEAD + self._len]
+
     def finish(self, bytes header, crc_fn):
         """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17:
         an uncompressed v2 batch in one allocation."""
         cdef Py_ssize_t hn = PyBytes_GET_SIZE(header)
-        cdef bytes out = PyBytes_FromStringAndSize(NULL, hn + self._len)
-        cdef unsigned char* p = <unsigned char*>PyBytes_AS_STRING(out)
+        cdef bytes out
+        cdef unsigned char* p
         cdef uint32_t crc
-        memcpy(p, PyBytes_AS_STRING(header), hn)
-        memcpy(p + hn, self._out, self._len)
+        if hn != HEAD:
+            raise ValueError(f"a v2 batch header is {HEAD} bytes, not {hn}")
+        if not self._cap or refcount(self._buf) != 1:  # a bytes object someone holds never changes
+            self._own(self._len + 1)
+        # ours alone: cut to size (a shrink, in place) and hand it out, shared from now on
+        if _PyBytes_Resize(&self._buf, HEAD + self._len) < 0:
+            self._lost()
+        self._out, self._cap = <unsigned char*>PyBytes_AS_STRING(<object>self._buf) + HEAD, 0
+        out = <bytes>self._buf
+        p = <unsigned char*>PyBytes_AS_STRING(out)
+        memcpy(p, PyBytes_AS_STRING(header), HEAD)
         with memoryview(out) as view:
             crc = crc_fn(view[21:])
         p[17] = crc >> 24

@@ -307,6 +307,10 @@ class RecordsWriter:
     def records_bytes(self) -> bytes:
         return bytes(self._out)
 
+    def records_view(self) -> memoryview:
+        """The records without a copy: release it (``with``) before the next append."""
+        return memoryview(self._out)
+
     def finish(self, header: bytes, crc_fn: Any) -> bytes:
         """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17."""
         out = bytearray(header) + self._out
