@@ -30,7 +30,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     (bytes) or ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
     message when compressed); those have no headers, producer fields or control records."""
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
-                 "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_count")
+                 "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
 
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
         if cls is BatchBuilder and magic in (0, 1):
@@ -57,7 +57,19 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.partition_leader_epoch = partition_leader_epoch
         self.timestamp_type = _enum(_TIMESTAMP_TYPES, TimestampType, timestamp_type)
         self._built: Optional[bytes] = None
-        self._built_count = -1
+        self._built_key: Optional[tuple] = None
+
+    def _key(self, count: int) -> tuple:
+        """What a built batch depends on besides the records: a batch built again with the same key is the one
+        kept (a compressed batch is compressed once), and any setting changed since builds it anew."""
+        return (count, self.magic, self.compression, self.level, self.base_offset, self.producer_id,
+                self.producer_epoch, self.base_sequence, self.transactional, self.control,
+                self.partition_leader_epoch, self.timestamp_type)
+
+    def clear_records(self) -> None:
+        """Drop the records appended so far (the settings stay) to build the next batch."""
+        super().clear_records()
+        self._built = None
 
     @property
     def record_count(self) -> int:
@@ -76,7 +88,8 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     def build(self) -> bytes:
         """The batch: header, records (compressed when asked), batch length and CRC32C."""
         count, base_ts, max_ts = self.writer_state()
-        if self._built is not None and self._built_count == count:
+        key = self._key(count)
+        if self._built is not None and self._built_key == key:
             return self._built
         if count == 0:
             raise EncodeError("a batch needs at least one record", "records")
@@ -94,7 +107,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         else:
             crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
             self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
-        self._built_count = count
+        self._built_key = key
         return self._built
 
     def encode_into(self, buffer: Any, offset: int = 0) -> int:
@@ -142,9 +155,14 @@ class _LegacyBuilder(BatchBuilder):
                 body += field
         return struct.pack(">qiI", offset, 4 + len(body), crc32(body)) + bytes(body)
 
+    def clear_records(self) -> None:
+        self._messages.clear()
+        self._built = None
+
     def build(self) -> bytes:
         count = len(self._messages)
-        if self._built is not None and self._built_count == count:
+        key = self._key(count)
+        if self._built is not None and self._built_key == key:
             return self._built
         if count == 0:
             raise EncodeError("a message set needs at least one message", "records")
@@ -158,5 +176,5 @@ class _LegacyBuilder(BatchBuilder):
             wrapped = compress(self.compression, inner, self.level, self.magic)
             max_ts = max(m[2] for m in self._messages)
             out = self._message(self.base_offset + count - 1, int(self.compression) | ts_bit, max_ts, None, wrapped)
-        self._built, self._built_count = out, count
+        self._built, self._built_key = out, key
         return out

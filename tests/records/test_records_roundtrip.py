@@ -153,6 +153,21 @@ def test_build_after_more_appends_includes_them():
     assert first == kept and [r.key for r in read_records(b.build())] == [b"3"]
 
 
+@pytest.mark.parametrize("magic", [0, 1, 2])
+@pytest.mark.parametrize("codec", [Compression.NONE, Compression.GZIP])
+def test_a_build_after_clear_records_or_a_changed_setting_is_built_anew(magic, codec):
+    # the built batch is kept for a build again (a compressed one is compressed once), but never past a change
+    b = BatchBuilder(magic=magic, compression=codec)
+    b.append(b"1", b"1", timestamp=1)
+    first = b.build()
+    assert b.build() is first
+    b.clear_records()
+    b.append(b"2", b"2", timestamp=2)  # the same count as the batch built
+    assert [r.key for r in read_records(b.build())] == [b"2"]
+    b.base_offset = 100
+    assert [r.offset for r in read_records(b.build())] == [100]
+
+
 def test_append_returns_each_offset_delta_past_the_cached_ones():
     # the Cython writer hands out ints it made once up to a cap, and new ones past it (tests/records: both backends)
     b = BatchBuilder()
