@@ -8,6 +8,7 @@ HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Unde
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import threading
 import time
@@ -164,6 +165,9 @@ def run(args: Any) -> int:
         if archive is not None and archive.writing is not None:
             print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
             archive.finish(type(sc)._gateway)
+    # The command ends here: what is left alive (PySpark, pyarrow, matplotlib) is frozen out of the collector,
+    # whose last passes over it at the interpreter's exit took 0.3 s; it is all freed with the process.
+    gc.freeze()
     return 0
 
 
