@@ -185,6 +185,19 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     assert store.describe()["dirty"] is False
     (tmp_path / "kcodec/x.py").write_text("2\n")
     assert store.describe()["dirty"] is True
+    # a commit that changes only tests and docs measures the same code: its runs may reuse the counts
+    git("checkout", "-q", "--", "kcodec/x.py")
+    first = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests/test_x.py").write_text("1\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "tests")
+    second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert store.measured_change(first, second) == []
+    (tmp_path / "kcodec/x.py").write_text("3\n")
+    git("commit", "-q", "-am", "code")
+    third = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert store.measured_change(second, third) == ["kcodec/x.py"]
 
 
 COUNTED = """

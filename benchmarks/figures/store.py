@@ -148,12 +148,28 @@ def collect(folder: Path, results: Path = RESULTS, start: dict | None = None) ->
 COUNTED = ".callgrind"  # the label of an instruction pass's partials (benchmarks/callgrind.py)
 
 
+def measured_change(a: str, b: str) -> list[str]:
+    """The files that differ between two commits, less those no measured call runs (tests, docs, results,
+    notes, and this package, which only files and reports what was measured); an unknown commit is a change."""
+    if not (a and b):
+        return ["(no commit)"]
+    try:
+        got = subprocess.run(["git", "diff", "--name-only", a, b, "--", ".", *_NOT_MEASURED, ":!tests",
+                              ":!CHANGELOG.md", ":!benchmarks/NOTES.md", ":!benchmarks/figures"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ["(git failed)"]
+    return got.stdout.split() if got.returncode == 0 else [f"(git diff {a[:12]} {b[:12]} failed)"]
+
+
 def reuse_counts(source: Path, folder: Path) -> list[Path]:
     """Copy the instruction passes' partials of an earlier run folder into ``folder``: instruction counts are
-    a function of the code and the payloads, not of the machine's load, so further timed runs of one clean
-    commit need not count them again. Refused (ValueError) unless both runs are of the same commit, clean."""
+    a function of the code and the payloads, not of the machine's load, so further timed runs of the same code
+    need not count them again. Refused (ValueError) unless both trees were clean and their commits differ
+    in no file a benchmark runs (only tests, docs, results files, notes)."""
     before, now = (json.loads((f / START).read_text()) for f in (source, folder))
-    if before["commit"] != now["commit"] or before["dirty"] or now["dirty"]:
+    if before["dirty"] or now["dirty"] or (before["commit"] != now["commit"]
+                                           and measured_change(before["commit"], now["commit"])):
         raise ValueError(f"instruction counts of {before['commit'][:12]}{' (dirty)' * before['dirty']} cannot "
                          f"stand for {now['commit'][:12]}{' (dirty)' * now['dirty']}: count them again")
     copied = []
