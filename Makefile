@@ -79,8 +79,7 @@ bench: $(STAMP)
 # figure in README.md and docs/ (benchmarks/report.py; tests/test_figures.py holds the text to the files).
 # BENCH_FRESH=1 starts a new set of runs instead of adding to the kept ones. BENCH_COUNTS_FROM=DIR takes the
 # instruction counts from an earlier run folder of the same clean commit instead of counting again (they do
-# not depend on the load; counting is most of a run's time; commits that differ only in tests and docs measure the
-# same code), e.g. a second run:
+# not depend on the load; counting is most of a run's time), e.g. a second run:
 #   make bench-report BENCH_RUN=build/bench-run2 BENCH_COUNTS_FROM=build/bench-run
 BENCH_RUN ?= build/bench-run
 BENCH_FRESH ?=
