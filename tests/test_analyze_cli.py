@@ -122,30 +122,3 @@ def test_the_class_archive_is_written_once_then_used(tmp_path, monkeypatch):
     failed = jvm.Archive({}, "-Xint")  # a JVM that exits without writing it: nothing kept, nothing left
     failed.writing.parent.mkdir(parents=True, exist_ok=True)
     assert not failed.finish(argparse.Namespace(proc=None)) and not failed.path.exists()
-
-
-class _Context:
-    """What ``analyze.stop`` touches of a SparkContext: ``stop()`` and the class's gateway process."""
-
-    def __init__(self, proc: subprocess.Popen) -> None:
-        type(self)._gateway = argparse.Namespace(proc=proc)
-        self.stops = 0
-
-    def stop(self) -> None:
-        self.stops += 1
-
-
-def test_stop_tells_the_jvm_to_exit_while_the_report_renders():
-    # a stand-in for the JVM that, like PySpark's gateway server, exits when its standard input closes
-    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
-    try:
-        sc = _Context(proc)
-        analyze.stop(sc)  # the default (the `finally` of a run): Spark stopped, the JVM left running
-        assert sc.stops == 1 and proc.poll() is None
-        analyze.stop(sc, end_jvm=True)
-        assert proc.wait(timeout=10) == 0
-        analyze.stop(sc, end_jvm=True)  # twice is harmless
-        assert sc.stops == 3
-    finally:
-        proc.kill()
-        proc.wait()

@@ -81,11 +81,10 @@ class StageProgress:
 
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
-            progress: Optional[Progress] = None, tables_done: Optional[Callable[[], None]] = None) -> dict[str, Any]:
+            progress: Optional[Progress] = None) -> dict[str, Any]:
     """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
     ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
-    otherwise. ``tables_done`` runs in a thread once the tables are written, while the report renders (`kcodec
-    analyze` stops Spark there: the report needs nothing of it)."""
+    otherwise."""
     import kcodec
 
     from . import pipeline, report
@@ -105,16 +104,9 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
         agg = written["aggregates"]
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
-    winding = threading.Thread(target=tables_done) if tables_done is not None else None
-    if winding is not None:
-        winding.start()
-    try:
-        step(3, f"writing the report to {out}")
-        path = report.write(agg, out, captures, kcodec.BACKEND)
-        report.console(agg, print_)
-    finally:
-        if winding is not None:
-            winding.join()
+    step(3, f"writing the report to {out}")
+    path = report.write(agg, out, captures, kcodec.BACKEND)
+    report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
     return agg
 
@@ -157,9 +149,7 @@ def run(args: Any) -> int:
     if not verbose:
         sc.setLogLevel("ERROR")
     try:
-        saving = archive is not None and archive.writing is not None
-        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
-                tables_done=lambda: stop(sc, end_jvm=not saving))
+        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress())
     finally:
         stop(sc)
         if archive is not None and archive.writing is not None:
@@ -171,22 +161,17 @@ def run(args: Any) -> int:
     return 0
 
 
-def stop(sc: Any, end_jvm: bool = False) -> None:
+def stop(sc: Any) -> None:
     """``sc.stop()`` without waiting for PySpark's accumulator server to wind down: its request handler
     polls its socket a second at a time and its loop half a second, so ``stop`` waited 0.5-1 s after the
     JVM had stopped, at the end of every run. `kcodec analyze` updates no accumulator, and the process ends
-    right after: the server is told to stop and its daemon threads end with the process. ``end_jvm``: the
-    JVM this process started is told to exit now (its standard input closed, as Python's exit would), so
-    that it exits while the report renders rather than after. Stopping twice is harmless."""
+    right after: the server is told to stop and its daemon threads end with the process."""
     server = getattr(sc, "_accumulatorServer", None)
     if server is not None and hasattr(server, "server_shutdown"):
         sc._accumulatorServer = None  # stop() shuts down only the server it still holds
         server.server_shutdown = True  # the handler leaves its loop at its next poll
         server.handle_error = _quiet  # or reads the JVM's closed socket first: nothing to say about it
     sc.stop()
-    proc = getattr(getattr(type(sc), "_gateway", None), "proc", None)  # None under spark-submit
-    if end_jvm and proc is not None and proc.stdin is not None and not proc.stdin.closed:
-        proc.stdin.close()
 
 
 def _quiet(*_: Any) -> None:
