@@ -193,6 +193,11 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     git("add", ".")
     git("commit", "-q", "-m", "tests")
     second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "kcodec/spark").mkdir()
+    (tmp_path / "kcodec/spark/job.py").write_text("1\n")  # an application: no counted call runs it
+    git("add", ".")
+    git("commit", "-q", "-m", "an application")
+    second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert store.measured_change(first, second) == []
     (tmp_path / "kcodec/x.py").write_text("3\n")
     git("commit", "-q", "-am", "code")

@@ -148,14 +148,22 @@ def collect(folder: Path, results: Path = RESULTS, start: dict | None = None) ->
 COUNTED = ".callgrind"  # the label of an instruction pass's partials (benchmarks/callgrind.py)
 
 
+# The applications: no counted call (benchmarks/callgrind.py: the codec's Metadata and record batch cases) runs
+# them, as tests/test_layers.py keeps the codec from importing them.
+APPLICATIONS = ("kcodec/cli", "kcodec/client", "kcodec/showcase", "kcodec/sizes", "kcodec/spark", "kcodec/tap",
+                "broker")
+
+
 def measured_change(a: str, b: str) -> list[str]:
-    """The files that differ between two commits, less those no measured call runs (tests, docs, results,
-    notes, and this package, which only files and reports what was measured); an unknown commit is a change."""
+    """The files that differ between two commits, less those no counted call runs (tests, docs, results,
+    notes, the applications, and this package, which only files and reports what was measured); an unknown
+    commit is a change."""
     if not (a and b):
         return ["(no commit)"]
     try:
         got = subprocess.run(["git", "diff", "--name-only", a, b, "--", ".", *_NOT_MEASURED, ":!tests",
-                              ":!CHANGELOG.md", ":!benchmarks/NOTES.md", ":!benchmarks/figures"], cwd=ROOT, capture_output=True,
+                              ":!CHANGELOG.md", ":!benchmarks/NOTES.md", ":!benchmarks/figures",
+                              *(f":!{app}" for app in APPLICATIONS)], cwd=ROOT, capture_output=True,
                              text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return ["(git failed)"]
