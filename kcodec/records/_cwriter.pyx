@@ -250,8 +250,10 @@ cdef class RecordsWriter:
         return PyBytes_FromStringAndSize(<const char*>self._out, self._len)
 
     def records_view(self):
-        """The records without a copy: release it (``with``) before the next append (one still held makes
-        that append copy the records, as after finish)."""
+        """The records without a copy: release it (``with``) before the next append. The buffer counts as
+        shared from here on, as after finish: the next append copies the records, and nothing the view can
+        reach is written again (clear_records included)."""
+        self._cap = 0
         return memoryview(<object>self._buf)[HEAD:HEAD + self._len]
 
     def finish(self, bytes header, crc_fn):

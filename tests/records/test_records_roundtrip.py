@@ -191,6 +191,20 @@ def test_a_records_view_is_the_records_and_a_held_one_never_changes():
     assert read_records(b.build())[-1].value[:1] == (b"w" if BACKEND == "cython" else b"v")
 
 
+def test_a_held_records_view_never_changes_with_room_left_or_after_clear_records():
+    b = BatchBuilder()
+    b.append(b"k", b"v", timestamp=1)  # the buffer has room for the next records
+    held = b.records_view()
+    kept = bytes(held)
+    if BACKEND == "cython":  # (the reference's bytearray refuses to grow while a view is held)
+        b.clear_records()
+        b.append(b"x", b"\xfe" * 200, timestamp=3)
+        assert bytes(held) == kept and held.obj.find(b"\xfe" * 200) == -1
+        assert [r.value for r in read_records(b.build())] == [b"\xfe" * 200]
+    held.release()
+    assert bytes(b.records_view()) == b.records_bytes()
+
+
 def test_a_timestamp_defaults_to_now():
     import time
     b = BatchBuilder()
