@@ -260,15 +260,24 @@ def _refuse_names(names: list[str], refused: Callable[[str], bool], why: str) ->
         raise AdminError(ErrorCode.INVALID_REQUEST, f"{why}: [{', '.join(bad)}]")
 
 
+def _topic_broker_name(topic_config: str) -> Optional[str]:
+    """The broker config a topic config defaults to, if any."""
+    return TOPIC_SYNONYMS.get(topic_config) or _TOPIC_FALLBACKS.get(topic_config)
+
+
+def _dynamic_levels(dynamic: DynamicBrokerConfigs, node: int) -> list[tuple[int, dict[str, str]]]:
+    """The dynamic levels a broker config is read from on broker ``node``, the first that sets it winning."""
+    return [(SOURCE_DYNAMIC_BROKER, dynamic.level(node)), (SOURCE_DYNAMIC_DEFAULT, dynamic.cluster)]
+
+
 def topic_default(dynamic: DynamicBrokerConfigs, node: int, topic_config: str) -> Optional[list[Synonym]]:
     """A topic config's broker synonym at each level that sets it, dynamic ones first (Kafka's LogConfig
     defaults); None when the topic config has no broker synonym."""
-    broker_name = TOPIC_SYNONYMS.get(topic_config) or _TOPIC_FALLBACKS.get(topic_config)
+    broker_name = _topic_broker_name(topic_config)
     if broker_name is None:
         return None
-    return _synonyms(broker_name, synonyms_of(broker_name), [
-        (SOURCE_DYNAMIC_BROKER, dynamic.level(node)), (SOURCE_DYNAMIC_DEFAULT, dynamic.cluster),
-        (SOURCE_DEFAULT, DEFAULTS)])
+    return _synonyms(broker_name, synonyms_of(broker_name),
+                     [*_dynamic_levels(dynamic, node), (SOURCE_DEFAULT, DEFAULTS)])
 
 
 def topic_configs(dynamic: DynamicBrokerConfigs, node: int, overrides: dict[str, str],
@@ -290,16 +299,13 @@ def topic_value(dynamic: DynamicBrokerConfigs, node: int, overrides: dict[str, s
     """A topic config's value in force: the topic's override, its broker config's dynamic value, the default."""
     if name in overrides:
         return overrides[name]
-    # topic_default's first synonym, without building the list (every Produce reads nine of these): the
-    # first dynamic level that sets the broker config itself
-    broker_name = TOPIC_SYNONYMS.get(name) or _TOPIC_FALLBACKS.get(name)
+    # topic_default's first synonym without building the list (every Produce reads nine of these): the first
+    # dynamic level that sets the broker config itself
+    broker_name = _topic_broker_name(name)
     if broker_name is not None:
-        for values in (dynamic.level(node), dynamic.cluster):
+        for _, values in _dynamic_levels(dynamic, node):
             if broker_name in values:
-                value = values[broker_name]
-                if value is not None:
-                    return value
-                break
+                return values[broker_name]
     return cfg.TOPIC_CONFIGS[name].default or ""
 
 

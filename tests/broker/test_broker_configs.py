@@ -205,3 +205,19 @@ def test_a_brokers_loggers(one):
                               ("x", "Broker id must be an integer, but it is: x")]:
             result = describe(w, LOGGER, name)
             assert (result.error_code, result.error_message) == (E.INVALID_REQUEST, message)
+
+
+def test_a_topic_configs_value_in_force_is_the_one_described():
+    """topic_value (read by every Produce) gives the value topic_configs describes, whatever level sets it."""
+    from kcodec_broker.broker_configs import DynamicBrokerConfigs, topic_configs, topic_value
+    dynamic = DynamicBrokerConfigs()
+    dynamic.set(None, {**dynamic.cluster, "message.max.bytes": "300", "log.retention.hours": "1",
+                       "log.roll.ms": "5000"})
+    dynamic.set(1, {"log.retention.ms": "100000", "compression.type": "zstd"})
+    overrides = {"segment.ms": "7000", "cleanup.policy": "compact"}
+    for node in (0, 1):
+        described = {key.name: value for key, value, _, _ in topic_configs(dynamic, node, overrides)}
+        assert {name: topic_value(dynamic, node, overrides, name) for name in described} == {
+            name: value or "" for name, value in described.items()}
+    assert topic_value(dynamic, 1, {}, "retention.ms") == "100000"
+    assert topic_value(dynamic, 0, {}, "max.message.bytes") == "300"
