@@ -37,7 +37,9 @@ def test_fields_are_typed_for_users(tmp_path):
         "m = MetadataResponse(topics=[MetadataResponse.Topic(name='t')])\n"
         "ok: int = m.topics[0].partitions[0].leader_id\n"
         "bad: str = m.topics[0].partitions[0].leader_id\n"
-        "MetadataResponse(no_such_field=1)\n")
+        "MetadataResponse(no_such_field=1)\n"
+        "from kcodec.messages import ProduceRequest\n"  # records and bytes fields take any bytes-like value
+        "ProduceRequest.PartitionProduceData(records=memoryview(b'x'))\n")
     r = _mypy(str(snippet))
     lines = [line for line in r.stdout.splitlines() if line.startswith(str(snippet)) and ": error:" in line]
     assert len(lines) == 2, r.stdout

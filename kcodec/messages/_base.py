@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar, Optional, Union
 
 ZERO_UUID = uuid.UUID(int=0)
+
+# A bytes or records field: decode gives bytes, or memoryview slices of the input with zero_copy=True, and
+# encode takes any of these (a kcodec.Buffers too, left out here so that reading a field needs no case for it).
+BytesLike = Union[bytes, bytearray, memoryview]
 
 
 class _Empty:

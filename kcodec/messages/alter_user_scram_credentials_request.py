@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class AlterUserScramCredentialsRequest(Message):
@@ -50,11 +50,11 @@ class AlterUserScramCredentialsRequest(Message):
         name: str
         mechanism: int
         iterations: int
-        salt: bytes
-        salted_password: bytes
+        salt: BytesLike
+        salted_password: BytesLike
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', mechanism: int = 0, iterations: int = 0, salt: bytes = b'', salted_password: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', mechanism: int = 0, iterations: int = 0, salt: BytesLike = b'', salted_password: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.mechanism = mechanism
             self.iterations = iterations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ConsumerProtocolAssignment(Message):
@@ -21,7 +21,7 @@ class ConsumerProtocolAssignment(Message):
     FLEXIBLE_FROM = None
 
     assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition]
-    user_data: bytes | None
+    user_data: BytesLike | None
     unknown_tagged_fields: dict[int, bytes] | None
 
     class TopicPartition(Struct):
@@ -40,7 +40,7 @@ class ConsumerProtocolAssignment(Message):
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] | None = None, user_data: bytes | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, assigned_partitions: list[ConsumerProtocolAssignment.TopicPartition] | None = None, user_data: BytesLike | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.assigned_partitions = [] if assigned_partitions is None else assigned_partitions
         self.user_data = user_data
         self.unknown_tagged_fields = unknown_tagged_fields

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ConsumerProtocolSubscription(Message):
@@ -21,7 +21,7 @@ class ConsumerProtocolSubscription(Message):
     FLEXIBLE_FROM = None
 
     topics: Sequence[str]
-    user_data: bytes | None
+    user_data: BytesLike | None
     owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
     generation_id: int
     rack_id: str | None
@@ -43,7 +43,7 @@ class ConsumerProtocolSubscription(Message):
             self.partitions = [] if partitions is None else partitions
             self.unknown_tagged_fields = unknown_tagged_fields
 
-    def __init__(self, *, topics: Sequence[str] | None = None, user_data: bytes | None = None, owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, topics: Sequence[str] | None = None, user_data: BytesLike | None = None, owned_partitions: list[ConsumerProtocolSubscription.TopicPartition] | None = None, generation_id: int = -1, rack_id: str | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.topics = [] if topics is None else topics
         self.user_data = user_data
         self.owned_partitions = [] if owned_partitions is None else owned_partitions

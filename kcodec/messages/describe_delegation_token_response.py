@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class DescribeDelegationTokenResponse(Message):
@@ -40,11 +40,11 @@ class DescribeDelegationTokenResponse(Message):
         expiry_timestamp: int
         max_timestamp: int
         token_id: str
-        hmac: bytes
+        hmac: BytesLike
         renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp: int = 0, expiry_timestamp: int = 0, max_timestamp: int = 0, token_id: str = '', hmac: bytes = b'', renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, principal_type: str = '', principal_name: str = '', token_requester_principal_type: str = '', token_requester_principal_name: str = '', issue_timestamp: int = 0, expiry_timestamp: int = 0, max_timestamp: int = 0, token_id: str = '', hmac: BytesLike = b'', renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.principal_type = principal_type
             self.principal_name = principal_name
             self.token_requester_principal_type = token_requester_principal_type

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class DescribeGroupsResponse(Message):
@@ -63,11 +63,11 @@ class DescribeGroupsResponse(Message):
         group_instance_id: str | None
         client_id: str
         client_host: str
-        member_metadata: bytes
-        member_assignment: bytes
+        member_metadata: BytesLike
+        member_assignment: BytesLike
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: bytes = b'', member_assignment: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, member_id: str = '', group_instance_id: str | None = None, client_id: str = '', client_host: str = '', member_metadata: BytesLike = b'', member_assignment: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.client_id = client_id

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class EnvelopeRequest(Message):
@@ -20,12 +20,12 @@ class EnvelopeRequest(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_FROM = 0
 
-    request_data: bytes
-    request_principal: bytes | None
-    client_host_address: bytes
+    request_data: BytesLike
+    request_principal: BytesLike | None
+    client_host_address: BytesLike
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, request_data: bytes = b'', request_principal: bytes | None = b'', client_host_address: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, request_data: BytesLike = b'', request_principal: BytesLike | None = b'', client_host_address: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.request_data = request_data
         self.request_principal = request_principal
         self.client_host_address = client_host_address

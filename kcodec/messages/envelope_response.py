@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class EnvelopeResponse(Message):
@@ -20,11 +20,11 @@ class EnvelopeResponse(Message):
     VALID_VERSIONS = (0, 0)
     FLEXIBLE_FROM = 0
 
-    response_data: bytes | None
+    response_data: BytesLike | None
     error_code: int
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, response_data: bytes | None = None, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, response_data: BytesLike | None = None, error_code: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.response_data = response_data
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields

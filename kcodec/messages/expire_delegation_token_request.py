@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ExpireDelegationTokenRequest(Message):
@@ -20,11 +20,11 @@ class ExpireDelegationTokenRequest(Message):
     VALID_VERSIONS = (0, 2)
     FLEXIBLE_FROM = 2
 
-    hmac: bytes
+    hmac: BytesLike
     expiry_time_period_ms: int
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, hmac: bytes = b'', expiry_time_period_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, hmac: BytesLike = b'', expiry_time_period_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.hmac = hmac
         self.expiry_time_period_ms = expiry_time_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields

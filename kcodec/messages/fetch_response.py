@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class FetchResponse(Message):
@@ -62,10 +62,10 @@ class FetchResponse(Message):
         snapshot_id: FetchResponse.SnapshotId
         aborted_transactions: list[FetchResponse.AbortedTransaction] | None
         preferred_read_replica: int
-        records: bytes | None
+        records: BytesLike | None
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: FetchResponse.EpochEndOffset | None = None, current_leader: FetchResponse.LeaderIdAndEpoch | None = None, snapshot_id: FetchResponse.SnapshotId | None = None, aborted_transactions: list[FetchResponse.AbortedTransaction] | None = EMPTY, preferred_read_replica: int = -1, records: bytes | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, high_watermark: int = 0, last_stable_offset: int = -1, log_start_offset: int = -1, diverging_epoch: FetchResponse.EpochEndOffset | None = None, current_leader: FetchResponse.LeaderIdAndEpoch | None = None, snapshot_id: FetchResponse.SnapshotId | None = None, aborted_transactions: list[FetchResponse.AbortedTransaction] | None = EMPTY, preferred_read_replica: int = -1, records: BytesLike | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.high_watermark = high_watermark

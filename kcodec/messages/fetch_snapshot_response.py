@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class FetchSnapshotResponse(Message):
@@ -55,10 +55,10 @@ class FetchSnapshotResponse(Message):
         current_leader: FetchSnapshotResponse.LeaderIdAndEpoch
         size: int
         position: int
-        unaligned_records: bytes | None
+        unaligned_records: BytesLike | None
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponse.SnapshotId | None = None, current_leader: FetchSnapshotResponse.LeaderIdAndEpoch | None = None, size: int = 0, position: int = 0, unaligned_records: bytes | None = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, index: int = 0, error_code: int = 0, snapshot_id: FetchSnapshotResponse.SnapshotId | None = None, current_leader: FetchSnapshotResponse.LeaderIdAndEpoch | None = None, size: int = 0, position: int = 0, unaligned_records: BytesLike | None = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.index = index
             self.error_code = error_code
             self.snapshot_id = FetchSnapshotResponse.SnapshotId() if snapshot_id is None else snapshot_id

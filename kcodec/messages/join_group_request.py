@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class JoinGroupRequest(Message):
@@ -38,10 +38,10 @@ class JoinGroupRequest(Message):
         _ATTRS = ('name', 'metadata', )
 
         name: str
-        metadata: bytes
+        metadata: BytesLike
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, name: str = '', metadata: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, name: str = '', metadata: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.name = name
             self.metadata = metadata
             self.unknown_tagged_fields = unknown_tagged_fields

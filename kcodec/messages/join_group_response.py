@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class JoinGroupResponse(Message):
@@ -40,10 +40,10 @@ class JoinGroupResponse(Message):
 
         member_id: str
         group_instance_id: str | None
-        metadata: bytes
+        metadata: BytesLike
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, member_id: str = '', group_instance_id: str | None = None, metadata: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, member_id: str = '', group_instance_id: str | None = None, metadata: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.member_id = member_id
             self.group_instance_id = group_instance_id
             self.metadata = metadata

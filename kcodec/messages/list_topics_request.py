@@ -7,7 +7,7 @@ import uuid
 from typing import Sequence
 
 from .. import definitions as _definitions
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ListTopicsRequest(Message):

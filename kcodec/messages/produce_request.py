@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ProduceRequest(Message):
@@ -52,10 +52,10 @@ class ProduceRequest(Message):
         _ATTRS = ('index', 'records', )
 
         index: int
-        records: bytes | None
+        records: BytesLike | None
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, index: int = 0, records: bytes | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, index: int = 0, records: BytesLike | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.index = index
             self.records = records
             self.unknown_tagged_fields = unknown_tagged_fields

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class PushTelemetryRequest(Message):
@@ -24,10 +24,10 @@ class PushTelemetryRequest(Message):
     subscription_id: int
     terminating: bool
     compression_type: int
-    metrics: bytes
+    metrics: BytesLike
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, client_instance_id: uuid.UUID = ZERO_UUID, subscription_id: int = 0, terminating: bool = False, compression_type: int = 0, metrics: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.client_instance_id = client_instance_id
         self.subscription_id = subscription_id
         self.terminating = terminating

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class SaslAuthenticateRequest(Message):
@@ -20,10 +20,10 @@ class SaslAuthenticateRequest(Message):
     VALID_VERSIONS = (0, 2)
     FLEXIBLE_FROM = 2
 
-    auth_bytes: bytes
+    auth_bytes: BytesLike
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, auth_bytes: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, auth_bytes: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.auth_bytes = auth_bytes
         self.unknown_tagged_fields = unknown_tagged_fields
 

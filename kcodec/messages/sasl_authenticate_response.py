@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class SaslAuthenticateResponse(Message):
@@ -22,11 +22,11 @@ class SaslAuthenticateResponse(Message):
 
     error_code: int
     error_message: str | None
-    auth_bytes: bytes
+    auth_bytes: BytesLike
     session_lifetime_ms: int
     unknown_tagged_fields: dict[int, bytes] | None
 
-    def __init__(self, *, error_code: int = 0, error_message: str | None = '', auth_bytes: bytes = b'', session_lifetime_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+    def __init__(self, *, error_code: int = 0, error_message: str | None = '', auth_bytes: BytesLike = b'', session_lifetime_ms: int = 0, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.auth_bytes = auth_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class ShareFetchResponse(Message):
@@ -56,11 +56,11 @@ class ShareFetchResponse(Message):
         acknowledge_error_code: int
         acknowledge_error_message: str | None
         current_leader: ShareFetchResponse.LeaderIdAndEpoch
-        records: bytes | None
+        records: BytesLike | None
         acquired_records: list[ShareFetchResponse.AcquiredRecords]
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: ShareFetchResponse.LeaderIdAndEpoch | None = None, records: bytes | None = None, acquired_records: list[ShareFetchResponse.AcquiredRecords] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, partition_index: int = 0, error_code: int = 0, error_message: str | None = None, acknowledge_error_code: int = 0, acknowledge_error_message: str | None = None, current_leader: ShareFetchResponse.LeaderIdAndEpoch | None = None, records: BytesLike | None = None, acquired_records: list[ShareFetchResponse.AcquiredRecords] | None = None, unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.partition_index = partition_index
             self.error_code = error_code
             self.error_message = error_message

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Sequence
 
-from ._base import EMPTY, ZERO_UUID, Message, RequestHeaderBase, Struct
+from ._base import EMPTY, ZERO_UUID, BytesLike, Message, RequestHeaderBase, Struct
 
 
 class SyncGroupRequest(Message):
@@ -37,10 +37,10 @@ class SyncGroupRequest(Message):
         _ATTRS = ('member_id', 'assignment', )
 
         member_id: str
-        assignment: bytes
+        assignment: BytesLike
         unknown_tagged_fields: dict[int, bytes] | None
 
-        def __init__(self, *, member_id: str = '', assignment: bytes = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
+        def __init__(self, *, member_id: str = '', assignment: BytesLike = b'', unknown_tagged_fields: dict[int, bytes] | None = None) -> None:
             self.member_id = member_id
             self.assignment = assignment
             self.unknown_tagged_fields = unknown_tagged_fields

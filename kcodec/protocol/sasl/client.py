@@ -65,7 +65,7 @@ class Authentication:
             if resp.error_code:
                 text = f": {resp.error_message}" if resp.error_message else ""
                 raise SaslError(f"{name_of(resp.error_code)}{text}", "credentials")
-            challenge = resp.auth_bytes
+            challenge = bytes(resp.auth_bytes)  # a memoryview when decoded zero-copy
             self.lifetime_ms = getattr(resp, "session_lifetime_ms", 0) or None
         answer = self._mechanism.step(challenge)
         if answer is None:

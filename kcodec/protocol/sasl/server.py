@@ -106,7 +106,7 @@ class SaslServer:
             return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE,
                                             error_message="SaslAuthenticate needs a SaslHandshake v1 first")
         try:
-            reply, done = self._exchange.step(req.auth_bytes)
+            reply, done = self._exchange.step(bytes(req.auth_bytes))  # a memoryview when decoded zero-copy
             lifetime_ms = self._finish(reauth=version >= 1) if done else 0
         except SaslError as e:
             self.close_after_response = True
