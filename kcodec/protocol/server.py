@@ -6,7 +6,7 @@ received, responses in, written back in the order the requests came.
     while (event := conn.next_event()) is not None:
         if isinstance(event, RequestReceived):   # event.header, event.message, event.frame
             conn.respond(event, handle(event.message))
-    transport.writelines(conn.data_to_send())    # the responses that may go now, in request order
+    await write_buffers(writer, conn.data_to_send())  # kcodec.protocol.aio: the answers that may go now, in order
 
 Frames are views of the bytes received (kcodec.protocol.frames: no copy), and with ``zero_copy`` (the
 default) a request's records and bytes values are views of its frame: a log keeps (copies) what it stores.

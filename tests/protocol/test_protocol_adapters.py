@@ -14,7 +14,7 @@ import kcodec
 from kcodec.messages import (ApiVersionsRequest, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
                              SaslAuthenticateRequest, SaslHandshakeRequest)
 from kcodec.protocol import RequestReceived, Sasl, ServerConnection
-from kcodec.protocol.aio import from_streams, open_connection
+from kcodec.protocol.aio import from_streams, open_connection, write_buffers
 from kcodec.protocol.blocking import BlockingConnection, send_buffers
 from kcodec.protocol.sasl import PlainServer, SaslServer
 
@@ -71,8 +71,7 @@ class Server:
                         conn.respond(event, reply)
                     elif event.expects_response:
                         conn.skip(event)  # (held back: answers after it wait, as in Kafka they would not come)
-                writer.writelines(conn.data_to_send())
-                await writer.drain()
+                await write_buffers(writer, conn.data_to_send())
         except ConnectionError:
             pass
         finally:
@@ -209,3 +208,68 @@ def test_send_buffers_writes_many_buffers_whole():
         send_buffers(a, buffers)
         t.join(10)
         assert bytes(got) == expected
+
+
+def _stream_pair_with_slow_reader(expected: bytes, seen: dict):
+    """A stream writer to 127.0.0.1 whose peer reads 256 KiB at a time with pauses, comparing what comes with
+    ``expected`` as it goes (keeping none of it: the write's memory is measured); ``seen``: bytes and mismatches."""
+    async def pair():
+        done = asyncio.get_running_loop().create_future()
+        seen.update(n=0, wrong=0)
+
+        async def serve(reader: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            view = memoryview(expected)
+            while seen["n"] < len(expected) and (chunk := await reader.read(1 << 18)):
+                seen["wrong"] += chunk != view[seen["n"]:seen["n"] + len(chunk)]
+                seen["n"] += len(chunk)
+                await asyncio.sleep(0.001)
+            w.close()
+            done.set_result(None)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        _, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        return server, writer, done
+    return pair()
+
+
+def test_write_buffers_sends_many_large_buffers_without_joining_them():
+    import tracemalloc
+
+    async def main():
+        parts = kcodec.Buffers([bytes([i]) * (1 << 20) for i in range(16)])  # a 16 MB Fetch response's batches
+        seen: dict = {}
+        server, writer, done = await _stream_pair_with_slow_reader(parts.join(), seen)
+        tracemalloc.start()
+        try:
+            await write_buffers(writer, parts)
+            await done
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            writer.close()
+            server.close()
+        assert seen == {"n": parts.nbytes, "wrong": 0}
+        # writelines before 3.12 joined all 16 MB (and kept what the socket had not taken); here at most about
+        # one batch is copied at a time (the part of it the socket does not take at once)
+        assert peak < 4 * (1 << 20), peak
+    run(main())
+
+
+def test_a_cancelled_write_buffers_still_writes_the_whole_frame():
+    async def main():
+        parts = [bytes([i]) * (1 << 20) for i in range(8)]
+        seen: dict = {}
+        server, writer, done = await _stream_pair_with_slow_reader(b"".join(parts), seen)
+        try:
+            task = asyncio.ensure_future(write_buffers(writer, parts))
+            await asyncio.sleep(0.005)  # waiting for the transport to empty, part of the buffers written
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await writer.drain()
+            await done
+        finally:
+            writer.close()
+            server.close()
+        assert seen == {"n": 8 << 20, "wrong": 0}
+    run(main())
