@@ -138,6 +138,12 @@ def test_frames_put_size_and_header_first():
     assert [b for b in out if b is batch] == [batch, batch]
     # a request with no bytes field is one buffer after its size and header
     assert len(kcodec.encode_request_buffers(FetchRequest(), 12, 1)) == 2
+    # an empty body adds no empty buffer (Python 3.12.1's transport kept one queued, and close() hung on it)
+    from kcodec.messages import ApiVersionsRequest
+    for backend in BACKENDS.values():
+        assert backend.encode_buffers(program_for(ApiVersionsRequest, 0), ApiVersionsRequest(), 0) == ([], 0)
+    out = kcodec.encode_request_buffers(ApiVersionsRequest(), 0, 1)
+    assert len(out) == 1 and out.join() == kcodec.encode_request(ApiVersionsRequest(), 0, 1)
 
 
 def test_the_api_key_may_differ_from_the_class():

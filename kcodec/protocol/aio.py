@@ -73,7 +73,9 @@ def _write_now(transport: Any, buffers: Sequence[Any], tls: bool) -> None:
     are; before, small ones joined and each other one written, sent straight from the caller's buffer when
     the transport holds nothing before it (asyncio's TLS transport: one by one, its writelines joins)."""
     if KEEPS_BUFFERS:
-        transport.writelines(buffers)
+        # an empty buffer is left out: 3.12.1's writelines keeps it queued after the rest is sent, and close()
+        # then waits for it forever (wait_closed hangs)
+        transport.writelines([b for b in buffers if memoryview(b).nbytes])
         return
     for piece in (buffers if tls else _joined_if_small(buffers)):
         transport.write(piece)

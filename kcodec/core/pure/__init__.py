@@ -115,7 +115,7 @@ def encode_buffers(prog: Program, obj: Any, threshold: int) -> tuple[list[Any], 
     values of at least ``threshold`` bytes are the caller's own buffers, not copies (see split_buffers)."""
     if not _may_splice(prog):
         data = encode(prog, obj)
-        return [data], len(data)
+        return split_buffers(data, []), len(data)
     # The interpreter writes it: the compiled path rewrites a struct from its start when it meets anything
     # unusual, which would leave splices behind; this is the oracle, the Cython backend the fast one.
     out = spliced_output(threshold)

@@ -174,9 +174,10 @@ def spliced_value(v: Any, flat: memoryview) -> Any:
 
 def split_buffers(data: bytes, spliced: list[tuple[int, Any]]) -> list[Any]:
     """The buffers of an encoding: slices of ``data`` (views, not copies) with each spliced value inserted
-    at its position; ``[data]`` when nothing was spliced. Both backends' encode_buffers end here."""
+    at its position; ``[data]`` when nothing was spliced, ``[]`` for an empty body (no empty buffer for a
+    transport to keep queued). Both backends' encode_buffers end here."""
     if not spliced:
-        return [data]
+        return [data] if data else []
     view = memoryview(data)
     out: list[Any] = []
     prev = 0
