@@ -65,14 +65,16 @@ async def _writev(writer: asyncio.StreamWriter, pieces: Sequence[Any]) -> None:
     stays); when the socket has no room, the rest of the piece it cut goes through the transport, and the
     next writev waits until the transport has sent it."""
     transport = writer.transport
-    fd = transport.get_extra_info("socket").fileno()
+    sock = transport.get_extra_info("socket")
     start = 0
     while start < len(pieces):
         if transport.get_write_buffer_size():
             await _emptied(writer)
+        if transport.is_closing():  # its socket is (or is about to be) closed, its number maybe reused: as
+            return                  # asyncio's write, nothing more is written (the caller's drain raises)
         chunk = pieces[start:start + IOV_MAX]
         try:
-            sent = WRITEV(fd, chunk)  # type: ignore[misc]
+            sent = WRITEV(sock.fileno(), chunk)  # type: ignore[misc]  # the number now, after any await
         except (BlockingIOError, InterruptedError):
             sent = 0
         for piece in chunk:  # whole pieces sent

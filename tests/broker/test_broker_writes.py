@@ -103,6 +103,34 @@ def test_pieces_reach_a_slow_reader_whole_with_little_buffered(monkeypatch):
         assert rests and len(rests) <= len(calls)  # the late reader made the socket cut pieces short
 
 
+def test_a_closed_connection_gets_nothing_more():
+    """A response written once the transport is closing (the client went away while a fetch waited) writes
+    nothing, and fails only as a lost connection does (never on a closed or reused socket number)."""
+    async def main() -> tuple[bytes, object]:
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.transport.close()
+            await asyncio.sleep(0.05)  # the transport has closed its socket by now
+            try:
+                await write_pieces(writer, _pieces())
+                done.set_result(None)
+            except Exception as e:  # noqa: BLE001 - which exception is the point
+                done.set_result(e)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        async with server:
+            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+            outcome = await asyncio.wait_for(done, 10)
+            data = await reader.read()
+            writer.close()
+            return data, outcome
+
+    data, outcome = asyncio.run(main())
+    assert data == b""
+    assert outcome is None or isinstance(outcome, ConnectionError), outcome
+
+
 def _batch(value: bytes) -> bytes:
     b = BatchBuilder()
     b.append(None, value)
