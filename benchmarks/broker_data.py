@@ -1,18 +1,21 @@
 """confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
 `kcodec broker`, Tansu 0.6.0 (in memory) or Apache Kafka 4.4 (one KRaft node, tests/kafka/real_kafka.py),
 measured alike. `python benchmarks/broker_data.py` prints a table (`--brokers kcodec,kafka` picks brokers,
-`--rounds N` alternates them N times, `--json FILE` writes every result); benchmarks/test_broker_data.py
+`--rounds N` alternates them N times, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's
+fetch log of each consume and says per run what its Fetch requests were); benchmarks/test_broker_data.py
 runs the same under pytest-benchmark."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
@@ -35,6 +38,10 @@ class Result:
     consume_s: float
     peak_rss_mb: float
     cpu_s: float  # the broker process's user + system CPU over the whole run (robust to a busy machine)
+    first_s: float = float("nan")  # from assign() to the first consume() that returns messages (10,000)
+    produce_cpu_s: float = float("nan")  # the broker's CPU while producing, and while consuming
+    consume_cpu_s: float = float("nan")
+    fetches: dict[str, Any] = field(default_factory=dict)  # with --trace: fetch_trace()
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.messages / seconds, self.messages * self.size / seconds / 1e6
@@ -44,6 +51,58 @@ class Result:
         cm, cb = self.rate(self.consume_s)
         return (f"| {self.broker} | {self.size} B | {self.partitions} | {pm:,.0f} msg/s ({pb:.0f} MB/s) | "
                 f"{cm:,.0f} msg/s ({cb:.0f} MB/s) | {self.peak_rss_mb:.0f} MiB | {self.cpu_s:.2f} s |")
+
+    def detail(self) -> str:
+        """How the run went: the broker's CPU while producing and consuming, the first message, the Fetches."""
+        out = (f"  {self.broker} {self.size} B x {self.partitions}: broker CPU produce {self.produce_cpu_s:.2f} s, "
+               f"consume {self.consume_cpu_s:.2f} s; first message {self.first_s * 1e3:.0f} ms")
+        f = self.fetches
+        if f:
+            out += (f"; {f['count']} Fetch responses, {f['median_kb']:,.0f} KB median (max {f['max_kb']:,.0f}), "
+                    f"round trip {f['median_rtt_ms']:.1f} ms median (max {f['max_rtt_ms']:.1f}), last at "
+                    f"{f['last_s'] * 1e3:.0f} ms; {f['backoffs']} fetch backoffs")
+        return out
+
+
+_RECEIVED = re.compile(r"^%\d+\|(\d+\.\d+)\|.*Received FetchResponse \(v\d+, (\d+) bytes, CorrId \d+, rtt ([\d.]+)ms")
+
+
+def fetch_trace(log: Path, since: float) -> dict[str, Any]:
+    """The Fetch responses librdkafka logged (``debug=fetch,protocol``: wall-clock stamps), from ``since``
+    (time.time()): how many, their sizes and round trips, when the last came; and its fetch backoffs
+    (fetch.queue.backoff.ms and the like)."""
+    got = []
+    backoffs = 0
+    for line in log.read_text(errors="replace").splitlines():
+        m = _RECEIVED.match(line)
+        if m:
+            got.append((float(m.group(1)) - since, int(m.group(2)), float(m.group(3))))
+        elif "backoff" in line.lower() and "|FETCH" in line or "|BACKOFF|" in line:
+            backoffs += 1
+    if not got:
+        return {"count": 0, "median_kb": 0, "max_kb": 0, "median_rtt_ms": 0.0, "max_rtt_ms": 0.0, "last_s": 0.0,
+                "backoffs": backoffs}
+    return {"count": len(got), "median_kb": statistics.median(b for _, b, _ in got) / 1e3,
+            "max_kb": max(b for _, b, _ in got) / 1e3, "median_rtt_ms": statistics.median(r for _, _, r in got),
+            "max_rtt_ms": max(r for _, _, r in got), "last_s": max(t for t, _, _ in got), "backoffs": backoffs}
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Optional[Path]) -> Iterator[None]:
+    """librdkafka writes its log to file descriptor 2: there, to ``path``, for the block."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -90,7 +149,8 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
         proc.wait(10)
 
 
-def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -> Result:
+def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, trace: Optional[Path] = None) -> Result:
+    """One case through a fresh broker; ``trace``: a directory for librdkafka's fetch log of the consume."""
     import confluent_kafka as ck
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -106,6 +166,7 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -
         failed: list[str] = []
         p.produce(TOPIC, value, partition=0, on_delivery=lambda e, _m: e and failed.append(str(e)))
         p.flush(30)  # the producer knows the leaders before the clock starts
+        cpu0 = cpu_seconds(pid)
         t0 = time.perf_counter()
         for i in range(n - 1):
             p.produce(TOPIC, value, partition=i % partitions)
@@ -116,25 +177,37 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES) -
         if left or failed:
             raise RuntimeError(f"{kind}: {left} undelivered, {failed[:3]}")
         # the whole case may wait in librdkafka's queue: past queued.min.messages (100,000) it pauses fetching
-        # for fetch.queue.backoff.ms (1 s), so small messages would measure that pause, not the broker
-        c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
-                         "queued.min.messages": 2 * n, "queued.max.messages.kbytes": 4 * total_bytes // 1024})
-        c.assign([ck.TopicPartition(TOPIC, q, 0) for q in range(partitions)])
-        got = 0
-        t0 = time.perf_counter()
-        deadline = t0 + 120
-        while got < n and time.perf_counter() < deadline:
-            for m in c.consume(10_000, 0.5):
-                if m.error():
-                    raise RuntimeError(f"{kind}: {m.error()}")
-                got += 1
-        consume_s = time.perf_counter() - t0
-        c.close()
+        # for fetch.queue.backoff.ms (1 s), so small messages would measure that pause, not the broker. The
+        # fetch sizes are librdkafka's own (max.partition.fetch.bytes 1 MiB, fetch.max.bytes 50 MiB): Tansu
+        # answers about 5 MB whatever they are, so a size set here would pace only a broker that honours it
+        cpu1 = cpu_seconds(pid)
+        log = trace / f"{kind}-{size}x{partitions}-{time.time():.0f}.log" if trace is not None else None
+        with _stderr_to(log):
+            c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                             "queued.min.messages": 2 * n, "queued.max.messages.kbytes": 4 * total_bytes // 1024,
+                             **({"debug": "fetch,protocol"} if log is not None else {})})
+            c.assign([ck.TopicPartition(TOPIC, q, 0) for q in range(partitions)])
+            got = 0
+            first = float("nan")
+            since = time.time()
+            t0 = time.perf_counter()
+            deadline = t0 + 120
+            while got < n and time.perf_counter() < deadline:
+                messages = c.consume(10_000, 0.5)
+                if messages and not got:  # the first call that returns any (it waits for 10,000)
+                    first = time.perf_counter() - t0
+                for m in messages:
+                    if m.error():
+                        raise RuntimeError(f"{kind}: {m.error()}")
+                    got += 1
+            consume_s = time.perf_counter() - t0
+            cpu2 = cpu_seconds(pid)
+            c.close()
         del p, admin  # before the broker stops: no reconnect attempts logged
         if got != n:
             raise RuntimeError(f"{kind}: consumed {got} of {n}")
-        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid))
+        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid), first,
+                      cpu1 - cpu0, cpu2 - cpu1, fetch_trace(log, since) if log is not None else {})
 
 
 HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS | broker CPU |\n"
@@ -151,18 +224,25 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=1, help="each case this many times, the brokers alternated")
     p.add_argument("--json", metavar="FILE", help="write every result here")
     p.add_argument("--what", default="", help="a line saying how and where it ran, kept in the JSON")
+    p.add_argument("--trace", metavar="DIR", type=Path,
+                   help="keep librdkafka's fetch log of each consume here; print each run's Fetches")
     args = p.parse_args(argv)
     kinds = [k for k in args.brokers.split(",") if k]
     if set(kinds) - set(BROKERS):
         p.error(f"unknown broker(s) {set(kinds) - set(BROKERS)}")
     results = []
+    details: list[str] = []
+    if args.trace is not None:
+        args.trace.mkdir(parents=True, exist_ok=True)
     print(HEADER)
     for _ in range(args.rounds):
         for size, partitions in CASES:
             for kind in kinds:
-                r = run(kind, size, partitions)
+                r = run(kind, size, partitions, trace=args.trace)
                 results.append(r)
                 print(r.row(), flush=True)
+                details.append(r.detail())
+    print("\n".join(["", *details]))
     if args.json:
         Path(args.json).write_text(json.dumps({"what": args.what, "total_bytes_per_case": TOTAL_BYTES,
                                                "results": [dataclasses.asdict(r) for r in results]}, indent=1) + "\n")

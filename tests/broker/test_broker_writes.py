@@ -1,16 +1,19 @@
 """kcodec_broker.writes: a response made of pieces reaches a slow reader whole, and the transport never
 holds a copy of more than about one piece of it (asyncio before 3.12 would copy all that the socket does
-not take at once); a Fetch response's batches are the log's own objects when they reach the transport."""
+not take at once); a Fetch response's batches are the log's own objects when they reach the transport (or,
+before 3.12, writev on the socket itself)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 
 from broker_wire import Wire
 
 import kcodec_broker.server as broker_server
+import kcodec_broker.writes as writes
 from kcodec_broker import Cluster
-from kcodec_broker.writes import KEEPS_BUFFERS, write_pieces
+from kcodec_broker.writes import IOV_MAX, KEEPS_BUFFERS, WRITEV, write_pieces
 from kcodec.messages import FetchRequest, ProduceRequest
 from kcodec.records import BatchBuilder, iter_batches
 
@@ -28,9 +31,18 @@ def _pieces() -> list:
     return out
 
 
-def _recording(transport, handed: list) -> None:
-    """Record each buffer given to the transport (write, writelines), then let the transport have it."""
+def _recording(transport, handed: list, calls: list | None = None) -> None:
+    """Record each buffer given to the transport (write, writelines) or to writev (before 3.12; each
+    call's buffers also in ``calls``), then let the transport or the socket have it."""
     write, writelines = transport.write, transport.writelines
+    if WRITEV is not None:
+        def recording_writev(fd: int, buffers) -> int:
+            buffers = list(buffers)
+            handed.extend((b, None) for b in buffers)
+            if calls is not None:
+                calls.append(buffers)
+            return os.writev(fd, buffers)
+        writes.WRITEV = recording_writev  # restored by the caller's monkeypatch
 
     def recording_write(data) -> None:
         handed.append((data, transport.get_write_buffer_size()))
@@ -56,13 +68,15 @@ def _read_all(serve, late: float = 0.0) -> bytes:
     return asyncio.run(main())
 
 
-def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
+def test_pieces_reach_a_slow_reader_whole_with_little_buffered(monkeypatch):
+    monkeypatch.setattr(writes, "WRITEV", WRITEV)
     pieces = _pieces()
     handed: list = []
+    calls: list = []
     buffered: list[int] = []
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        _recording(writer.transport, handed)
+        _recording(writer.transport, handed, calls)
         write = writer.transport.write
 
         def after(data) -> None:
@@ -73,9 +87,48 @@ def test_pieces_reach_a_slow_reader_whole_with_little_buffered():
         writer.close()
 
     assert _read_all(serve, late=0.3) == b"".join(pieces)  # a late reader: the sockets fill, the writer waits
-    assert [d for d, _ in handed] == pieces and all(d is p for (d, _), p in zip(handed, pieces))
-    if not KEEPS_BUFFERS:  # each piece written on its own, after the transport's copy of the last drained
-        assert len(buffered) == len(pieces) and max(buffered) <= PIECE + HIGH_WATER
+    if WRITEV is None:
+        assert [d for d, _ in handed] == pieces and all(d is p for (d, _), p in zip(handed, pieces))
+    if not KEEPS_BUFFERS:  # after the transport's copy (at most one piece) has drained
+        assert max(buffered) <= PIECE + HIGH_WATER
+    if WRITEV is None and not KEEPS_BUFFERS:  # each piece written on its own
+        assert len(buffered) == len(pieces)
+    if WRITEV is not None:
+        # every piece goes to writev itself, the first call takes them all (up to IOV_MAX), and the
+        # transport only ever gets the rest of a piece the socket cut short, a view of it
+        assert calls[0] == pieces[:IOV_MAX] and all(a is b for a, b in zip(calls[0], pieces))
+        assert all(any(b is p for p in pieces) for call in calls for b in call)
+        rests = [d for d, n in handed if n is not None]
+        assert all(isinstance(d, memoryview) and any(d.obj is p for p in pieces) for d in rests)
+        assert rests and len(rests) <= len(calls)  # the late reader made the socket cut pieces short
+
+
+def test_a_closed_connection_gets_nothing_more():
+    """A response written once the transport is closing (the client went away while a fetch waited) writes
+    nothing, and fails only as a lost connection does (never on a closed or reused socket number)."""
+    async def main() -> tuple[bytes, object]:
+        done: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.transport.close()
+            await asyncio.sleep(0.05)  # the transport has closed its socket by now
+            try:
+                await write_pieces(writer, _pieces())
+                done.set_result(None)
+            except Exception as e:  # noqa: BLE001 - which exception is the point
+                done.set_result(e)
+
+        server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        async with server:
+            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+            outcome = await asyncio.wait_for(done, 10)
+            data = await reader.read()
+            writer.close()
+            return data, outcome
+
+    data, outcome = asyncio.run(main())
+    assert data == b""
+    assert outcome is None or isinstance(outcome, ConnectionError), outcome
 
 
 def _batch(value: bytes) -> bytes:
@@ -90,6 +143,7 @@ def test_fetched_batches_are_the_logs_own_objects_at_the_transport(monkeypatch):
     # the object itself when nothing waits before it; from Python 3.12 writelines keeps them for sendmsg),
     # after the codec encoded the response around them (kcodec.Buffers).
     handed: list = []
+    monkeypatch.setattr(writes, "WRITEV", WRITEV)
 
     async def recorded(writer, pieces) -> None:
         _recording(writer.transport, handed)
