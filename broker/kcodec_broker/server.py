@@ -21,6 +21,7 @@ from kcodec import definitions
 from kcodec.errors import ErrorCode
 from kcodec.messages import ApiVersionsRequest
 from kcodec.protocol import RequestFailed, RequestReceived, ServerConnection, TokenReceived
+from kcodec.protocol.aio import write_buffers
 from kcodec.security.dn import DerError
 from kcodec.security.principal_rules import NoMatchingRule
 from kcodec.security.tls import looks_like_tls, peer_principal, refused_handshake
@@ -32,7 +33,6 @@ from .handlers.api_versions import unsupported_version_response
 from .mechanisms import sasl_server
 from .state import BrokerInfo
 from .unsupported import error_response
-from .writes import write_pieces
 
 log = logging.getLogger("kcodec_broker")
 
@@ -176,7 +176,7 @@ class BrokerServer:
                     out = conn.data_to_send()
                     if out:
                         # no joined copy: a Fetch response's batches are the log's own buffers
-                        await write_pieces(writer, out)
+                        await write_buffers(writer, out)
                     if session.close_after_response:
                         # Kafka's connection.failed.authentication.delay.ms: the client reads the error
                         # before the close, and cannot retry in a tight loop

@@ -16,90 +16,19 @@ request, a hang-up), every waiting request fails with the cause, and so does eve
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import deque
-from typing import Any, Awaitable, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Optional, TypeVar
 
 from .client import ClientConnection
 from .events import ClientEvent, Outgoing, Request, Response, Token, TokenReceived, response_of
 from .sasl import Authentication, Sasl
 from .versions import Versions
+from .writes import write_buffers, write_now
+
+__all__ = ["AsyncConnection", "ClientProtocol", "ConnectionClosed", "from_streams", "open_connection", "write_buffers"]
 
 X = TypeVar("X")
 READ_CHUNK = 65536
-# Python 3.12+: the socket transport keeps the buffers writelines is given (no copy) and sends them with
-# sendmsg; before, writelines joins them into one bytes (a copy of every batch), and write sends a buffer
-# straight only when nothing waits before it, copying into its own bytearray what the socket does not take.
-KEEPS_BUFFERS = sys.version_info >= (3, 12)
-# Before 3.12 each buffer written to an empty transport is a send() of its own: buffers of at most this many
-# bytes in all are joined and sent at once (the copy costs less than a system call each)
-JOIN_MAX = 64 * 1024
-
-
-async def write_buffers(writer: asyncio.StreamWriter, buffers: Sequence[Any]) -> None:
-    """Write buffers (``Outgoing.buffers``, a ServerConnection's ``data_to_send()``, a ``kcodec.Buffers``) in
-    order to an asyncio stream without asyncio copying them whole, and wait as ``drain()`` does.
-
-    ``writer.writelines`` would, before Python 3.12, join a Fetch response of tens of MB into fresh memory;
-    here a buffer that would push the transport past its high-water mark waits until the transport is
-    empty, so the socket sends from the caller's buffer (only what it does not take at once is copied).
-    From 3.12 the buffers go to ``writelines`` as they are. Over TLS every byte is copied anyway
-    (encrypted). Calls on one stream must not overlap (await each before the next): one may wait between
-    its buffers. Cancelled while waiting, it writes the rest at once, so a frame is never cut."""
-    transport = writer.transport
-    if KEEPS_BUFFERS or writer.get_extra_info("ssl_object") is not None:
-        _write_now(transport, buffers, tls=not KEEPS_BUFFERS)
-        if KEEPS_BUFFERS and transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
-            await _emptied(transport, writer.drain)  # writelines does not pause the protocol itself
-        else:
-            await writer.drain()
-        return
-    pieces = _joined_if_small(buffers)
-    _, high = transport.get_write_buffer_limits()
-    for i, piece in enumerate(pieces):
-        buffered = transport.get_write_buffer_size()
-        if buffered and buffered + memoryview(piece).nbytes > high:
-            try:
-                await _emptied(transport, writer.drain)
-            except asyncio.CancelledError:
-                _write_now(transport, pieces[i:], tls=False)
-                raise
-        transport.write(piece)
-    await writer.drain()
-
-
-def _write_now(transport: Any, buffers: Sequence[Any], tls: bool) -> None:
-    """The buffers into the transport without waiting (so nothing else comes between them): from 3.12 as they
-    are; before, small ones joined and each other one written, sent straight from the caller's buffer when
-    the transport holds nothing before it (asyncio's TLS transport: one by one, its writelines joins)."""
-    if KEEPS_BUFFERS:
-        # an empty buffer is left out: 3.12.1's writelines keeps it queued after the rest is sent, and close()
-        # then waits for it forever (wait_closed hangs)
-        transport.writelines([b for b in buffers if memoryview(b).nbytes])
-        return
-    for piece in (buffers if tls else _joined_if_small(buffers)):
-        transport.write(piece)
-
-
-def _joined_if_small(buffers: Sequence[Any]) -> Sequence[Any]:
-    return [b"".join(buffers)] if len(buffers) > 1 and _nbytes(buffers) <= JOIN_MAX else buffers
-
-
-async def _emptied(transport: Any, writable: Callable[[], Awaitable[Any]]) -> None:
-    """Return once the transport has handed every byte to the socket: with a high-water mark of 0 the
-    transport pauses its protocol until its buffer is empty."""
-    low, high = transport.get_write_buffer_limits()
-    transport.set_write_buffer_limits(high=0)
-    try:
-        await writable()
-    finally:
-        if not transport.is_closing():
-            transport.set_write_buffer_limits(high=high, low=low)
-
-
-def _nbytes(pieces: Sequence[Any]) -> int:
-    nbytes = getattr(pieces, "nbytes", None)  # kcodec.Buffers counts its bytes
-    return nbytes if nbytes is not None else sum(memoryview(p).nbytes for p in pieces)
 
 
 class ConnectionClosed(ConnectionError):
@@ -168,7 +97,7 @@ class AsyncConnection:
         # whole request): nothing can come between them and a cancelled caller cannot cut them
         transport = self._writer.transport if self._writer is not None else self._transport
         assert transport is not None
-        _write_now(transport, outgoing.buffers, tls=transport.get_extra_info("ssl_object") is not None)
+        write_now(transport, outgoing.buffers, tls=transport.get_extra_info("ssl_object") is not None)
         if self._writer is not None:
             try:
                 await self._writer.drain()

@@ -219,7 +219,7 @@ def test_min_bytes_beyond_the_responses_limit_is_answered_at_once(one):
 
 
 def test_a_large_fetch_response_over_tls_arrives_whole(test_certs):
-    # TLS transports take a response's pieces at once (kcodec_broker.writes); the socket's reader is slow
+    # TLS transports take a response's pieces at once (kcodec.protocol.writes); the socket's reader is slow
     import ssl
 
     client = ssl.create_default_context(cafile=str(test_certs.ca))
