@@ -218,7 +218,8 @@ for label, n in (("one", 20_000), ("two", 40_000), ("one again", 20_000)):
 
 def test_callgrind_counts_the_measured_call_alone(tmp_path):
     """benchmarks/callgrind.py's counter: each dump is one call (twice the work, twice the instructions, within
-    the loop's set-up), the marker calls' own cost subtracted, the same count for the same call."""
+    the loop's set-up), the marker calls' own cost subtracted, the same count for the same call (to 0.1%: on
+    Python 3.12 the first call of a loop ran 1,068 of 5.15 M instructions more than the same call later)."""
     need_tool("valgrind", "apt-get install valgrind")
     need_tool("cc", "a C compiler builds benchmarks/native/callgrind/marker.c")
     script = tmp_path / "counted.py"
@@ -228,7 +229,7 @@ def test_callgrind_counts_the_measured_call_alone(tmp_path):
     counts = callgrind.under_callgrind([sys.executable, str(script), str(BENCH)], dict(os.environ, PYTHONHASHSEED="0"))
     assert set(counts) == {"one", "two", "one again"}
     assert 1.9 < counts["two"] / counts["one"] < 2.1
-    assert counts["one again"] == counts["one"]
+    assert abs(counts["one again"] - counts["one"]) <= counts["one"] / 1000
 
 
 def test_a_run_that_did_not_measure_a_target_keeps_it_unmet():
