@@ -38,10 +38,13 @@ def pytest_configure(config) -> None:
 # --- skips in CI (tests/needs.py) --------------------------------------------------------------------
 
 def _fail_skip_in_ci(report) -> None:
-    """A skip while CI is set becomes a failure unless CI_ALLOWED_SKIPS names it."""
-    if report.skipped and in_ci() and not hasattr(report, "wasxfail") and not ci_allows_skip(_repo_nodeid(report)):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        reason = reason.removeprefix("Skipped: ")
+    """A skip while CI is set becomes a failure unless CI_ALLOWED_SKIPS names it or what it needs does not
+    exist for the Python running (needs.NOT_FOR_THIS_PYTHON)."""
+    if not report.skipped or not in_ci() or hasattr(report, "wasxfail"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    if not ci_allows_skip(_repo_nodeid(report), reason):
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, and CI_ALLOWED_SKIPS in tests/needs.py does not allow it: {reason}"
 
@@ -113,7 +116,7 @@ def spark():
     """A local[2] SparkSession, UI off, shared by every `spark` test."""
     import sys
 
-    need_module("pyspark")
+    need_module("pyspark", since=(3, 11))
     if not os.environ.get("JAVA_HOME"):
         need_tool("java", "Java 17+ for Spark; Debian: apt-get install openjdk-17-jre-headless")
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import shutil
+import sys
 from types import ModuleType
 from typing import NoReturn
 
@@ -22,19 +23,28 @@ def in_ci() -> bool:
     return bool(os.environ.get("CI"))
 
 
-def missing(what: str) -> NoReturn:
-    """Skip (fail in CI) because ``what`` is not here; works inside a test and at module level."""
+# The reason of a skip that CI allows: the package does not exist for the Python running (PySpark 4.3 and
+# kio need 3.11+; the oldest Python a wheel is built for is 3.10)
+NOT_FOR_THIS_PYTHON = "not for this Python: "
+
+
+def missing(what: str, since: tuple[int, int] | None = None) -> NoReturn:
+    """Skip (fail in CI) because ``what`` is not here; works inside a test and at module level. ``since``:
+    the oldest Python ``what`` exists for; before it, a skip that CI allows."""
+    if since is not None and sys.version_info < since:
+        pytest.skip(f"{NOT_FOR_THIS_PYTHON}{what} needs Python {since[0]}.{since[1]}+", allow_module_level=True)
     if in_ci():
         pytest.fail(f"CI needs {what}, and it is missing", pytrace=False)
     pytest.skip(f"needs {what}", allow_module_level=True)
 
 
-def need_module(name: str) -> ModuleType:
-    """``import name``, or `missing` naming the package (pytest.importorskip that fails in CI)."""
+def need_module(name: str, since: tuple[int, int] | None = None) -> ModuleType:
+    """``import name``, or `missing` naming the package (pytest.importorskip that fails in CI; ``since``: see
+    `missing`)."""
     try:
         return importlib.import_module(name)
     except ImportError as e:
-        missing(f"the Python module {name!r} ({e}; `make test` installs it)")
+        missing(f"the Python module {name!r} ({e}; `make test` installs it)", since)
 
 
 def need_extension(backend: object, what: str) -> None:
@@ -67,8 +77,8 @@ CI_ALLOWED_SKIPS: dict[str, str] = {
 }
 
 
-def ci_allows_skip(nodeid: str) -> bool:
-    return any(nodeid == p or nodeid.startswith(p + "::") or nodeid.startswith(p + "[") for p in CI_ALLOWED_SKIPS)
+def ci_allows_skip(nodeid: str, reason: str = "") -> bool:
+    return reason.startswith(NOT_FOR_THIS_PYTHON) or any(nodeid == p or nodeid.startswith(p + "::") or nodeid.startswith(p + "[") for p in CI_ALLOWED_SKIPS)
 
 
 def parse_python(source: str, filename: str = "<unknown>") -> "ast.Module":

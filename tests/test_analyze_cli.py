@@ -122,3 +122,10 @@ def test_the_class_archive_is_written_once_then_used(tmp_path, monkeypatch):
     failed = jvm.Archive({}, "-Xint")  # a JVM that exits without writing it: nothing kept, nothing left
     failed.writing.parent.mkdir(parents=True, exist_ok=True)
     assert not failed.finish(argparse.Namespace(proc=None)) and not failed.path.exists()
+
+
+def test_without_pyspark_the_command_says_what_it_needs(monkeypatch):
+    # PySpark 4.3 needs Python 3.11+, so kcodec[spark] on 3.10 comes without it
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
+    with pytest.raises(SystemExit, match=r"needs PySpark 4.3 \(on Python 3.11 or later\)"):
+        analyze.run(argparse.Namespace(captures=["x.pcap"], ports=None, master=None, conf=[]))

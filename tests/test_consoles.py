@@ -69,7 +69,7 @@ def _spark_stderr(quiet: bool, tmp_path) -> str:
 
 @pytest.mark.spark
 def test_spark_keeps_its_log_lines_to_itself_unless_asked(tmp_path):
-    need_module("pyspark")
+    need_module("pyspark", since=(3, 11))
     quiet = _spark_stderr(True, tmp_path)
     noisy = [line for line in quiet.splitlines()
              if " WARN " in line or " INFO " in line or "default log level" in line or "log4j profile" in line]

@@ -23,7 +23,7 @@ from kcodec.tap import capture
 pytestmark = [pytest.mark.spark, pytest.mark.interop,
               pytest.mark.filterwarnings("ignore::kcodec.TrailingBytesWarning")]  # librdkafka's Metadata request
 
-need_module("pyspark")
+need_module("pyspark", since=(3, 11))
 from kcodec.showcase.e2e import analyze_capture, check, headline  # noqa: E402
 from kcodec.showcase.traffic import (CK, CKC, CKP, CODECS, DATA_RECORDS, DATA_TOPIC, KC, KPY,  # noqa: E402
                                      background_topic, drive, told_errors)

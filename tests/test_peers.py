@@ -170,7 +170,7 @@ def kio_versions(api: str, kind: str) -> list[int]:
 
 def kio_encode(msg: Any, version: int) -> bytes:
     if kio is None:
-        missing("kio 0.6.5 (Python 3.11+; `make test` installs it)")
+        missing("kio 0.6.5 (`make test` installs it)", since=(3, 11))
     load = kio.index.load_request_schema if type(msg).KIND == "request" else kio.index.load_response_schema
     entity = to_kio(msg, load(type(msg).API_KEY, version))
     buf = io.BytesIO()
@@ -271,7 +271,7 @@ def test_case_counts() -> None:
     # kio: KIO_VERSIONS; kafka-python: the same from v0 up.
     assert per_peer == {"kio": 80, "kafka-python": 88}
     if kio is None:
-        missing("kio 0.6.5 (Python 3.11+; `make test` installs it) to check KIO_VERSIONS")
+        missing("kio 0.6.5 (`make test` installs it) to check KIO_VERSIONS", since=(3, 11))
     for api in APIS:
         for kind in KINDS:
             lo, hi = KIO_VERSIONS[api]

@@ -123,6 +123,11 @@ def conf_pairs(items: list[str]) -> dict[str, str]:
 
 
 def run(args: Any) -> int:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise SystemExit("kcodec analyze needs PySpark 4.3 (on Python 3.11 or later): "
+                         "pip install 'kcodec[spark]'") from None
     from . import jvm, pipeline
 
     import os
