@@ -14,7 +14,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-from kcodec.spark import analyze, pipeline
+from needs import need_module
+
+need_module("pyspark", since=(3, 11))  # the pipeline imports it
+from kcodec.spark import analyze, pipeline  # noqa: E402
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
