@@ -7,13 +7,12 @@ import struct
 from typing import Any, Iterable, Optional
 
 from ..exceptions import EncodeError
-from ._checksum import crc32, crc32c
+from ._checksum import _crc32c, crc32, crc32c
 from ._compression import compress
 from ._select import backend
-from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER_SIZE,
-                     Compression, TimestampType, now_ms)
+from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER,
+                     V2_HEADER_SIZE, Compression, TimestampType, now_ms)
 
-_V2 = struct.Struct(">qiibIhiqqqhii")
 _MSG_HEAD = struct.Struct(">qiIbb")
 _COMPRESSIONS = {int(c): c for c in Compression}
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
@@ -93,20 +92,25 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
             return self._built
         if count == 0:
             raise EncodeError("a batch needs at least one record", "records")
-        if not self.compression:
-            size = self.records_size()
-        else:
-            with self.records_view() as view:  # (no copy of the records to compress them)
-                records = compress(self.compression, view, self.level)
-            size = len(records)
-        header = _V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size, self.partition_leader_epoch, 2, 0,
-                          self._attributes(), count - 1, base_ts, max_ts, self.producer_id, self.producer_epoch,
-                          self.base_sequence, count)
-        if not self.compression:
-            self._built = self.finish(header, crc32c)
-        else:
-            crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
-            self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
+        if not self.compression:  # the writer writes the header in front of its records: one call, no copy
+            try:
+                self._built = self.finish(self.base_offset, self.partition_leader_epoch, self._attributes(),
+                                          self.producer_id, self.producer_epoch, self.base_sequence, _crc32c)
+            except (OverflowError, TypeError) as e:
+                raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
+            self._built_key = key
+            return self._built
+        with self.records_view() as view:  # (no copy of the records to compress them)
+            records = compress(self.compression, view, self.level)
+        size = len(records)
+        try:
+            header = V2_HEADER.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size,
+                                    self.partition_leader_epoch, 2, 0, self._attributes(), count - 1, base_ts, max_ts,
+                                    self.producer_id, self.producer_epoch, self.base_sequence, count)
+        except struct.error as e:
+            raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
+        crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
+        self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
         self._built_key = key
         return self._built
 
