@@ -18,10 +18,7 @@ _COMPRESSIONS = {int(c): c for c in Compression}
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
-def _enum(members: dict, cls: Any, value: Any) -> Any:
-    """The enum member of a value through a dict (calling an IntEnum costs a microsecond)."""
-    found = members.get(value)
-    return cls(value) if found is None else found
+_new_writer = backend.RecordsWriter.__new__  # (the writer's state is made there, as the twin's __cinit__ does)
 
 
 class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
@@ -31,20 +28,24 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
                  "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
 
+    # Making a builder is kept to few Python steps (no super(), no helper calls): a producer makes one per
+    # batch, often just after other work has left the caches cold, where each step costs a microsecond or more.
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
-        if cls is BatchBuilder and magic in (0, 1):
+        if magic in (0, 1) and cls is BatchBuilder:
             cls = _LegacyBuilder
-        return super().__new__(cls)  # type: ignore[no-any-return]
+        return _new_writer(cls)  # type: ignore[no-any-return]
 
     def __init__(self, magic: int = 2, compression: int = Compression.NONE, level: Optional[int] = None,
                  base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                  transactional: bool = False, control: bool = False, partition_leader_epoch: int = -1,
                  timestamp_type: int = TimestampType.CREATE_TIME) -> None:
-        super().__init__()
         if magic not in (0, 1, 2):
             raise EncodeError(f"magic {magic} is not 0, 1 or 2", "magic")
         self.magic = magic
-        self.compression = _enum(_COMPRESSIONS, Compression, compression)
+        # the enum members through dicts (calling an IntEnum costs a microsecond); a value not in them is
+        # refused by the enum's own call
+        codec = _COMPRESSIONS.get(compression)
+        self.compression = Compression(compression) if codec is None else codec
         if magic < 2 and self.compression == Compression.ZSTD:
             raise EncodeError("zstd needs magic 2", "compression")
         if magic < 2 and (transactional or control or producer_id != -1):
@@ -54,7 +55,8 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
         self.transactional, self.control = transactional, control
         self.partition_leader_epoch = partition_leader_epoch
-        self.timestamp_type = _enum(_TIMESTAMP_TYPES, TimestampType, timestamp_type)
+        ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
+        self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
         self._built: Optional[bytes] = None
         self._built_key: Optional[tuple] = None
 

@@ -275,12 +275,22 @@ class RecordsWriter:
 
     The base of :class:`kcodec.records.BatchBuilder`; the Cython twin writes into a C buffer."""
     __slots__ = ("_out", "_count", "_base_ts", "_max_ts")
+    _out: bytearray
+    _count: int
+    _base_ts: int
+    _max_ts: int
 
-    def __init__(self) -> None:
+    def __new__(cls, *args: Any, **kwargs: Any) -> "RecordsWriter":
+        # the state made here, as the twin's __cinit__ makes it: a subclass's __init__ need not call this one
+        self = super().__new__(cls)
         self._out = bytearray()
         self._count = 0
         self._base_ts = -1
         self._max_ts = -1
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
 
     def append(self, key, value, headers=(), timestamp=None) -> int:
         """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
