@@ -129,6 +129,19 @@ def test_writers_write_the_same_batch_header(rows, base_offset, epoch, attribute
             batch.producer_epoch, batch.base_sequence, batch.record_count) == (*fields[:6], len(rows))
 
 
+def test_writers_agree_whatever_size_the_last_batch_had():
+    # the Cython writer grows a batch past 4 KB at once to about the last finished one's size: after a big
+    # batch, a small one, and one past the hint (several growths) are written as the reference writes them
+    for n in (2000, 1, 40, 9000, 3, 2000):
+        batches = []
+        for module in (_pure, FAST):
+            w = module.RecordsWriter()
+            for i in range(n):
+                w.append(b"k%d" % i, b"v" * (i % 300), (), i)
+            batches.append(w.finish(0, -1, 0, -1, -1, -1, crc32c))
+        assert batches[0] == batches[1] and read_batches(batches[1]).batches[0].record_count == n
+
+
 @pytest.mark.parametrize("at, bad", [(0, 2**63), (1, 2**31), (2, -2**15 - 1), (3, -2**63 - 1), (4, 2**15),
                                      (5, -2**31 - 1), (1, 1.5), (4, "1")])
 def test_writers_refuse_the_same_header_fields(at, bad):
