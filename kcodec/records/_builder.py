@@ -7,22 +7,18 @@ import struct
 from typing import Any, Iterable, Optional
 
 from ..exceptions import EncodeError
-from ._checksum import crc32, crc32c
+from ._checksum import _crc32c, crc32, crc32c
 from ._compression import compress
 from ._select import backend
-from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER_SIZE,
-                     Compression, TimestampType, now_ms)
+from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER,
+                     V2_HEADER_SIZE, Compression, TimestampType, now_ms)
 
-_V2 = struct.Struct(">qiibIhiqqqhii")
 _MSG_HEAD = struct.Struct(">qiIbb")
 _COMPRESSIONS = {int(c): c for c in Compression}
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
-def _enum(members: dict, cls: Any, value: Any) -> Any:
-    """The enum member of a value through a dict (calling an IntEnum costs a microsecond)."""
-    found = members.get(value)
-    return cls(value) if found is None else found
+_new_writer = backend.RecordsWriter.__new__  # (the writer's state is made there, as the twin's __cinit__ does)
 
 
 class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
@@ -32,20 +28,24 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
                  "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
 
+    # Making a builder is kept to few Python steps (no super(), no helper calls): a producer makes one per
+    # batch, often just after other work has left the caches cold, where each step costs a microsecond or more.
     def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
-        if cls is BatchBuilder and magic in (0, 1):
+        if magic in (0, 1) and cls is BatchBuilder:
             cls = _LegacyBuilder
-        return super().__new__(cls)  # type: ignore[no-any-return]
+        return _new_writer(cls)  # type: ignore[no-any-return]
 
     def __init__(self, magic: int = 2, compression: int = Compression.NONE, level: Optional[int] = None,
                  base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
                  transactional: bool = False, control: bool = False, partition_leader_epoch: int = -1,
                  timestamp_type: int = TimestampType.CREATE_TIME) -> None:
-        super().__init__()
         if magic not in (0, 1, 2):
             raise EncodeError(f"magic {magic} is not 0, 1 or 2", "magic")
         self.magic = magic
-        self.compression = _enum(_COMPRESSIONS, Compression, compression)
+        # the enum members through dicts (calling an IntEnum costs a microsecond); a value not in them is
+        # refused by the enum's own call
+        codec = _COMPRESSIONS.get(compression)
+        self.compression = Compression(compression) if codec is None else codec
         if magic < 2 and self.compression == Compression.ZSTD:
             raise EncodeError("zstd needs magic 2", "compression")
         if magic < 2 and (transactional or control or producer_id != -1):
@@ -55,7 +55,8 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
         self.transactional, self.control = transactional, control
         self.partition_leader_epoch = partition_leader_epoch
-        self.timestamp_type = _enum(_TIMESTAMP_TYPES, TimestampType, timestamp_type)
+        ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
+        self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
         self._built: Optional[bytes] = None
         self._built_key: Optional[tuple] = None
 
@@ -93,20 +94,25 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
             return self._built
         if count == 0:
             raise EncodeError("a batch needs at least one record", "records")
-        if not self.compression:
-            size = self.records_size()
-        else:
-            with self.records_view() as view:  # (no copy of the records to compress them)
-                records = compress(self.compression, view, self.level)
-            size = len(records)
-        header = _V2.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size, self.partition_leader_epoch, 2, 0,
-                          self._attributes(), count - 1, base_ts, max_ts, self.producer_id, self.producer_epoch,
-                          self.base_sequence, count)
-        if not self.compression:
-            self._built = self.finish(header, crc32c)
-        else:
-            crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
-            self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
+        if not self.compression:  # the writer writes the header in front of its records: one call, no copy
+            try:
+                self._built = self.finish(self.base_offset, self.partition_leader_epoch, self._attributes(),
+                                          self.producer_id, self.producer_epoch, self.base_sequence, _crc32c)
+            except (OverflowError, TypeError) as e:
+                raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
+            self._built_key = key
+            return self._built
+        with self.records_view() as view:  # (no copy of the records to compress them)
+            records = compress(self.compression, view, self.level)
+        size = len(records)
+        try:
+            header = V2_HEADER.pack(self.base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + size,
+                                    self.partition_leader_epoch, 2, 0, self._attributes(), count - 1, base_ts, max_ts,
+                                    self.producer_id, self.producer_epoch, self.base_sequence, count)
+        except struct.error as e:
+            raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
+        crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
+        self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
         self._built_key = key
         return self._built
 

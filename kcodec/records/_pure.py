@@ -6,9 +6,10 @@ It is the oracle the Cython twin (``_crecords.pyx``) is fuzzed against; both exp
 
 from __future__ import annotations
 
+import struct
 from typing import Any, Iterator, Optional, Sequence
 
-from ._types import RecordsError, now_ms as _now_ms
+from ._types import LOG_OVERHEAD, V2_HEADER, V2_HEADER_SIZE, RecordsError, now_ms as _now_ms
 
 
 class Record:
@@ -274,12 +275,22 @@ class RecordsWriter:
 
     The base of :class:`kcodec.records.BatchBuilder`; the Cython twin writes into a C buffer."""
     __slots__ = ("_out", "_count", "_base_ts", "_max_ts")
+    _out: bytearray
+    _count: int
+    _base_ts: int
+    _max_ts: int
 
-    def __init__(self) -> None:
+    def __new__(cls, *args: Any, **kwargs: Any) -> "RecordsWriter":
+        # the state made here, as the twin's __cinit__ makes it: a subclass's __init__ need not call this one
+        self = super().__new__(cls)
         self._out = bytearray()
         self._count = 0
         self._base_ts = -1
         self._max_ts = -1
+        return self
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
 
     def append(self, key, value, headers=(), timestamp=None) -> int:
         """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
@@ -311,8 +322,20 @@ class RecordsWriter:
         """The records without a copy: release it (``with``) before the next append."""
         return memoryview(self._out)
 
-    def finish(self, header: bytes, crc_fn: Any) -> bytes:
-        """``header`` (61 bytes, CRC field zero) + the records, with the CRC32C of bytes 21.. written at 17."""
+    def finish(self, base_offset: int, partition_leader_epoch: int, attributes: int, producer_id: int,
+               producer_epoch: int, base_sequence: int, crc_fn: Any) -> bytes:
+        """The uncompressed v2 batch: its header from these fields and the writer's count and timestamps, with
+        the CRC32C of bytes 21.. at 17. A field that is not an int is a TypeError, one out of its width an
+        OverflowError, as in the twin."""
+        fields = (base_offset, partition_leader_epoch, attributes, producer_id, producer_epoch, base_sequence)
+        try:
+            header = V2_HEADER.pack(base_offset, V2_HEADER_SIZE - LOG_OVERHEAD + len(self._out), partition_leader_epoch,
+                                    2, 0, attributes, self._count - 1, self._base_ts, self._max_ts, producer_id,
+                                    producer_epoch, base_sequence, self._count)
+        except struct.error as e:
+            if not all(isinstance(f, int) for f in fields):
+                raise TypeError(f"a batch header field must be an int: {e}") from None
+            raise OverflowError(f"a batch header field is out of range: {e}") from None
         out = bytearray(header) + self._out
         out[17:21] = crc_fn(memoryview(out)[21:]).to_bytes(4, "big")
         return bytes(out)

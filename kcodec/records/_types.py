@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import struct
 import time
 from typing import NamedTuple, Optional
 
@@ -35,6 +36,9 @@ DELETE_HORIZON_BIT = 0x40
 LOG_OVERHEAD = 12
 V2_HEADER_SIZE = 61          # up to and including the record count
 V2_CRC_START = 21            # the CRC32C covers attributes .. end
+# base offset, batch length, leader epoch, magic, CRC, attributes, last offset delta, first and max timestamp,
+# producer id and epoch, base sequence, record count
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 V2_MIN_RECORD_SIZE = 7       # length, attributes, timestamp, offset, key, value, header count: 1 byte each
 V0_HEADER_SIZE = 14          # crc, magic, attributes, key length, value length (after LOG_OVERHEAD)
 V1_HEADER_SIZE = 22          # + timestamp

@@ -11,7 +11,7 @@ from needs import need_extension
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kcodec.records import RecordsError, _pure
+from kcodec.records import RecordsError, _pure, crc32c, read_batches
 from kcodec.records._pure import record_tuple
 from kcodec.records._select import available
 
@@ -108,6 +108,53 @@ def test_varints_at_their_limits(raw):
     # a record whose length and timestamp varints are arbitrary byte runs, long and overflowing ones included
     data = bytes([0x80 | b for b in raw[:-1]] + [raw[-1] & 0x7F]) + bytes(raw) * 2
     both(data, 1)
+
+
+I64, I32, I16 = (st.integers(-2**(n - 1), 2**(n - 1) - 1) for n in (64, 32, 16))
+
+
+@given(records, I64, I32, st.integers(0, 7).map(lambda bits: bits << 3), I64, I16, I32)  # (no codec bits)
+def test_writers_write_the_same_batch_header(rows, base_offset, epoch, attributes, pid, producer_epoch, sequence):
+    # finish writes the whole uncompressed batch: header fields from the arguments and the writer's state
+    fields = (base_offset, epoch, attributes, pid, producer_epoch, sequence, crc32c)
+    got = []
+    for module in (_pure, FAST):
+        w = module.RecordsWriter()
+        for k, v, h, ts in rows:
+            w.append(k, v, h, ts)
+        got.append(w.finish(*fields))
+    assert got[0] == got[1]
+    batch = read_batches(got[0]).batches[0]
+    assert (batch.base_offset, batch.partition_leader_epoch, batch.attributes, batch.producer_id,
+            batch.producer_epoch, batch.base_sequence, batch.record_count) == (*fields[:6], len(rows))
+
+
+def test_writers_agree_whatever_size_the_last_batch_had():
+    # the Cython writer grows a batch past 4 KB at once to about the last finished one's size: after a big
+    # batch, a small one, and one past the hint (several growths) are written as the reference writes them
+    for n in (2000, 1, 40, 9000, 3, 2000):
+        batches = []
+        for module in (_pure, FAST):
+            w = module.RecordsWriter()
+            for i in range(n):
+                w.append(b"k%d" % i, b"v" * (i % 300), (), i)
+            batches.append(w.finish(0, -1, 0, -1, -1, -1, crc32c))
+        assert batches[0] == batches[1] and read_batches(batches[1]).batches[0].record_count == n
+
+
+@pytest.mark.parametrize("at, bad", [(0, 2**63), (1, 2**31), (2, -2**15 - 1), (3, -2**63 - 1), (4, 2**15),
+                                     (5, -2**31 - 1), (1, 1.5), (4, "1")])
+def test_writers_refuse_the_same_header_fields(at, bad):
+    fields = [0, -1, 0, -1, -1, -1, crc32c]
+    fields[at] = bad
+    for module in (_pure, FAST):
+        w = module.RecordsWriter()
+        w.append(b"k", b"v", (), 1)
+        with pytest.raises(OverflowError if isinstance(bad, int) else TypeError):
+            w.finish(*fields)
+        fields[at] = 0 if at != 1 else -1
+        assert read_batches(w.finish(*fields)).batches[0].record_count == 1  # nothing was handed out before
+        fields[at] = bad
 
 
 @pytest.mark.parametrize("bad", ["text", 1.5, object()])

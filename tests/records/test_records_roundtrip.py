@@ -133,6 +133,12 @@ def test_builder_rejects_what_the_format_cannot_hold():
         BatchBuilder(magic=1).append(b"k", b"v", headers=[("h", b"1")])
     with pytest.raises(kcodec.EncodeError):
         BatchBuilder().build()
+    for codec in (Compression.NONE, Compression.GZIP):  # the writer's header and the compressed batch's alike
+        for field in ({"producer_epoch": 2**15}, {"base_offset": 2**63}, {"partition_leader_epoch": 1.5}):
+            b = BatchBuilder(compression=codec, **field)
+            b.append(b"k", b"v", timestamp=1)
+            with pytest.raises(kcodec.EncodeError, match="header"):
+                b.build()
     with pytest.raises(TypeError):
         BatchBuilder().append("text", b"v")
     with pytest.raises(TypeError):
