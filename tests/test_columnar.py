@@ -240,8 +240,8 @@ def test_engine_follows_the_backend_choice():
 def _partition_rows(cls, version: int):
     """A response whose partitions take every turn of the fast row loops: empty, one-value and long arrays
     (a multi-byte compact length), tagged fields and, where nullable, null arrays, in first, middle and
-    last rows of several topics; and a last topic whose arrays mostly repeat the row before's length (the
-    loops' guess), with a few that do not."""
+    last rows of several topics; a topic whose arrays mostly repeat the row before's length (the loops'
+    guess), with a few that do not; and one whose rows take turns between two shapes."""
     Topic, Partition = cls.Topic, cls.Partition
     nullable = [f for f in ("eligible_leader_replicas", "last_known_elr") if hasattr(Partition(), f)]
     topics = []
@@ -267,6 +267,10 @@ def _partition_rows(cls, version: int):
             setattr(p, f, [] if i != 4 else [i])
         parts.append(p)
     topics.append(Topic(name="repeats", partitions=parts))
+    # two shapes taking turns (an ISR one short), then a third: the names scan's two guesses change places
+    topics.append(Topic(name="turns", partitions=[
+        Partition(partition_index=i, replica_nodes=[1, 2, 3], isr_nodes=[1, 2, 3] if i % 2 == 0 else [1, 2] if i < 5
+                  else [1]) for i in range(7)]))
     return cls(topics=topics)
 
 

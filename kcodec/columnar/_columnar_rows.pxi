@@ -412,6 +412,10 @@ cdef struct RowGuess:  # the last row skip_rows stepped over the full way, for t
     int quick              # the same for skip_rows' unrolled loops (quick_guess), made when it is recorded
     Py_ssize_t qa[8]
     uint8_t qv[8]
+    int quick2             # the quick guess before it (0: none), tried when this one misses: a shape that
+    Py_ssize_t size2       # alternates with the usual one (an ISR one replica short) costs no full row
+    Py_ssize_t qa2[8]
+    uint8_t qv2[8]
 
 
 cdef inline bint same_lengths(const unsigned char* row, const RowGuess* g) noexcept nogil:
@@ -466,7 +470,9 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
     cdef const Step* st
     cdef Py_ssize_t q = at[0], q0, size = 0
     cdef Py_ssize_t a[8]
+    cdef Py_ssize_t a2[8]
     cdef uint8_t v[8]
+    cdef uint8_t v2[8]
     cdef int quick
     cdef uint32_t v4
     cdef bint record = nsteps <= GUESS_MAX
@@ -490,12 +496,32 @@ cdef int64_t skip_rows(const unsigned char* buf, Py_ssize_t end, const Step* ste
                     done += 1
             if done == n:
                 break
+            if (g.quick2 and g.size2 <= end - q and same4(buf + q, g.qa2, g.qv2)
+                    and (g.quick2 == QUICK_FOUR or same4(buf + q, g.qa2 + 4, g.qv2 + 4))):
+                memcpy(a2, g.qa2, sizeof(a2))  # the two guesses change places
+                memcpy(v2, g.qv2, sizeof(v2))
+                memcpy(g.qa2, a, sizeof(a))
+                memcpy(g.qv2, v, sizeof(v))
+                memcpy(g.qa, a2, sizeof(a2))
+                memcpy(g.qv, v2, sizeof(v2))
+                memcpy(a, a2, sizeof(a2))
+                memcpy(v, v2, sizeof(v2))
+                g.quick2, g.quick = quick, g.quick2
+                g.size2, g.size = size, g.size2
+                quick = g.quick
+                size = g.size
+                continue
         elif g.size and g.size <= end - q and same_lengths(buf + q, g):
             prefetch(buf + q + PREFETCH_AHEAD)
             q += g.size
             done += 1
             continue
         prefetch(buf + q + PREFETCH_AHEAD)
+        if quick and size:  # the guess that missed is the one before now
+            g.quick2 = quick
+            g.size2 = size
+            memcpy(g.qa2, a, sizeof(a))
+            memcpy(g.qv2, v, sizeof(v))
         g.size = 0
         g.quick = 0
         size = 0
