@@ -122,3 +122,15 @@ def test_the_class_archive_is_written_once_then_used(tmp_path, monkeypatch):
     failed = jvm.Archive({}, "-Xint")  # a JVM that exits without writing it: nothing kept, nothing left
     failed.writing.parent.mkdir(parents=True, exist_ok=True)
     assert not failed.finish(argparse.Namespace(proc=None)) and not failed.path.exists()
+
+
+def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
+    """kcodec.spark.daemon imports PRELOAD before it forks (the workers inherit it); a fork must find no
+    thread running, so nothing that starts one (pyarrow, numpy, pandas) is among them."""
+    code = ("import os, sys\nfrom kcodec.spark.daemon import preload, PRELOAD\npreload()\n"
+            "print(len(os.listdir('/proc/self/task')), all(m in sys.modules for m in PRELOAD),"
+            " [m for m in ('pyarrow', 'numpy', 'pandas') if m in sys.modules])")
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("counts threads in /proc")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "True", "[]"], out
