@@ -188,34 +188,3 @@ def test_the_report_totals(analyzed):
     assert any(line.startswith("  record batches:") and "2 did not decode" in line for line in lines)
     assert any(line.startswith("  topic orders:") for line in lines)
     assert len(list(iter_batches(batch()))) == 1  # the helper builds what it says
-
-
-def test_naming_in_a_thread_is_waited_for_and_says_what_went_wrong():
-    """write_tables(background=True) names topics by id in a thread (while `kcodec analyze` renders its
-    report): wait() returns once the job has, and raises in the caller what the job raised."""
-    import threading
-
-    from kcodec.spark.pipeline import Naming
-
-    done, release = [], threading.Event()
-
-    def job() -> None:
-        release.wait(10)
-        done.append(1)
-
-    naming = Naming(job, background=True)
-    assert done == []  # not waited for as it starts
-    release.set()
-    naming.wait()
-    assert done == [1]
-    Naming(lambda: done.append(2)).wait()  # not in the background: done before the constructor returns
-    assert done == [1, 2]
-
-    def failing() -> None:
-        raise RuntimeError("the job failed")
-
-    with pytest.raises(RuntimeError, match="the job failed"):
-        Naming(failing, background=True).wait()
-    with pytest.raises(RuntimeError, match="the job failed"):
-        Naming(failing)
-    Naming().wait()  # nothing to name

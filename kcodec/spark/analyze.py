@@ -97,7 +97,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
-        written = pipeline.write_tables(spark, captures, tables, ports, background=True)
+        written = pipeline.write_tables(spark, captures, tables, ports)
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
@@ -106,7 +106,6 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")
     path = report.write(agg, out, captures, kcodec.BACKEND)
-    written["naming"].wait()  # topics named by id named in the batches table while the report rendered
     report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
     return agg

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Sequence, Union
 
 from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
@@ -90,40 +89,11 @@ def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "") -> ta
     return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables)
 
 
-class Naming:
-    """The batches table's topics named by id being named (a Spark job over its files, ``tasks.name_topics``),
-    in a thread when ``background``: ``wait`` returns once they are, and raises what the job raised."""
-
-    def __init__(self, job: Optional[Callable[[], None]] = None, background: bool = False) -> None:
-        self._error: Optional[BaseException] = None
-        self._thread: Optional[threading.Thread] = None
-        if job is not None and background:
-            self._thread = threading.Thread(target=self._run, args=(job,), daemon=True)
-            self._thread.start()
-        elif job is not None:
-            job()
-
-    def _run(self, job: Callable[[], None]) -> None:
-        try:
-            job()
-        except BaseException as e:  # raised again by wait(), in the caller's thread
-            self._error = e
-
-    def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
-                 ports: Optional[Iterable[int]] = None, background: bool = False) -> dict[str, Any]:
+                 ports: Optional[Iterable[int]] = None) -> dict[str, Any]:
     """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
     exchanges, batches and files (and topic_ids). Returns what the tasks reported: ``files`` (path ->
-    summary) and ``rows`` (per table), and ``naming`` (a ``Naming``): with ``background``, the topics that
-    batches name by id are named in a thread (a Spark job over the batches table, while the caller goes on
-    with the figures, which it needs not wait for: the report), and the batches table is whole only once
-    ``naming.wait()`` has returned."""
+    summary) and ``rows`` (per table)."""
     unsplit: frozenset[str] = frozenset()
     for _ in range(2):  # a second time only if a file's ranges did not join up: then that file is read whole
         p = plan(spark, paths, unsplit)
@@ -147,17 +117,16 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
     files_table.close()
     merged = aggregates.merge(parts["aggregates"])
     names = aggregates.topic_names(merged)
-    naming = Naming()
     if merged.c.get("b_unnamed") and names:
         files = storage.parquet_files(f"{tables}/batches")
-        naming = Naming(functools.partial(spark_context(spark).parallelize(files, max(1, len(files))).foreach,
-                                          functools.partial(tasks.name_topics, names=names)), background)
+        spark_context(spark).parallelize(files, max(1, len(files))).foreach(
+            functools.partial(tasks.name_topics, names=names))
     rows: dict[str, int] = {}
     for counts in parts["rows"]:
         for k, v in counts.items():
             rows[k] = rows.get(k, 0) + v
     return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit),
-            "aggregates": aggregates.finish(merged, summaries), "naming": naming}
+            "aggregates": aggregates.finish(merged, summaries)}
 
 
 def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
