@@ -132,3 +132,15 @@ def test_without_pyspark_the_command_says_what_it_needs(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError
     with pytest.raises(SystemExit, match=r"needs PySpark 4.3 \(on Python 3.11 or later\)"):
         analyze.run(argparse.Namespace(captures=["x.pcap"], ports=None, master=None, conf=[]))
+
+
+def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
+    """kcodec.spark.daemon imports PRELOAD before it forks (the workers inherit it); a fork must find no
+    thread running, so nothing that starts one (pyarrow, numpy, pandas) is among them."""
+    code = ("import os, sys\nfrom kcodec.spark.daemon import preload, PRELOAD\npreload()\n"
+            "print(len(os.listdir('/proc/self/task')), all(m in sys.modules for m in PRELOAD),"
+            " [m for m in ('pyarrow', 'numpy', 'pandas') if m in sys.modules])")
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("counts threads in /proc")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "True", "[]"], out

@@ -128,7 +128,7 @@ def run(args: Any) -> int:
     except ImportError:
         raise SystemExit("kcodec analyze needs PySpark 4.3 (on Python 3.11 or later): "
                          "pip install 'kcodec[spark]'") from None
-    from . import jvm, pipeline
+    from . import jvm, launch  # PySpark's core only: the passes' modules are imported while the JVM starts
 
     import os
 
@@ -142,15 +142,15 @@ def run(args: Any) -> int:
     verbose = getattr(args, "verbose", False)
     if under_submit and not verbose:  # its JVM started with spark-submit's logging: errors only from here on
         conf.setdefault("spark.log.level", "ERROR")
-    settings = {**pipeline.defaults(args.captures, master), **conf}
+    settings = {**launch.defaults(args.captures, master), **conf}
     archive = None
     if local and not under_submit:  # the driver's JVM is started here: from the class archive (``jvm``)
         archive = jvm.Archive(settings, settings.get("spark.driver.extraJavaOptions", ""))
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
-    threading.Thread(target=_import_plotting, daemon=True).start()  # while the JVM starts
-    sc = pipeline.context(master, quiet=not verbose, conf=settings)
+    threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
+    sc = launch.context(master, quiet=not verbose, conf=settings)
     if not verbose:
         sc.setLogLevel("ERROR")
     try:
@@ -183,12 +183,16 @@ def _quiet(*_: Any) -> None:
     pass
 
 
-def _import_plotting() -> None:
-    from . import report
-
+def _import_ahead() -> None:
+    """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s; then
+    matplotlib), imported in a thread while Spark's JVM starts and the driver waits for it, not before the
+    JVM is launched, nor at the end. An import that fails here is tried again where it is needed, which
+    says what went wrong; one still under way there is waited for (Python's import lock)."""
     try:
+        from . import pipeline, report  # noqa: F401
+
         report.plotting()
-    except Exception:  # the report imports it again, and says what went wrong then
+    except Exception:
         pass
 
 

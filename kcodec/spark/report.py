@@ -38,6 +38,7 @@ def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
 
     def save(fig: Any, name: str, title: str) -> None:
         fig.tight_layout()
+        fig.set_layout_engine(None)  # laid out: else savefig draws the whole figure once more before it renders
         fig.savefig(out / name, dpi=100)
         plt.close(fig)
         made[name] = title

@@ -1,0 +1,73 @@
+"""The Spark settings of `kcodec analyze` and the context they start, with PySpark's core alone imported: the
+command starts Spark's JVM from here while a thread imports what the passes need (pyarrow and the rest of
+``kcodec.spark``), so those imports no longer come before the JVM's start but during it
+(``kcodec.spark.analyze.run``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+from pyspark import SparkConf, SparkContext
+
+from . import storage
+
+# Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
+# level", no NativeCodeLoader or other WARN lines); ``quiet=False`` (``-v``) keeps Spark's own defaults.
+QUIET_LOG4J2 = Path(__file__).with_name("log4j2-quiet.properties")
+
+
+def _settings(master: Optional[str], app_name: str, ui: bool, quiet: bool,
+              conf: Optional[dict[str, str]]) -> dict[str, str]:
+    out = {"spark.app.name": app_name, "spark.ui.showConsoleProgress": "false"}
+    if master:
+        out["spark.master"] = master
+    if not ui:
+        out["spark.ui.enabled"] = "false"
+    conf = dict(conf or {})
+    if quiet:  # read when the JVM starts: the driver's (and in local mode the executors') logging
+        option = f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}"
+        for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
+            conf[key] = f"{option} {conf[key]}" if conf.get(key) else option
+    return {**out, **conf}
+
+
+def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
+            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkContext:
+    """A SparkContext with ``pipeline.session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
+    DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start)."""
+    return SparkContext.getOrCreate(SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items())))
+
+
+SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
+    """Spark settings for `kcodec analyze`: its JVMs carry no capture bytes (the workers hand them to
+    each other through files, ``pipeline._one_pass``), so they start lean: C1 compiles only and the serial
+    collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
+    needs. On a local master the Python workers start from ``kcodec.spark.daemon`` (PySpark's modules
+    imported as installed, not compiled from Spark's zip in every worker). A small local input (its size
+    known before Spark starts) also goes without the web UI. ``--conf`` wins."""
+    import glob
+
+    out = {"spark.driver.extraJavaOptions": QUICK_JVM}
+    if not (master or "").startswith("local"):
+        out["spark.executor.extraJavaOptions"] = QUICK_JVM
+    else:  # the workers run this Python: their PySpark imported as installed, not from Spark's zip (``daemon``)
+        out["spark.python.daemon.module"] = "kcodec.spark.daemon"
+    total = 0
+    for p in paths:
+        local = storage.local_path(p)
+        if local is None:
+            return out
+        for name in glob.glob(local) or [local]:
+            if os.path.isdir(name):
+                total += sum(e.stat().st_size for e in os.scandir(name) if e.is_file())
+            elif os.path.isfile(name):
+                total += os.path.getsize(name)
+    if total < SMALL_INPUT:
+        out["spark.ui.enabled"] = "false"
+    return out
