@@ -69,6 +69,8 @@ def write_now(transport: Any, buffers: Sequence[Any], tls: bool) -> None:
     request): from 3.12 as they are (an empty one left out: 3.12.1 keeps it queued after the rest is sent,
     and close() then waits forever); before, a small frame joined, else with writev on the socket while the
     transport holds nothing, the rest handed to the transport (which copies only that); over TLS one by one."""
+    if transport.is_closing():  # as asyncio's write: nothing more goes (3.13's writelines would raise TypeError)
+        return
     if KEEPS_BUFFERS:
         transport.writelines([b for b in buffers if memoryview(b).nbytes])
         return
