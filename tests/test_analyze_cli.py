@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from needs import need_module
+from needs import missing, need_module
 
 need_module("pyspark", since=(3, 11))  # the pipeline imports it
 from kcodec.spark import analyze, pipeline  # noqa: E402
@@ -141,6 +141,6 @@ def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
             "print(len(os.listdir('/proc/self/task')), all(m in sys.modules for m in PRELOAD),"
             " [m for m in ('pyarrow', 'numpy', 'pandas') if m in sys.modules])")
     if not Path("/proc/self/task").is_dir():
-        pytest.skip("counts threads in /proc")
+        missing("/proc/self/task (Linux), to count the daemon's threads")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "True", "[]"], out

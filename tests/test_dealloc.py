@@ -12,7 +12,7 @@ import sys
 import weakref
 
 import pytest
-from needs import need_extension
+from needs import missing, need_extension
 
 import kcodec
 from kcodec.core.backend import available
@@ -147,7 +147,7 @@ def _arenas(capfd: pytest.CaptureFixture[str]) -> tuple[int, int]:
     err = capfd.readouterr().err
     got = [re.search(rf"# arenas allocated {k}\s*=\s*([\d,]+)", err) for k in ("total", "current")]
     if None in got:
-        pytest.skip("pymalloc is not this interpreter's allocator")
+        missing("pymalloc as this interpreter's allocator (its arena counts)")
     return int(got[0].group(1).replace(",", "")), int(got[1].group(1).replace(",", ""))
 
 

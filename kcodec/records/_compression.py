@@ -368,12 +368,20 @@ def _lz4_frames(buf: memoryview, magic: int) -> tuple[list[tuple[int, int, int]]
     return frames, bound, (bytes(fixed) if fixed is not None else None)
 
 
-def _capped(module, data, bound: int, cap: int):
+def _capped(module, data, bound: int, cap: int, frames: Optional[list[tuple[int, int, int]]] = None):
     """Inflate into one buffer of the walked bound's size, or of cap + 1 bytes when the bound passes the cap,
-    which the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose)."""
+    which the codec refuses to overrun (the bound counts every compressed block as full, so it may be loose).
+    ``frames`` (start, end, _): one call a frame, each after the last's output (cramjam before 2.14, the
+    newest there is for Python 3.10, inflates only the first of several lz4 frames)."""
     out = bytearray(min(bound, cap + 1))  # (within the cap: the bound; the output is trimmed to its size)
     try:
-        n = module.decompress_into(data, out)
+        if frames is None:
+            n = module.decompress_into(data, out)
+        else:
+            view, n = memoryview(out), 0
+            for start, end, _ in frames:
+                n += module.decompress_into(data[start:end], view[n:])
+            view.release()
     except cramjam.DecompressionError as e:  # (module is one of cramjam's, so cramjam is here)
         if "whole buffer" in str(e):
             raise _too_big(cap + 1, cap) from None
@@ -388,7 +396,7 @@ def _unlz4(buf: memoryview, cap: int, magic: int):
     frames, bound, fixed = _lz4_frames(buf, magic)
     data = memoryview(fixed) if fixed is not None else buf
     if lz4_frame is None or bound > min(cap, _FIRST):  # large: cramjam inflates into one buffer, no copy
-        return _capped(_cramjam(_LZ4).lz4, data, bound, cap)
+        return _capped(_cramjam(_LZ4).lz4, data, bound, cap, frames if len(frames) > 1 else None)
     dctx = getattr(_contexts, "lz4", None)  # this thread's context, kept (python-lz4's decompressor class
     if dctx is None:                         # makes one per frame, which cost as much as the inflating)
         dctx = _contexts.lz4 = lz4_frame.create_decompression_context()
