@@ -10,8 +10,7 @@ Importing kcodec is cheap: definitions load, message classes import and programs
 
 from __future__ import annotations
 
-from .core.api import (decode, decode_from, encode, encode_buffers, encode_into, encoded_size, message_class,
-                       release_memory)
+from .core.api import decode, decode_from, encode, encode_buffers, encode_into, encoded_size, message_class
 from .core.backend import BACKEND
 from .buffers import Buffers
 from .convert import from_dict, to_dict
@@ -27,5 +26,5 @@ __all__ = [
     "UnsupportedVersionError", "decode", "decode_from", "decode_request", "decode_request_header",
     "decode_response", "encode", "encode_buffers", "encode_into", "encode_request", "encode_request_buffers",
     "encode_response", "encode_response_buffers", "encoded_size", "from_dict", "message_class",
-    "release_memory", "request_header_version", "response_header_version", "to_dict",
+    "request_header_version", "response_header_version", "to_dict",
 ]

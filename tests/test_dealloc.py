@@ -7,12 +7,11 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
-import re
 import sys
 import weakref
 
 import pytest
-from needs import missing, need_extension
+from needs import need_extension
 
 import kcodec
 from kcodec.core.backend import available
@@ -138,57 +137,3 @@ def test_a_request_s_topics_decode_and_free_as_before() -> None:
         got = kcodec.decode(MetadataRequest, data, 12)
         assert got == req and fast.adopted(type(got.topics[0]))
         del got
-
-
-def _arenas(capfd: pytest.CaptureFixture[str]) -> tuple[int, int]:
-    """pymalloc's arenas in this process: (mapped so far, mapped now) (sys._debugmallocstats, on fd 2)."""
-    capfd.readouterr()
-    sys._debugmallocstats()
-    err = capfd.readouterr().err
-    got = [re.search(rf"# arenas allocated {k}\s*=\s*([\d,]+)", err) for k in ("total", "current")]
-    if None in got:
-        missing("pymalloc as this interpreter's allocator (its arena counts)")
-    return int(got[0].group(1).replace(",", "")), int(got[1].group(1).replace(",", ""))
-
-
-def test_a_large_result_s_memory_stays_mapped_for_the_next_decode(capfd: pytest.CaptureFixture[str]) -> None:
-    data = kcodec.encode(_response(6_000, 10), 12)  # 60,000 partitions: about 7 MiB of objects
-    kcodec.release_memory()
-    msg = kcodec.decode(MetadataResponse, data, 12)
-    live = _arenas(capfd)[1]
-    del msg  # without a block held back in each MiB it lay in, pymalloc unmaps its arenas here (3-4)
-    assert live - _arenas(capfd)[1] <= 1
-    other = [bytes(300) for _ in range(30_000)]  # other work maps and frees arenas of its own
-    del other
-    made = _arenas(capfd)[0]
-    msg = kcodec.decode(MetadataResponse, data, 12)
-    assert _arenas(capfd)[0] - made <= 1  # the next decode fills the arenas kept mapped
-    del msg
-    assert 2 <= kcodec.release_memory() <= 32
-
-
-def test_held_blocks_are_one_per_mib_at_most_32_and_released_on_request() -> None:
-    kcodec.release_memory()
-    topics, filler = [], []
-    for _ in range(40):  # each topic in a MiB of its own: 1.2 MB of blocks of its size (96) between
-        topics.append(MetadataResponse.Topic(name="t"))
-        filler.append([bytes(50) for _ in range(12_500)])
-    del topics  # one block held per MiB: the newest 32
-    assert kcodec.release_memory() == 32
-    assert kcodec.release_memory() == 0
-    del filler
-
-
-def test_a_held_block_keeps_its_type_alive_until_released() -> None:
-    class Sub(MetadataResponse.Topic):
-        __slots__ = ()
-
-    kcodec.release_memory()
-    obj = Sub(name="held")  # the first block freed after a release is held
-    ref = weakref.ref(Sub)
-    del obj, Sub
-    gc.collect()
-    assert ref() is not None  # the block's type: its tp_free is called on release
-    assert kcodec.release_memory() == 1
-    gc.collect()
-    assert ref() is None

@@ -3,76 +3,16 @@
 cdef extern from *:
     """
     #include "structmember.h"
-    /* Freed blocks held back from pymalloc: one per MiB of address space that freed instances lie in, the
-       KC_KEPT newest. pymalloc returns an arena (1 MiB) to the OS when its last block is freed, and a later
-       decode faults fresh pages in again: after another library's large free, a 10,000-topic Metadata
-       decode took 1,400-2,500 page faults (~2.5 us each on the development VM, a fifth of the call); with a
-       block held in each MiB of the last result freed, 0-170. What stays mapped is at most KC_KEPT arenas
-       (32 MiB), about the last large result's (14 MiB at 10,000 topics); pymalloc serves every other
-       allocation from their free space too. kcodec.release_memory() frees the blocks. Each block keeps its
-       type alive (tp_free reads it). Not under a free-threaded build: the ring is guarded by the GIL. */
-    #define KC_KEPT 32
-    static struct { PyObject* o; PyTypeObject* tp; } kc_kept[KC_KEPT];
-    static unsigned kc_kept_next;
-    static uintptr_t kc_kept_mib = (uintptr_t)-1;  /* the MiB of the last block freed that was looked at */
-    /* 1 when self's block is held (it and its type's reference are the ring's now), 0 when the caller
-       frees it. Called for the first block freed in a MiB other than the last one's (the caller checks,
-       a shift and a compare a block; this is out of line). */
-    #if defined(__GNUC__) || defined(__clang__)
-    #define KC_NOINLINE __attribute__((noinline))
-    #elif defined(_MSC_VER)
-    #define KC_NOINLINE __declspec(noinline)
-    #else
-    #define KC_NOINLINE
-    #endif
-    static KC_NOINLINE int kc_keep(PyObject* self, PyTypeObject* tp) {
-    #ifdef Py_GIL_DISABLED
-        (void)self; (void)tp;
-        return 0;
-    #else
-        uintptr_t mib = (uintptr_t)self >> 20;
-        unsigned i;
-        kc_kept_mib = mib;
-        for (i = 0; i < KC_KEPT; i++)
-            if (kc_kept[i].o != NULL && ((uintptr_t)kc_kept[i].o >> 20) == mib) return 0;
-        i = kc_kept_next++ % KC_KEPT;
-        if (kc_kept[i].o != NULL) {  /* the oldest held block goes */
-            kc_kept[i].tp->tp_free(kc_kept[i].o);
-            Py_DECREF(kc_kept[i].tp);
-        }
-        kc_kept[i].o = self;
-        kc_kept[i].tp = tp;
-        return 1;
-    #endif
-    }
-    /* Frees every held block; how many there were. */
-    static Py_ssize_t kc_release(void) {
-        Py_ssize_t n = 0;
-        unsigned i;
-        for (i = 0; i < KC_KEPT; i++) {
-            PyObject* o = kc_kept[i].o;
-            PyTypeObject* tp = kc_kept[i].tp;
-            if (o == NULL) continue;
-            kc_kept[i].o = NULL;
-            kc_kept[i].tp = NULL;
-            tp->tp_free(o);
-            Py_DECREF(tp);
-            n++;
-        }
-        kc_kept_mib = (uintptr_t)-1;
-        return n;
-    }
     /* The tp_dealloc of a generated class that a decode has prepared, in place of CPython's subtype_dealloc,
        which per object walks the class's bases twice and looks for finalizers, a __dict__ and weakrefs: 16%
        of a 1,000-topic Metadata response's decode and free (perf). Adopted classes have no finalizer and no
        __dict__; their slots and their bases' are object slots. A Python subclass of one keeps
        subtype_dealloc, which clears the subclass's own slots and then calls this (its first base with another
        dealloc): this clears from the adopted class down, frees the object the subclass's way (tp_free), and
-       drops the reference to the type, as a heap type's dealloc does (or holds both back: kc_keep).
-       Allocation stays CPython's: free lists of kcodec's own were tried and dropped (issue 12, stop 26):
-       they made a 1,000-name request's decode and free 10% cheaper again, but a 10k-topic response's 20%
-       dearer, its topics (88-byte blocks) no longer beside their partitions (96) as pymalloc's 96-byte
-       class places both. */
+       drops the reference to the type, as a heap type's dealloc does. Allocation stays CPython's: free lists
+       of kcodec's own were tried and dropped (issue 12, stop 26): they made a 1,000-name request's decode
+       and free 10% cheaper again, but a 10k-topic response's 20% dearer, its topics (88-byte blocks) no
+       longer beside their partitions (96) as pymalloc's 96-byte class places both. */
     static void kc_dealloc(PyObject* self) {
         PyTypeObject* tp = Py_TYPE(self);
         PyTypeObject* b = tp;
@@ -88,10 +28,8 @@ cdef extern from *:
         end = (PyObject**)((char*)self + b->tp_basicsize);
         for (slot = (PyObject**)((char*)self + sizeof(PyObject)); slot < end; slot++)
             Py_CLEAR(*slot);
-        if (((uintptr_t)self >> 20) == kc_kept_mib || !kc_keep(self, tp)) {
-            tp->tp_free(self);
-            Py_DECREF(tp);
-        }
+        tp->tp_free(self);
+        Py_DECREF(tp);
         Py_TRASHCAN_END
     }
     /* Whether tp's instances are object slots alone, one after another from the header to tp_basicsize:
@@ -157,13 +95,6 @@ cdef extern from *:
     """
     bint kc_adopt(object cls)
     bint kc_adopted(object cls)
-    Py_ssize_t kc_release()
-
-
-def release_memory() -> int:
-    """Frees the blocks of freed message objects held back so that pymalloc keeps their arenas mapped
-    (``kc_keep``); how many there were."""
-    return kc_release()
 
 
 def adopted(cls) -> bool:

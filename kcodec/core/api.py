@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import Any, Optional, TypeVar
 
@@ -106,14 +105,6 @@ def decode(cls: type[M], data: Any, version: int, *, strict: bool = True, zero_c
     # tracked allocation after a decode starts a collection that scans the whole fresh result.
     done = backend.decode(program_for(cls, version), mv, 0, end, zero_copy)
     return finish(done[0], done[1], end, strict, cls.__name__, version)  # type: ignore[no-any-return]
-
-
-def release_memory() -> int:
-    """Frees the few freed message objects' blocks that the compiled backend holds back, so that CPython's
-    allocator keeps their memory mapped for the next large decode (docs/decoded-objects.md); returns how
-    many there were (0 when the compiled backend is not loaded: only its deallocator holds any)."""
-    fast = sys.modules.get("kcodec.core._fast")  # loaded: it may hold some even where the reference decodes
-    return fast.release_memory() if fast is not None else 0
 
 
 def message_class(api_key: Optional[int] = None, kind: str = "request", *, name: Optional[str] = None) -> type:
