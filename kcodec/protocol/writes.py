@@ -76,8 +76,7 @@ def write_now(transport: Any, buffers: Sequence[Any], tls: bool) -> None:
         return
     pieces = buffers if tls else _joined_if_small(buffers)
     start = 0
-    if WRITEV is not None and not tls and len(pieces) > 1 and not transport.get_write_buffer_size() \
-            and not transport.is_closing():
+    if WRITEV is not None and not tls and len(pieces) > 1 and not transport.get_write_buffer_size():
         start = _writev_once(transport.get_extra_info("socket"), pieces[:IOV_MAX], transport)
     for piece in pieces[start:]:
         transport.write(piece)
@@ -107,8 +106,8 @@ def _writev_once(sock: Any, chunk: Sequence[Any], transport: Any) -> int:
     part copied, as asyncio's write does), which sends it as the socket drains. Returns the pieces handed on."""
     try:
         sent = WRITEV(sock.fileno(), chunk)  # type: ignore[misc]  # the number now, after any await
-    except (BlockingIOError, InterruptedError):
-        sent = 0
+    except OSError:  # no room now, or a broken connection: the transport's write meets the same error and
+        sent = 0     # closes the transport as asyncio does (the waiting requests learn why)
     for i, piece in enumerate(chunk):  # whole pieces sent
         size = memoryview(piece).nbytes
         if sent < size:
