@@ -38,7 +38,7 @@ async def write_buffers(writer: asyncio.StreamWriter, buffers: Sequence[Any]) ->
     at once there. Cancelled while it waits, it hands the rest to the transport at once: a frame is never cut."""
     transport = writer.transport
     if KEEPS_BUFFERS or writer.get_extra_info("ssl_object") is not None:
-        write_now(transport, buffers, tls=not KEEPS_BUFFERS)
+        write_now(transport, buffers, tls=True)  # (from 3.12 writelines either way)
         if KEEPS_BUFFERS and transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]:
             await _emptied(writer)  # writelines does not pause the protocol itself
         else:
