@@ -4,9 +4,9 @@
 
 Two parts, both through the public API, each sample the call plus dropping its result:
 
-1. The benchmark's own rounds (``interleaved_round``, the order rotated each round) with its two engines,
+1. The benchmark's own rounds (``interleaved_round``, the two taking turns to go first) with its two engines,
    samples split by what ran just before the compiled engine: the numpy fallback engine, or the compiled
-   engine itself. With two functions the rotation gives each predecessor to half of the rounds, so the
+   engine itself. Taking turns gives each predecessor to half of the rounds, so the
    median lands between the two groups.
 2. The compiled engine after other work of known kind: nothing, reading a buffer, writing a buffer, the
    fallback engine. Reading leaves the caches clean; writing leaves them full of modified lines, which must

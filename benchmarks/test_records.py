@@ -22,6 +22,7 @@ import pytest
 
 from figures.store import stats
 from kcodec.records import BACKEND, BatchBuilder, Compression, crc32c, iter_batches, record_columns
+from kcodec.sizes.timing import round_order
 
 try:
     from aiokafka.record._crecords.default_records import DefaultRecordBatchBuilder as AioBuilder
@@ -202,12 +203,13 @@ def test_crc32c(benchmark):
 
 
 def interleaved(fns: dict, arg, rounds: int, samples: dict | None = None) -> dict:
-    """The fastest of ``rounds`` calls of each function, the functions taking turns (order rotated); every
-    call's time is appended to ``samples[name]`` too when given."""
+    """The fastest of ``rounds`` calls of each function, the functions taking turns (``round_order``: each
+    runs right after every other equally often); every call's time is appended to ``samples[name]`` too
+    when given."""
     best = {name: float("inf") for name in fns}
     names = list(fns)
     for r in range(rounds):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in (names[i] for i in round_order(len(names), r)):
             fn = fns[name]
             t = time.perf_counter()
             fn(arg)

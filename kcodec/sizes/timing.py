@@ -39,13 +39,35 @@ class Paid(NamedTuple):
     call_min: float
 
 
+def round_order(n: int, turn: int) -> list[int]:
+    """The indices ``0..n-1`` in the order of round ``turn``: a Williams design, in which every index runs
+    right after every other equally often over ``n`` rounds (``2n`` when ``n`` is odd). What one codec
+    leaves behind (caches, allocator state, objects to free) then weighs on each of the others alike; a
+    plain rotation keeps the cyclic order, so a codec would run right after the same neighbour in nearly
+    every round."""
+    if n < 2:
+        return list(range(n))
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:  # 0, 1, n-1, 2, n-2, ...: every difference between neighbours once
+        if len(first) % 2:
+            first.append(low)
+            low += 1
+        else:
+            first.append(high)
+            high -= 1
+    rows = n if n % 2 == 0 else 2 * n
+    row, mirrored = turn % rows % n, turn % rows >= n
+    order = [(i + row) % n for i in first]
+    return order[::-1] if mirrored else order
+
+
 def interleaved_round(fns: Mapping[str, Callable[[], Any]], samples: dict[str, list[tuple[float, float]]],
                       turn: int = 0) -> None:
-    """One round: every function called once (the order rotated by ``turn``, so no codec always runs
-    right after another), each sample (call + drop, call alone) appended to ``samples[name]``."""
+    """One round: every function called once (in ``round_order``, so no codec runs right after one
+    neighbour more often than after another), each sample (call + drop, call alone) appended to
+    ``samples[name]``."""
     names = list(fns)
-    k = turn % len(names) if names else 0
-    for name in names[k:] + names[:k]:
+    for name in (names[i] for i in round_order(len(names), turn)):
         fn = fns[name]
         t0 = perf_counter()
         result = fn()
