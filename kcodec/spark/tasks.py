@@ -71,10 +71,16 @@ class _Buffers(Tables):
             rows = self.rows[name]
             if rows:
                 self.counts[name] += len(rows)
-                self.sink(name, pa.RecordBatch.from_pylist(rows, schema=self.schemas[name]))
+                self.sink(name, _batch(rows, self.schemas[name]))
                 self.rows[name] = []
             if name == "frames":
                 self.bytes = 0
+
+
+def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    """``RecordBatch.from_pylist``'s batch, converted in one go as a struct array (from_pylist gathers each
+    column's values in Python first: a third slower on the rows of the 1 GB capture)."""
+    return pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(schema)))
 
 
 def _partition() -> int:
