@@ -200,6 +200,7 @@ def test_report_tables_and_console(analyzed, spark):
     assert len(files) == 2 and files.summary.str.contains('"kind": "pcap"').sum() == 1
     frames = spark.read.parquet(str(out / "tables" / "frames"))
     assert frames.where("direction = 0").count() == t["requests"] == len(ex)
+    assert "frame" not in frames.columns and "size" in frames.columns  # no copy of the capture by default
     assert lines[0].startswith("[1/3]") and any(line.startswith("[3/3]") for line in lines)
     assert any("Metadata for ck-admin" in line and "ListTopics v1" in line for line in lines)
 
@@ -241,10 +242,11 @@ def test_the_command_end_to_end(real_capture, tmp_path):
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                XDG_CACHE_HOME=str(tmp_path / "cache"))
     reports = []
-    for _ in range(2):  # the first run keeps its JVM's classes (kcodec.spark.jvm), the second starts from them
+    for keep in ([], ["--keep-frame-bytes"]):  # the first run keeps its JVM's classes (kcodec.spark.jvm), the
+        # second starts from them, and keeps the frames' bytes
         run = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(real_capture[0]), "--out",
-                              str(tmp_path / "out"), "--master", "local[2]"], capture_output=True, text=True, env=env,
-                             timeout=300)
+                              str(tmp_path / "out"), "--master", "local[2]", *keep], capture_output=True, text=True,
+                             env=env, timeout=300)
         assert run.returncode == 0, run.stderr[-3000:]
         assert "[1/3] reading 1 capture path(s)" in run.stdout and "Metadata for kpy-admin" in run.stdout
         assert (tmp_path / "out" / "report.md").is_file() and (tmp_path / "out" / "tables" / "exchanges").is_dir()
@@ -255,3 +257,9 @@ def test_the_command_end_to_end(real_capture, tmp_path):
         assert "Traceback" not in run.stderr and "Exception" not in run.stderr, run.stderr  # a quiet stop
     assert len(list((tmp_path / "cache" / "kcodec").glob("spark-classes-*.jsa"))) == 1
     assert reports[0] == reports[1]
+    import pyarrow.parquet as pq
+
+    frames = pq.read_table(tmp_path / "out" / "tables" / "frames").to_pylist()
+    _, _, expected = real_capture
+    assert sorted(f["frame"] for f in frames if f["direction"] in (0, 1)) == sorted(f.data for f in expected)
+    assert all(f["size"] == len(f["frame"]) for f in frames if f["direction"] in (0, 1))

@@ -73,7 +73,7 @@ def _tables(spark, paths, out, split):
     spark.conf.set("spark.kcodec.splitBytes", str(split))
     spark.conf.set("spark.kcodec.partitionBytes", "64k")
     try:
-        written = pipeline.write_tables(spark, paths, str(out))
+        written = pipeline.write_tables(spark, paths, str(out), frame_bytes=True)  # the frames' bytes compared too
     finally:
         spark.conf.unset("spark.kcodec.splitBytes")
         spark.conf.unset("spark.kcodec.partitionBytes")

@@ -30,6 +30,7 @@ from . import handlers
 from .context import ClusterRuntime, Context, ListenerRuntime, Session, java_host_address
 from .faults import DROP
 from .handlers.api_versions import unsupported_version_response
+from .inbound import Inbound
 from .mechanisms import sasl_server
 from .state import BrokerInfo
 from .unsupported import error_response
@@ -39,19 +40,11 @@ log = logging.getLogger("kcodec_broker")
 API_VERSIONS = ApiVersionsRequest.API_KEY
 PRODUCE = 0
 CONTROLLER_APIS = {19, 20, 37}  # CreateTopics, DeleteTopics, CreatePartitions: the controller's work
-READ_CHUNK = 65536
 FAILED_AUTHENTICATION_DELAY = 0.1  # seconds, Kafka's default
 TLS_HANDSHAKE_TIMEOUT = 10.0  # seconds
 # Python 3.11+: each connection's TLS handshake runs in _serve, which logs a refused one with the peer and
 # the reason; on 3.10 asyncio runs it before _serve and drops a failure silently.
 _HANDSHAKE_IN_SERVE = sys.version_info >= (3, 11)
-
-
-async def _read(reader: asyncio.StreamReader, timeout: float) -> bytes:
-    if sys.version_info >= (3, 11):  # a cancel scope, cheaper than wait_for's task per read
-        async with asyncio.timeout(timeout):
-            return await reader.read(READ_CHUNK)
-    return await asyncio.wait_for(reader.read(READ_CHUNK), timeout)
 
 
 class Close(Exception):
@@ -82,8 +75,9 @@ class BrokerServer:
             for listener, (host, port) in zip(self.listeners, binds, strict=True):
                 tls = None if _HANDSHAKE_IN_SERVE else listener.tls  # None: plaintext, or _serve's handshake
                 timeout = TLS_HANDSHAKE_TIMEOUT if tls is not None else None
-                server = await asyncio.start_server(partial(self._serve, listener), host, port, reuse_address=True,
-                                                    ssl=tls, ssl_handshake_timeout=timeout)
+                server = await asyncio.get_running_loop().create_server(
+                    partial(self._inbound, listener), host, port, reuse_address=True, ssl=tls,
+                    ssl_handshake_timeout=timeout)
                 self.servers.append(server)
                 self.endpoints[listener.name] = (host, server.sockets[0].getsockname()[1])
         except BaseException:
@@ -133,8 +127,20 @@ class BrokerServer:
         except asyncio.TimeoutError:
             log.warning("broker %d: connections still open at stop", self.node_id)
 
-    async def _serve(self, listener: ListenerRuntime, reader: asyncio.StreamReader,
-                     writer: asyncio.StreamWriter) -> None:
+    def _pre_auth(self, listener: ListenerRuntime) -> bool:
+        """Kafka's sasl.server.max.receive.size: what an unauthenticated peer may make the broker buffer."""
+        return bool(listener.sasl) and self.runtime.sasl_max_receive_size < self.runtime.max_frame_size
+
+    def _inbound(self, listener: ListenerRuntime) -> Inbound:
+        """A new connection's protocol: its requests are received into its ServerConnection (inbound.py)."""
+        # Produce's records stay views of the frame until the log copies the batch it keeps; the rest are
+        # copies, so that nothing a handler keeps holds a receive buffer
+        conn = ServerConnection(max_frame_size=self.runtime.sasl_max_receive_size if self._pre_auth(listener)
+                                else self.runtime.max_frame_size, zero_copy={PRODUCE})
+        inbound = Inbound(conn, lambda reader, writer: self._serve(listener, inbound, writer))
+        return inbound
+
+    async def _serve(self, listener: ListenerRuntime, inbound: Inbound, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.connections.add(task)
@@ -144,27 +150,23 @@ class BrokerServer:
                           port=peer[1] if isinstance(peer, tuple) else 0)
         if listener.sasl:
             session.sasl = sasl_server(listener.sasl_settings, self.runtime.state.credentials)
-        # Kafka's sasl.server.max.receive.size: what an unauthenticated peer may make the broker buffer
-        pre_auth = listener.sasl and self.runtime.sasl_max_receive_size < self.runtime.max_frame_size
-        # Produce's records stay views of the frame until the log copies the batch it keeps; the rest are
-        # copies, so that nothing a handler keeps holds a receive buffer
-        conn = ServerConnection(max_frame_size=self.runtime.sasl_max_receive_size if pre_auth
-                                else self.runtime.max_frame_size, zero_copy={PRODUCE})
-        first = True
+        pre_auth = self._pre_auth(listener)
+        conn = inbound.conn
         try:
             if _HANDSHAKE_IN_SERVE and listener.tls is not None:
                 await self._tls_handshake(writer, listener.tls)
+            inbound.writer = writer  # reading pauses from now on while requests wait (inbound.py)
             if not listener.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
                 session.principal = self._tls_principal(writer, listener) or session.principal
             while True:
-                data = await _read(reader, self.runtime.idle_timeout)
-                if not data:
-                    break
-                if first and listener.tls is None and looks_like_tls(data):
+                await inbound.wait(self.runtime.idle_timeout)
+                if listener.tls is None and looks_like_tls(inbound.head):
                     raise Close(f"a TLS handshake on {listener.security_protocol} listener {listener.name} (SSL needs a TLS "
                                 "listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
-                first = False
-                conn.receive_data(data)
+                if not conn.frames_waiting:
+                    if inbound.error is not None:
+                        raise inbound.error
+                    break  # the end of the stream
                 while conn.frames_waiting:
                     # Kafka mutes a connection while its request is served and round-robins connections:
                     # each request yields first, so a connection with many buffered (pipelined) requests

@@ -225,15 +225,19 @@ def _gunzip_into(view: memoryview, out: Optional[bytearray], cap: int) -> int:
             raise CodecError("gzip data ends before its end marker")
 
 
-def _varint_len(buf: memoryview, pos: int) -> int:
-    """snappy's preamble: the uncompressed length as an unsigned little-endian base-128 varint."""
+def _varint_len(buf: memoryview, pos: int, end: int = -1) -> int:
+    """snappy's preamble: the uncompressed length as an unsigned little-endian base-128 varint (of the
+    bytes before ``end``, the buffer's end when -1)."""
+    end = min(len(buf) if end < 0 else end, pos + 5)
     result = shift = 0
-    for b in buf[pos:pos + 5]:
+    while pos < end:  # (indexes, not a slice's iterator: the walk runs once a block)
+        b = buf[pos]
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result
         shift += 7
-    if len(buf) - pos < 5:
+        pos += 1
+    if shift < 35:
         raise CodecError("snappy length preamble past the end")
     raise CodecError("snappy length preamble longer than 5 bytes")
 
@@ -257,9 +261,9 @@ def _unsnappy(buf: memoryview, cap: int):
         if _cramjam(_SNAPPY).snappy.decompress_raw_into(buf, out) != size:
             raise _short_block(0)
         return memoryview(out).toreadonly()
-    blocks = _xerial_blocks(buf, cap)
+    blocks, total = _xerial_blocks(buf, cap)
     snappy = _cramjam(_SNAPPY).snappy
-    out = bytearray(sum(n for _, n in blocks))
+    out = bytearray(total)
     view = memoryview(out)
     at = 0
     for block, n in blocks:
@@ -270,30 +274,30 @@ def _unsnappy(buf: memoryview, cap: int):
     return memoryview(out).toreadonly()
 
 
-def _xerial_blocks(buf: memoryview, cap: int) -> list:
-    """The blocks of xerial snappy (concatenated streams too, as xerial's reader allows) and the size each
-    declares, their sum checked against the cap."""
-    pos, blocks, total = 16, [], 0
-    if len(buf) < 16:
+def _xerial_blocks(buf: memoryview, cap: int) -> tuple[list, int]:
+    """The blocks of xerial snappy (concatenated streams too, as xerial's reader allows), the size each
+    declares, and their sum, checked against the cap."""
+    pos, blocks, total, end = 16, [], 0, len(buf)
+    if end < 16:
         raise CodecError("xerial snappy header past the end")
-    while pos < len(buf):
-        if bytes(buf[pos:pos + 8]) == XERIAL_MAGIC:
+    unpack = _i32be.unpack_from
+    while pos < end:
+        if buf[pos] == 0x82 and buf[pos:pos + 8] == XERIAL_MAGIC:  # (a block length never starts 0x82)
             pos += 16
             continue
-        if pos + 4 > len(buf):
+        if pos + 4 > end:
             raise CodecError(f"xerial snappy block length past the end at byte {pos}")
-        (n,) = _i32be.unpack_from(buf, pos)
+        (n,) = unpack(buf, pos)
         pos += 4
-        if n < 0 or pos + n > len(buf):
+        if n < 0 or pos + n > end:
             raise CodecError(f"xerial snappy block of {n} bytes at byte {pos - 4} runs past the end")
-        block = buf[pos:pos + n]
-        size = _varint_len(block, 0)
+        size = _varint_len(buf, pos, pos + n)
         total += size
         if total > cap:
             raise _too_big(total, cap)
-        blocks.append((block, size))
+        blocks.append((buf[pos:pos + n], size))
         pos += n
-    return blocks
+    return blocks, total
 
 
 _SKIPPABLE_LOW, _SKIPPABLE_HIGH = 0x184D2A50, 0x184D2A5F  # lz4 and zstd share these skippable frames

@@ -143,6 +143,9 @@ cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
     return (<uint64_t>be32(p) << 32) | be32(p + 4)
 
 
+include "_crecords_snappy.pxi"
+
+
 def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint zero_copy,
             Py_ssize_t max_uncompressed, type cls, crc_fn):
     """The well-formed v2 batches from ``pos`` on, as ``cls`` objects: (list, next position, next index). It
@@ -396,6 +399,8 @@ def iter_batch(BatchHeader h):
     it.batch = h
     if h.attributes & 0x07:
         payload = h._payload
+        if payload is None and h.attributes & 0x07 == 2:  # snappy: walked in C (None when anything is off)
+            payload = unsnappy(h._buf, h._start, h._end, h._max)
         if payload is None:  # inflated here from the C fields; on any fault the batch's payload() raises
             try:
                 payload = inflate(h.attributes & 0x07, memoryview(h._buf)[h._start:h._end], h._max)

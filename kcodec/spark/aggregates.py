@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any, Optional
 
 PAIRINGS = ("answered", "overtaken", "no_response", "acks0_answered", "unanswered", "orphan")
@@ -23,6 +23,7 @@ MAX_TIME_KEYS = 100_000
 MAX_BUCKETS = 60
 _LOG = math.log(1.02)
 NS_PER_MS = 1_000_000
+_DIRECTION_KEYS = {d: (f"b_{d}_batches", f"b_{d}_records", f"b_{d}_bytes") for d in DIRECTIONS}
 
 
 def _key(*parts: Any) -> tuple[Any, ...]:
@@ -42,7 +43,7 @@ class Aggregates:
 
     def __init__(self) -> None:
         self.c: Counter[str] = Counter()  # plain totals
-        self.groups: dict[str, Counter[Any]] = {}  # name -> key (a tuple) -> value
+        self.groups: dict[str, Counter[Any]] = defaultdict(Counter)  # name -> key (a tuple) -> value
         self.t0: Optional[int] = None
         self.t1: Optional[int] = None
         self.width = 1  # ms per over_time key
@@ -50,18 +51,18 @@ class Aggregates:
         self.clients: set[str] = set()
 
     def _g(self, name: str, key: tuple[Any, ...], value: float = 1) -> None:
-        g = self.groups.get(name)
-        if g is None:
-            g = self.groups[name] = Counter()
-        g[key] += value  # type: ignore[assignment]
+        self.groups[name][key] += value  # type: ignore[assignment]
 
     def add(self, table: str, row: dict[str, Any]) -> None:
         getattr(self, table)(row)
 
+    # The methods below run for every row a task writes: they add to ``groups`` directly, not through ``_g``
+    # (a call per figure was a third of their time)
+
     def frames(self, r: dict[str, Any]) -> None:
-        d = r["direction"]
-        self._g("frames", _key(d), 1)
-        self._g("frame_bytes", _key(d), r["size"] or 0)
+        d, G = r["direction"], self.groups
+        G["frames"][(d,)] += 1
+        G["frame_bytes"][(d,)] += r["size"] or 0
         if r.get("error") is not None and d >= 0:
             self.c["header_errors"] += 1
 
@@ -69,7 +70,7 @@ class Aggregates:
         self._g("topic_ids", _key(r["topic_id"], r["topic_name"]), 1)
 
     def exchanges(self, r: dict[str, Any]) -> None:
-        c, g = self.c, self._g
+        c, g, G = self.c, self._g, self.groups
         req, resp = r.get("request_bytes"), r.get("response_bytes")
         api, key, version = r.get("api_name"), r.get("api_key"), r.get("api_version")
         c[f"pairing_{r.get('pairing')}"] += 1
@@ -82,34 +83,35 @@ class Aggregates:
             g("decode_errors", _key(decode_error[:120]))
         if r.get("request_trailing_bytes") is not None or r.get("response_trailing_bytes") is not None:
             c["trailing_bytes"] += 1
-        g("versions", _key(api, version))
+        G["versions"][(api, version)] += 1
         for code in r.get("error_codes") or ():
-            g("errors", _key(code, api))
+            G["errors"][(code, api)] += 1
         ts = r.get("request_ts_ns")
         if ts is not None:
             self.t0 = ts if self.t0 is None else min(self.t0, ts)
             self.t1 = ts if self.t1 is None else max(self.t1, ts)
-            g("over_time", _key(api, ts // NS_PER_MS // self.width * self.width), (req or 0) + (resp or 0))
-            if len(self.groups["over_time"]) > MAX_TIME_KEYS:
+            over_time = G["over_time"]
+            over_time[(api, ts // NS_PER_MS // self.width * self.width)] += (req or 0) + (resp or 0)
+            if len(over_time) > MAX_TIME_KEYS:
                 self._coarsen(self.width * 2)
         if req is None:
             return
         c["exchanges"] += 1
         c["request_bytes"] += req
         c["response_bytes"] += resp or 0
-        k = _key(api, key)
-        g("api_requests", k)
-        g("api_request_bytes", k, req)
+        k = (api, key)
+        G["api_requests"][k] += 1
+        G["api_request_bytes"][k] += req
         if resp is not None:
-            g("api_response_bytes", k, resp)
-        g("api_errors", k, r.get("error_count") or 0)
+            G["api_response_bytes"][k] += resp
+        G["api_errors"][k] += r.get("error_count") or 0
         if decode_error is not None:
             g("api_decode_errors", k)
         latency = r.get("latency_ns")
         if latency is not None:
-            g("api_latency_n", k)
-            g("api_latency_sum", k, latency)
-            g("api_latency_hist", _key(api, key, int(math.log(latency) / _LOG) if latency > 0 else None))
+            G["api_latency_n"][k] += 1
+            G["api_latency_sum"][k] += latency
+            G["api_latency_hist"][(api, key, int(math.log(latency) / _LOG) if latency > 0 else None)] += 1
         if key == 3 and r.get("list_topics_v1_bytes") is not None:
             m = _key(r.get("client_id") or "(none)")
             g("md_responses", m)
@@ -126,7 +128,7 @@ class Aggregates:
         self.groups["over_time"], self.width = new, width
 
     def batches(self, r: dict[str, Any]) -> None:
-        c, g = self.c, self._g
+        c, G = self.c, self.groups
         count, error, control = r.get("record_count"), r.get("error"), r.get("control")
         if count is not None:
             c["b_batches"] += 1
@@ -143,23 +145,27 @@ class Aggregates:
         if count is None or error is not None or control:
             return
         d, size = r["direction"], r.get("compressed_bytes") or 0
-        c[f"b_{d}_batches"] += 1
-        c[f"b_{d}_records"] += count
-        c[f"b_{d}_bytes"] += size
-        for name, key in (("b_topic", _key(r.get("topic"), r.get("topic_id"), d)),
-                          ("b_client", _key(r.get("client_id") or "(none)", d))):
-            g(f"{name}_batches", key)
-            g(f"{name}_records", key, count)
-            g(f"{name}_bytes", key, size)
-        k = _key(d, r.get("codec"))
-        g("b_codec_batches", k)
-        g("b_codec_records", k, count)
-        g("b_codec_compressed", k, size)
-        g("b_codec_uncompressed", k, r.get("uncompressed_bytes") or 0)
+        batches, records, nbytes = _DIRECTION_KEYS.get(d) or (f"b_{d}_batches", f"b_{d}_records", f"b_{d}_bytes")
+        c[batches] += 1
+        c[records] += count
+        c[nbytes] += size
+        k = (r.get("topic"), r.get("topic_id"), d)
+        G["b_topic_batches"][k] += 1
+        G["b_topic_records"][k] += count
+        G["b_topic_bytes"][k] += size
+        k = (r.get("client_id") or "(none)", d)
+        G["b_client_batches"][k] += 1
+        G["b_client_records"][k] += count
+        G["b_client_bytes"][k] += size
+        k = (d, r.get("codec"))
+        G["b_codec_batches"][k] += 1
+        G["b_codec_records"][k] += count
+        G["b_codec_compressed"][k] += size
+        G["b_codec_uncompressed"][k] += r.get("uncompressed_bytes") or 0
         if count > 0:
-            g("b_size_records", _key(d, count.bit_length() - 1))
+            G["b_size_records"][(d, count.bit_length() - 1)] += 1
         if size > 0:
-            g("b_size_bytes", _key(d, size.bit_length() - 1))
+            G["b_size_bytes"][(d, size.bit_length() - 1)] += 1
 
     def partial(self) -> dict[str, Any]:
         return {"c": dict(self.c), "groups": _json(self.groups), "t0": self.t0,

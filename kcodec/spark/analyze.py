@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "spark.kcodec.splitBytes (64m, the byte ranges capture files are read in) and "
                         "spark.kcodec.partitionBytes (input bytes per task after the shuffle; by default 32m, "
                         "at most two tasks per core)")
+    p.add_argument("--keep-frame-bytes", action="store_true",
+                   help="keep every frame's bytes in the frames table (a `frame` column: a copy of the "
+                        "captures' Kafka bytes, which no other table or the report needs)")
     p.add_argument("-v", "--verbose", action="store_true", help="let Spark's own log lines through")
 
 
@@ -81,10 +84,10 @@ class StageProgress:
 
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
-            progress: Optional[Progress] = None) -> dict[str, Any]:
+            progress: Optional[Progress] = None, frame_bytes: bool = False) -> dict[str, Any]:
     """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
     ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
-    otherwise."""
+    otherwise. ``frame_bytes``: the frames table keeps the frames' bytes (``--keep-frame-bytes``)."""
     import kcodec
 
     from . import pipeline, report
@@ -97,7 +100,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
-        written = pipeline.write_tables(spark, captures, tables, ports)
+        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes)
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
@@ -154,7 +157,8 @@ def run(args: Any) -> int:
     if not verbose:
         sc.setLogLevel("ERROR")
     try:
-        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress())
+        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
+                frame_bytes=getattr(args, "keep_frame_bytes", False))
     finally:
         stop(sc)
         if archive is not None and archive.writing is not None:

@@ -183,13 +183,14 @@ def orphan_row(f: dict[str, Any]) -> dict[str, Any]:
 class Connections:
     """A task's rows of whole connections, sorted by connection key and capture order (pass 1's
     ``SEGMENTS``): reassembled and cut into frames, each connection's frames through its
-    ``Conversation`` (unless ``decode`` is off: frames only). ``files`` names the file of a row by
+    ``Conversation`` (unless ``decode`` is off: frames only; ``frame_bytes`` off: the frames table's rows
+    without their bytes). ``files`` names the file of a row by
     (capture, rank) for packet captures and (capture, sequence) for tap files."""
 
     def __init__(self, captures: list[str], files: dict[tuple[int, int], str], ports: Optional[list[int]],
-                 tables: Tables, decode: bool = True) -> None:
+                 tables: Tables, decode: bool = True, frame_bytes: bool = True) -> None:
         self.captures, self.files, self.ports = captures, files, ports
-        self.tables, self.decode = tables, decode
+        self.tables, self.decode, self.frame_bytes = tables, decode, frame_bytes
         self.stats: dict[str, pcap.Stats] = {}
         self.key: Optional[tuple[int, int]] = None
         self.reassembler: Optional[pcap.Reassembler] = None
@@ -240,7 +241,8 @@ class Connections:
                "direction": direction + decode.SASL_TOKEN if token else direction, "ts_ns": ts,
                "correlation_id": corr, "api_key": key, "api_version": version, "client_id": client,
                "size": len(data), "frame": data, "acks": acks, "error": error}
-        self.tables.emit("frames", row)
+        # without the bytes, the frames table's buffered row holds no reference to them
+        self.tables.emit("frames", row if self.frame_bytes else {**row, "frame": None})
         if self.decode and not token:
             c = self.conversations.get(conn)
             if c is None:

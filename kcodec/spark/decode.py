@@ -41,6 +41,9 @@ FRAMES = pa.schema([
     ("acks", pa.int16()),          # Produce requests: 0 expects no response
     ("error", pa.string()),        # a header that does not decode; for file rows, the summary (JSON)
 ])
+# `kcodec analyze`'s frames table by default: every column but the frames' bytes, a copy of the capture that
+# no other table and no part of the report reads (``--keep-frame-bytes`` keeps them)
+FRAMES_WITHOUT_BYTES = FRAMES.remove(FRAMES.get_field_index("frame"))
 
 EXCHANGES = pa.schema([
     ("source", pa.string()),

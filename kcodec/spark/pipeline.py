@@ -85,21 +85,22 @@ def _partitions(spark: Spark, p: ranges.Plan) -> int:
     return p.partitions(ranges.PARTITION_BYTES, spark_context(spark).defaultParallelism)
 
 
-def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "") -> tasks.Job:
-    return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables)
+def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "", frame_bytes: bool = True) -> tasks.Job:
+    return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables, frame_bytes)
 
 
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
-                 ports: Optional[Iterable[int]] = None) -> dict[str, Any]:
+                 ports: Optional[Iterable[int]] = None, frame_bytes: bool = False) -> dict[str, Any]:
     """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
-    exchanges, batches and files (and topic_ids). Returns what the tasks reported: ``files`` (path ->
-    summary) and ``rows`` (per table)."""
+    exchanges, batches and files (and topic_ids). ``frame_bytes``: the frames table keeps the frames'
+    bytes (a ``frame`` column, a copy of the captures' Kafka bytes; off, as tshark's field extraction
+    copies none). Returns what the tasks reported: ``files`` (path -> summary) and ``rows`` (per table)."""
     unsplit: frozenset[str] = frozenset()
     for _ in range(2):  # a second time only if a file's ranges did not join up: then that file is read whole
         p = plan(spark, paths, unsplit)
         for name in (*tasks.SCHEMAS, "files"):
             storage.remove_dir(f"{tables}/{name}")
-        job = _job(p, ports, tables)
+        job = _job(p, ports, tables, frame_bytes)
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
         for what, data in _one_pass(spark, p, job):
             parts[what].append(json.loads(data))
@@ -107,7 +108,7 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
         if not bad:
             break
         unsplit = unsplit | frozenset(bad)
-    for name, schema in tasks.SCHEMAS.items():  # a table no task wrote to is still there, empty
+    for name, schema in job.schemas.items():  # a table no task wrote to is still there, empty
         storage.ensure_table(f"{tables}/{name}", schema)
     summaries = ranges.file_summaries(p, parts["range"], parts["reassembly"])
     files_table = storage.TableFile(f"{tables}/files", "part-00000.parquet", FILES)

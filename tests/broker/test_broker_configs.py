@@ -167,6 +167,8 @@ def test_topics_take_their_broker_configs_dynamic_values(one):
     produce = ProduceRequest(acks=1, timeout_ms=1000, topic_data=[ProduceRequest.TopicProduceData(
         name=name, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records)]) for name in ("t", "own")])
     with Wire(one.addresses[0]) as w:
+        codes = lambda: tuple(p.partition_responses[0].error_code for p in w.call(produce, 9).responses)  # noqa: E731
+        assert codes() == (0, 0)  # before the change: a Produce reads the configs in force (handlers/produce.py)
         assert alter(w, "", [("message.max.bytes", SET, "300"), ("log.retention.ms", SET, "100000")]) == (0, None)
         topic = entries(w, "t", ["max.message.bytes", "retention.ms", "segment.ms"], TOPIC)
         assert (topic["max.message.bytes"].value, topic["max.message.bytes"].config_source) == ("300", 3)
@@ -177,8 +179,13 @@ def test_topics_take_their_broker_configs_dynamic_values(one):
         own = entries(w, "own", ["max.message.bytes"], TOPIC)["max.message.bytes"]
         assert synonyms(own) == [("max.message.bytes", "5000", 1), ("message.max.bytes", "300", 3),
                                  ("message.max.bytes", "1048588", 5)]
-        t, o = (p.partition_responses[0].error_code for p in w.call(produce, 9).responses)
-        assert (t, o) == (E.MESSAGE_TOO_LARGE, 0)  # the cluster's message.max.bytes, the topic's own override
+        assert codes() == (E.MESSAGE_TOO_LARGE, 0)  # the cluster's message.max.bytes, the topic's own override
+        assert alter(w, "", [("message.max.bytes", DELETE, None), ("log.retention.ms", DELETE, None)]) == (0, None)
+        assert codes() == (0, 0)
+        assert alter(w, "1", [("message.max.bytes", SET, "300")]) == (0, None)  # the broker's own level
+        assert codes() == (E.MESSAGE_TOO_LARGE, 0)
+        assert alter(w, "1", [("message.max.bytes", DELETE, None)]) == (0, None)
+        assert codes() == (0, 0)
 
 
 def test_dynamic_configs_are_kept_in_the_state_file(tmp_path):

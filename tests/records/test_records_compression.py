@@ -413,3 +413,55 @@ def test_the_distribution_requires_no_compression_library():
 
     plain = [r for r in requires("kcodec") or [] if "extra ==" not in r]
     assert [r.split(">")[0].split("=")[0].strip() for r in plain] == ["crc32c"], plain
+
+
+def _xerial_of(chunks: list) -> bytes:
+    """A xerial stream with one raw snappy block per chunk (compress() cuts 32 KB blocks)."""
+    blocks = [bytes(cramjam.snappy.compress_raw(c)) for c in chunks]
+    return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + b"".join(struct.pack(">i", len(b)) + b for b in blocks)
+
+
+def _reads(data: bytes, cap: int) -> tuple:
+    """A batch read through iteration (the Cython twin inflates snappy there, walking in C) and through
+    records() (the reference's inflate): values or the error, each from a fresh scan."""
+    def outcome(fn):
+        try:
+            return [r.value for b in iter_batches(data, max_uncompressed=cap) for r in fn(b)]
+        except RecordsError as e:
+            return ("error", type(e).__name__, str(e))
+    return outcome(iter), outcome(lambda b: b.records())
+
+
+def _snappy_payloads(records: bytes) -> dict:
+    """Each shape of snappy records section, valid or not, that the walk in C must read or refuse as the
+    reference does."""
+    raw = bytes(cramjam.snappy.compress_raw(records))
+    thirds = [records[i:i + len(records) // 3 + 1] for i in range(0, len(records), len(records) // 3 + 1)]
+    xerial = _xerial_of(thirds)
+    many = _xerial_of([records[i:i + 100] for i in range(0, len(records), 100)])  # past 64 blocks
+    lying = bytearray(_xerial_of(thirds[:1]))
+    lying[20] += 1  # the preamble's first byte: one more byte declared than the block holds
+    return {
+        "raw": raw, "xerial": xerial, "xerial of one block": _xerial_of([records]), "many blocks": many,
+        "concatenated": _xerial_of(thirds[:2]) + _xerial_of(thirds[2:]),
+        "cut in a block": xerial[:-3], "cut in a block length": xerial[:22] + b"\x00\x00",
+        "header only": xerial[:16], "magic only": xerial[:10], "declares too much": bytes(lying),
+        "preamble too long": XERIAL_MAGIC + struct.pack(">iii", 1, 1, 7) + b"\xff" * 7,
+        "corrupt block": xerial[:30] + bytes(b ^ 0x5A for b in xerial[30:60]) + xerial[60:],
+        "raw cut": raw[:len(raw) // 2], "raw preamble only": raw[:2], "empty": b"",
+    }
+
+
+@pytest.mark.parametrize("cap", [1 << 20, 5_000])
+def test_snappy_iteration_and_records_read_alike(cap):
+    records = b"".join(bytes([1]) * 300 + b"%05d" % i for i in range(40))  # ~12 KB, compressible
+    b = BatchBuilder()
+    for i in range(40):
+        b.append(b"k%d" % i, records[i * 305:(i + 1) * 305], timestamp=i)
+    plain = b.build()
+    for name, payload in _snappy_payloads(plain[61:]).items():
+        data = rebuild_v2(plain[:61], payload, Compression.SNAPPY)
+        through_iteration, through_records = _reads(data, cap)
+        assert through_iteration == through_records, name
+        if name in ("raw", "xerial", "xerial of one block", "many blocks", "concatenated") and cap > 20_000:
+            assert through_iteration == [records[i * 305:(i + 1) * 305] for i in range(40)], name

@@ -45,7 +45,30 @@ class _Settings(NamedTuple):
     segment_ms: int
 
 
+# (id(topic), node) -> (topic, its overrides, the node's dynamic configs, the cluster's, _Settings). Every dict
+# of configs is replaced, never changed in place (State.set_configs, DynamicBrokerConfigs.set): the same
+# objects mean the same settings, read once rather than nine lookups at every Produce (librdkafka sends a
+# request a partition)
+_CACHE: dict[tuple[int, int], tuple[Topic, dict[str, str], dict[str, str], dict[str, str], _Settings]] = {}
+_CACHE_MAX = 4096
+
+
 def _settings(ctx: Context, topic: Topic) -> _Settings:
+    dynamic, node = ctx.state.broker_configs, ctx.node_id
+    key = (id(topic), node)
+    hit = _CACHE.get(key)
+    own, cluster = dynamic.level(node), dynamic.cluster
+    if hit is not None and hit[0] is topic and hit[1] is topic.configs and (hit[2] is own or not hit[2] and not own) \
+            and hit[3] is cluster:
+        return hit[4]
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.clear()
+    settings = _read_settings(ctx, topic)
+    _CACHE[key] = (topic, topic.configs, own, cluster, settings)
+    return settings
+
+
+def _read_settings(ctx: Context, topic: Topic) -> _Settings:
     def config(name: str) -> str:
         return topic_value(ctx.state.broker_configs, ctx.node_id, topic.configs, name)
     rules = Rules(int(config("max.message.bytes")), config("message.timestamp.type") == "LogAppendTime",
