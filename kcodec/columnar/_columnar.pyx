@@ -67,21 +67,15 @@ cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
 
 
 cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
-    """A word at a time; the last bytes of 8 or more are one word ending at the end (overlapping the
-    loop's last), not a byte each: names are 20-40 bytes, and the byte loop was a third of this."""
     cdef uint64_t seen = 0, word
     cdef Py_ssize_t i = 0
     while i + 8 <= n:
         memcpy(&word, p + i, 8)
         seen |= word
         i += 8
-    if i < n and n >= 8:
-        memcpy(&word, p + n - 8, 8)
-        seen |= word
-    else:
-        while i < n:
-            seen |= p[i]
-            i += 1
+    while i < n:
+        seen |= p[i]
+        i += 1
     return (seen & 0x8080808080808080ULL) == 0
 
 
