@@ -349,3 +349,16 @@ def test_arrays_through_numpy_c_api_and_frombuffer_alike(shared):
             assert ids.shape == (1000, 16) and ids.tolist() == want[0].topics["topic_id"].tolist()
     finally:
         assert use(capsule, np.ndarray, columnar._arrays_made_right)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_names_ascii_or_not_at_every_length_and_place(engine: str) -> None:
+    """A name is taken as ASCII only when every byte is: checked a word at a time, its last bytes as one word
+    ending at its end, so a non-ASCII character in the last word (or in a name shorter than a word) must
+    still send it the decoder's way, in both scans."""
+    names = ["x" * n for n in range(41)] + ["a" * k + "é" + "b" * (n - k - 1) for n in range(1, 41) for k in range(n)]
+    T = MetadataResponse.Topic
+    for v in (1, 12):
+        data = kcodec.encode(MetadataResponse(topics=[T(name=n) for n in names]), v)
+        assert list(columnar.topic_names(MetadataResponse, data, v, engine=engine).names) == names
+        assert list(columnar.tables(MetadataResponse, data, v, engine=engine).topics["name"]) == names

@@ -109,6 +109,21 @@ def test_equal_int32_arrays_share_a_tuple_and_never_mix():
     assert all(type(p.replica_nodes) is tuple for p in parts)
 
 
+
+def test_shared_int32_arrays_are_told_apart_by_every_word():
+    """Arrays of 1 to 8 ints that differ in one place only, many more than the cache's entries (so they meet
+    in its entries): each comes out with its own values, whichever word differs (the compare reads 8 bytes
+    at a time, the last 8 ending at the array's end)."""
+    backend = dict(BACKENDS).get("cython")
+    if backend is None:
+        missing("the Cython backend (kcodec.core._fast, built by pip install with a compiler)")
+    arrays = [[7] * k + [v] + [7] * (n - k - 1) for n in range(1, 9) for k in range(n) for v in range(150)]
+    built = MR(topics=[MR.Topic(name="t", partitions=[
+        MR.Partition(partition_index=i, replica_nodes=r) for i, r in enumerate(arrays * 2)])])
+    prog = program_for(MR, 12)
+    msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+    assert [list(p.replica_nodes) for p in msg.topics[0].partitions] == arrays * 2
+
 def test_one_int_for_every_topics_int32_min(shared):
     """On the 1,000-topic payload each topic's INT32_MIN authorized operations is one shared int, also
     across two decodes."""

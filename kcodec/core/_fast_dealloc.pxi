@@ -27,7 +27,7 @@ cdef extern from *:
            one pass over them, not a walk of each class's member table (a third of this function's cost) */
         end = (PyObject**)((char*)self + b->tp_basicsize);
         for (slot = (PyObject**)((char*)self + sizeof(PyObject)); slot < end; slot++)
-            Py_CLEAR(*slot);
+            Py_XDECREF(*slot);  /* (no NULL stored: nothing reaches a freed object, as tuple's dealloc) */
         tp->tp_free(self);
         Py_DECREF(tp);
         Py_TRASHCAN_END
