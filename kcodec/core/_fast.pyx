@@ -3,10 +3,8 @@
 
 Decoding reads straight from the caller's buffer (buffer protocol, no copy), makes objects without
 calling ``__init__`` (``tp_alloc`` and direct slot writes) and loops over fields and records in C.
-``encode`` writes once into an output that grows as it fills and is cut to size at the end;
-``encode_into`` and ``encode_buffers`` size the message first, then write it once into an exact-size
-buffer (UTF-8 is computed once: CPython keeps a string's UTF-8 form with the string, so the write pass
-reuses what the size pass made).
+Encoding sizes the message first, then writes once into an exact-size buffer (UTF-8 is computed once:
+CPython keeps a string's UTF-8 form with the string, so the write pass reuses what the size pass made).
 
 Decode errors are made here, with the reference's reason, offset and field path. An encode error is
 detected here, then reported by running the reference on the same message: encoding is the cold path
@@ -21,7 +19,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE, PyList_New, PyList_S
 from cpython.long cimport PyLong_AsLongLong, PyLong_FromLong, PyLong_FromLongLong, PyLong_FromUnsignedLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.object cimport PyObject
-from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
+from cpython.ref cimport Py_INCREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE, PyTuple_New, PyTuple_SET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t

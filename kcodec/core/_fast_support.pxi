@@ -370,7 +370,6 @@ cdef class _Prog:
     cdef list plans
     cdef object message, version
     cdef bint deep  # nests deeper than a reader's trail: the reference reads it
-    cdef Py_ssize_t last_size  # the last encode's output: the next one's first capacity
 
 
 cdef _Op make_op(op, prog):

@@ -1,20 +1,12 @@
-# Part of kcodec/core/_fast.pyx (included there): writing a message. encode writes it in one pass into a
-# bytes object that grows as it fills; encode_into and encode_buffers size it first, then write it once.
+# Part of kcodec/core/_fast.pyx (included there): writing a message, sized first, then written once into an exact-size buffer.
 
 # ---------------------------------------------------------------------------------------- writing
 
 cdef unsigned char SCRATCH[16]  # where the size pass "writes" fixed-size values
 
-cdef extern from "Python.h":
-    int _PyBytes_Resize(PyObject** bytes, Py_ssize_t size) except -1
-    PyObject* new_bytes "PyBytes_FromStringAndSize"(const char* v, Py_ssize_t size) except NULL
-
-DEF FIRST_OUTPUT = 256  # bytes: encode's least first output (pymalloc's); it doubles as it fills
-
 
 cdef class _Writer:
-    """Counts bytes (out is NULL: the size pass) or writes them into out[0:cap] (the write pass); when it
-    owns grown (encode), out is that bytes object's data, made larger when full."""
+    """Counts bytes (out is NULL: the size pass) or writes them into out[0:cap] (the write pass)."""
     cdef unsigned char* out
     cdef Py_ssize_t pos, cap
     cdef list plans
@@ -22,40 +14,19 @@ cdef class _Writer:
                              # counts numbers by their size without reading them (nor an int array's items)
     cdef list spliced  # encode_buffers: (position, the caller's buffer) of each value left out; else None
     cdef Py_ssize_t threshold, spliced_bytes  # bytes values of at least threshold are left out; their bytes
-    cdef PyObject* grown  # encode's output (owned, its only reference: _PyBytes_Resize needs that); or NULL
-
-    def __dealloc__(self):
-        Py_XDECREF(self.grown)
 
 
 cdef inline unsigned char* room(_Writer w, Py_ssize_t n) except NULL:
-    """Where the next n bytes go; NULL is never returned (the size pass gets a scratch pointer). The
-    pointer holds until the next call: growing may move the output."""
+    """Where the next n bytes go; NULL is never returned (the size pass gets a scratch pointer)."""
     cdef unsigned char* p
     if w.out == NULL:
         w.pos += n
         return SCRATCH
     if n > w.cap - w.pos:
-        grow(w, n)
+        raise RuntimeError("the message changed between the size pass and the write pass")
     p = w.out + w.pos
     w.pos += n
     return p
-
-
-cdef int grow(_Writer w, Py_ssize_t n) except -1:
-    """Room for n more bytes in encode's output: doubled (realloc: a large block grows in place or is
-    remapped, rarely copied)."""
-    cdef Py_ssize_t cap
-    if w.grown == NULL:
-        raise RuntimeError("the message changed between the size pass and the write pass")
-    cap = max(2 * w.cap, w.pos + n)
-    _PyBytes_Resize(&w.grown, cap)
-    w.out = <unsigned char*>PyBytes_AS_STRING(<object>w.grown)
-    w.cap = cap
-    if cap >= HUGE_OUTPUT:
-        kc_huge_pages(<char*>w.out, cap)
-    return 0
-
 
 cdef inline int uvarint_size(uint64_t n) noexcept:
     cdef int size = 1
@@ -513,32 +484,13 @@ def encoded_size(prog, obj):
 
 
 def encode(prog, obj):
-    """One pass, no size pass first: the size pass was 30% of a Metadata response's instructions, and a
-    second walk over objects that no longer fit the cache (10,000 topics: 15 MB of them). The output
-    starts as large as this message's last one (most programs encode like-sized messages: no growth,
-    whose reallocs copy a heap block), then doubles as it fills; it is cut to size at the end."""
     cdef _Prog fp = prepared(prog)
-    cdef _Writer w = _Writer()
-    cdef PyObject* out
-    w.plans = fp.plans
-    w.cap = max(fp.last_size, FIRST_OUTPUT)
-    w.grown = new_bytes(NULL, w.cap)
-    w.out = <unsigned char*>PyBytes_AS_STRING(<object>w.grown)
-    if w.cap >= HUGE_OUTPUT:
-        kc_huge_pages(<char*>w.out, w.cap)
-    try:
-        encode_struct(w, 0, obj)
-    except (RuntimeError, MemoryError):  # (as write's: a list changed while written, or no memory)
-        raise
-    except Exception as e:
-        _reference_error(prog, obj, e)
-    _PyBytes_Resize(&w.grown, w.pos)
-    fp.last_size = w.pos
-    out = w.grown
-    w.grown = NULL
-    result = <object>out
-    Py_DECREF(result)  # (the writer's reference, now result's)
-    return result
+    cdef Py_ssize_t size = size_of(fp, prog, obj, True)
+    out = PyBytes_FromStringAndSize(NULL, size)
+    if size >= HUGE_OUTPUT:
+        kc_huge_pages(PyBytes_AS_STRING(out), size)
+    write(fp, prog, obj, <unsigned char*>PyBytes_AS_STRING(out), size)
+    return out
 
 
 def encode_into(prog, obj, buffer, Py_ssize_t offset=0):
