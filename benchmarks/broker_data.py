@@ -1,8 +1,9 @@
 """confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
 `kcodec broker`, Tansu 0.6.0 (in memory) or Apache Kafka 4.4 (one KRaft node, tests/kafka/real_kafka.py),
 measured alike. `python benchmarks/broker_data.py` prints a table (`--brokers kcodec,kafka` picks brokers,
-`--rounds N` alternates them N times, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's
-fetch log of each consume and says per run what its Fetch requests were); benchmarks/test_broker_data.py
+`--rounds N` alternates them N times, `--cases 100x1,100x12` picks cases, `--pin` puts the broker and the
+client on a CPU each, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's fetch log of each
+consume and says per run what its Fetch requests were); benchmarks/test_broker_data.py
 runs the same under pytest-benchmark."""
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ class Result:
     produce_cpu_s: float = float("nan")  # the broker's CPU while producing, and while consuming
     consume_cpu_s: float = float("nan")
     fetches: dict[str, Any] = field(default_factory=dict)  # with --trace: fetch_trace()
+    # the produce() loop (before flush()): the producing thread's CPU, and its time waiting for a CPU (runnable,
+    # not running: other work on the shared cores), from /proc/thread-self/schedstat; the loop never blocks
+    loop_s: float = float("nan")
+    loop_cpu_s: float = float("nan")
+    loop_cpu_wait_s: float = float("nan")
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.messages / seconds, self.messages * self.size / seconds / 1e6
@@ -55,7 +61,9 @@ class Result:
     def detail(self) -> str:
         """How the run went: the broker's CPU while producing and consuming, the first message, the Fetches."""
         out = (f"  {self.broker} {self.size} B x {self.partitions}: broker CPU produce {self.produce_cpu_s:.2f} s, "
-               f"consume {self.consume_cpu_s:.2f} s; first message {self.first_s * 1e3:.0f} ms")
+               f"consume {self.consume_cpu_s:.2f} s; produce() loop {self.loop_s:.2f} s = its thread's CPU "
+               f"{self.loop_cpu_s:.2f} s + waiting for a CPU {self.loop_cpu_wait_s:.2f} s; "
+               f"first message {self.first_s * 1e3:.0f} ms")
         f = self.fetches
         if f:
             out += (f"; {f['count']} Fetch responses, {f['median_kb']:,.0f} KB median (max {f['max_kb']:,.0f}), "
@@ -112,6 +120,16 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def thread_schedstat() -> tuple[float, float]:
+    """The calling thread's time on a CPU and waiting on a run queue so far, in seconds (NaN where the kernel
+    keeps no schedstat): a loop that never blocks takes the sum of the two."""
+    try:
+        run_ns, wait_ns = Path("/proc/thread-self/schedstat").read_text().split()[:2]
+    except (OSError, ValueError):
+        return float("nan"), float("nan")
+    return int(run_ns) / 1e9, int(wait_ns) / 1e9
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and its reaped children so far (/proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -149,14 +167,39 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
         proc.wait(10)
 
 
-def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, trace: Optional[Path] = None) -> Result:
-    """One case through a fresh broker; ``trace``: a directory for librdkafka's fetch log of the consume."""
+@contextlib.contextmanager
+def pinned(pid: int, on: bool) -> Iterator[None]:
+    """With ``on``: the broker's threads on the second CPU, this thread (and the client threads it starts)
+    on the first, for the block: the broker and the client no longer take each other's CPU (other work on
+    the machine still may). The produce() loop never blocks, yet on a shared machine it waits for a CPU for
+    as long again as it runs, and that wait moves a run's produce rate more than either broker does."""
+    if not on:
+        yield
+        return
+    saved = os.sched_getaffinity(0)
+    if len(saved) < 2:
+        raise RuntimeError("--pin needs two CPUs")
+    client, server = sorted(saved)[:2]
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(tid), {server})
+    os.sched_setaffinity(0, {client})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, saved)
+
+
+def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, trace: Optional[Path] = None,
+        pin: bool = False) -> Result:
+    """One case through a fresh broker; ``trace``: a directory for librdkafka's fetch log of the consume;
+    ``pin``: the broker and the client each on a CPU of its own (pinned())."""
     import confluent_kafka as ck
     from confluent_kafka.admin import AdminClient, NewTopic
 
     n = total_bytes // size
     value = b"x" * size
-    with broker(kind) as (bootstrap, pid):
+    with broker(kind) as (bootstrap, pid), pinned(pid, pin):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(20)
         time.sleep(0.5)  # Tansu answers CreateTopics before its metadata has the topic
@@ -167,11 +210,14 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, t
         p.produce(TOPIC, value, partition=0, on_delivery=lambda e, _m: e and failed.append(str(e)))
         p.flush(30)  # the producer knows the leaders before the clock starts
         cpu0 = cpu_seconds(pid)
+        sched0 = thread_schedstat()
         t0 = time.perf_counter()
         for i in range(n - 1):
             p.produce(TOPIC, value, partition=i % partitions)
             if i % 100_000 == 0:
                 p.poll(0)
+        loop_s = time.perf_counter() - t0
+        sched1 = thread_schedstat()
         left = p.flush(120)
         produce_s = time.perf_counter() - t0
         if left or failed:
@@ -207,7 +253,8 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, t
         if got != n:
             raise RuntimeError(f"{kind}: consumed {got} of {n}")
         return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid), first,
-                      cpu1 - cpu0, cpu2 - cpu1, fetch_trace(log, since) if log is not None else {})
+                      cpu1 - cpu0, cpu2 - cpu1, fetch_trace(log, since) if log is not None else {}, loop_s,
+                      sched1[0] - sched0[0], sched1[1] - sched0[1])
 
 
 HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS | broker CPU |\n"
@@ -224,21 +271,29 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=1, help="each case this many times, the brokers alternated")
     p.add_argument("--json", metavar="FILE", help="write every result here")
     p.add_argument("--what", default="", help="a line saying how and where it ran, kept in the JSON")
+    p.add_argument("--cases", default=",".join(f"{s}x{n}" for s, n in CASES),
+                   help="comma-separated SIZExPARTITIONS, e.g. 100x1,100x12 (default: all four)")
+    p.add_argument("--pin", action="store_true",
+                   help="each broker on the second CPU, the client on the first (see pinned())")
     p.add_argument("--trace", metavar="DIR", type=Path,
                    help="keep librdkafka's fetch log of each consume here; print each run's Fetches")
     args = p.parse_args(argv)
     kinds = [k for k in args.brokers.split(",") if k]
     if set(kinds) - set(BROKERS):
         p.error(f"unknown broker(s) {set(kinds) - set(BROKERS)}")
+    try:
+        cases = [(int(c.split("x")[0]), int(c.split("x")[1])) for c in args.cases.split(",") if c]
+    except (ValueError, IndexError):
+        p.error(f"--cases: SIZExPARTITIONS, comma-separated, not {args.cases!r}")
     results = []
     details: list[str] = []
     if args.trace is not None:
         args.trace.mkdir(parents=True, exist_ok=True)
     print(HEADER)
     for _ in range(args.rounds):
-        for size, partitions in CASES:
+        for size, partitions in cases:
             for kind in kinds:
-                r = run(kind, size, partitions, trace=args.trace)
+                r = run(kind, size, partitions, trace=args.trace, pin=args.pin)
                 results.append(r)
                 print(r.row(), flush=True)
                 details.append(r.detail())
