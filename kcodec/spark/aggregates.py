@@ -149,19 +149,19 @@ class Aggregates:
         c[batches] += 1
         c[records] += count
         c[nbytes] += size
-        k = (r.get("topic"), r.get("topic_id"), d)
-        G["b_topic_batches"][k] += 1
-        G["b_topic_records"][k] += count
-        G["b_topic_bytes"][k] += size
-        k = (r.get("client_id") or "(none)", d)
-        G["b_client_batches"][k] += 1
-        G["b_client_records"][k] += count
-        G["b_client_bytes"][k] += size
-        k = (d, r.get("codec"))
-        G["b_codec_batches"][k] += 1
-        G["b_codec_records"][k] += count
-        G["b_codec_compressed"][k] += size
-        G["b_codec_uncompressed"][k] += r.get("uncompressed_bytes") or 0
+        topic = (r.get("topic"), r.get("topic_id"), d)
+        G["b_topic_batches"][topic] += 1
+        G["b_topic_records"][topic] += count
+        G["b_topic_bytes"][topic] += size
+        client = (r.get("client_id") or "(none)", d)
+        G["b_client_batches"][client] += 1
+        G["b_client_records"][client] += count
+        G["b_client_bytes"][client] += size
+        codec = (d, r.get("codec"))
+        G["b_codec_batches"][codec] += 1
+        G["b_codec_records"][codec] += count
+        G["b_codec_compressed"][codec] += size
+        G["b_codec_uncompressed"][codec] += r.get("uncompressed_bytes") or 0
         if count > 0:
             G["b_size_records"][(d, count.bit_length() - 1)] += 1
         if size > 0:
