@@ -135,12 +135,14 @@ class BrokerServer:
         """A new connection's protocol: its requests are received into its ServerConnection (inbound.py)."""
         # Produce's records stay views of the frame until the log copies the batch it keeps; the rest are
         # copies, so that nothing a handler keeps holds a receive buffer
-        conn = ServerConnection(max_frame_size=self.runtime.sasl_max_receive_size if self._pre_auth(listener)
+        pre_auth = self._pre_auth(listener)
+        conn = ServerConnection(max_frame_size=self.runtime.sasl_max_receive_size if pre_auth
                                 else self.runtime.max_frame_size, zero_copy={PRODUCE})
-        inbound = Inbound(conn, lambda reader, writer: self._serve(listener, inbound, writer))
+        inbound = Inbound(conn, lambda reader, writer: self._serve(listener, inbound, writer, pre_auth))
         return inbound
 
-    async def _serve(self, listener: ListenerRuntime, inbound: Inbound, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, listener: ListenerRuntime, inbound: Inbound, writer: asyncio.StreamWriter,
+                     pre_auth: bool) -> None:
         task = asyncio.current_task()
         assert task is not None
         self.connections.add(task)
@@ -150,8 +152,8 @@ class BrokerServer:
                           port=peer[1] if isinstance(peer, tuple) else 0)
         if listener.sasl:
             session.sasl = sasl_server(listener.sasl_settings, self.runtime.state.credentials)
-        pre_auth = self._pre_auth(listener)
         conn = inbound.conn
+        tls_unchecked = listener.tls is None  # the stream's first bytes are looked at once, as they arrive
         try:
             if _HANDSHAKE_IN_SERVE and listener.tls is not None:
                 await self._tls_handshake(writer, listener.tls)
@@ -160,9 +162,11 @@ class BrokerServer:
                 session.principal = self._tls_principal(writer, listener) or session.principal
             while True:
                 await inbound.wait(self.runtime.idle_timeout)
-                if listener.tls is None and looks_like_tls(inbound.head):
-                    raise Close(f"a TLS handshake on {listener.security_protocol} listener {listener.name} (SSL needs a TLS "
-                                "listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
+                if tls_unchecked and inbound.head:
+                    tls_unchecked = False
+                    if looks_like_tls(inbound.head):
+                            raise Close(f"a TLS handshake on {listener.security_protocol} listener {listener.name} (SSL needs a "
+                                    "TLS listener, e.g. --tls-cert, or --listen SSL://HOST:PORT)")
                 if not conn.frames_waiting:
                     if inbound.error is not None:
                         raise inbound.error
