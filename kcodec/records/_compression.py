@@ -7,8 +7,10 @@ system libraries, aiokafka's choice too), an optional dependency: the extras kco
 or [compression] install it, and a batch of a codec whose library is missing raises MissingCodecError
 naming the extra. Reading, zstd goes through the zstandard package and lz4 through the lz4 package, each
 with one decompression context per thread (in the [zstd] and [lz4] extras; cramjam when they are missing): cramjam's per-call set-up costs more than inflating a typical 10 KB batch (a 1 MB Fetch of
-109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.69 ms against 0.32 ms). zstd writes go through a kept
-zstandard context too (the same bytes as cramjam's; a 9.6 KB batch in 12 µs instead of 30).
+109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.69 ms against 0.32 ms). zstd writes of a small batch
+go through a kept zstandard context too (the same bytes as cramjam's; a 9.6 KB batch in 12 µs instead of
+30); a batch of 16 KiB or more gets a fresh context, as the Java client's and librdkafka's each get one
+(see _ZSTD_KEPT_BELOW).
 Before snappy, lz4 or zstd inflate anything, the frame structure is walked to bound the output from its
 declared sizes (snappy's length preamble, lz4 and zstd block headers and maximum block sizes), so a bomb is
 refused before any large allocation.
@@ -78,6 +80,13 @@ _XERIAL_BLOCK = 32 * 1024  # the block size of the Java client's SnappyOutputStr
 _GZIP_OS_UNKNOWN = 255
 _LZ4_MAGIC = 0x184D2204
 _ZSTD_MAGIC = 0xFD2FB528
+# A kept zstd context reuses its match tables without clearing them, so after a few ms of other work its
+# compression reads them back, at random, from beyond the caches: a 97 KB batch took 297 µs that way against
+# 176 with a fresh context, whose tables are cleared (written in order) first. Right after another
+# compression the kept one is quicker (103 against 119 µs). From about 19 KB up the fresh one wins when cold,
+# which is how a producer builds (other work between batches); below, the kept one wins either way
+# (benchmarks/NOTES.md, the zstd build). The bytes are the same.
+_ZSTD_KEPT_BELOW = 16 * 1024
 _ZSTD_MAX_BLOCK = 128 * 1024
 _u32le = struct.Struct("<I")
 _i32be = struct.Struct(">i")
@@ -106,23 +115,25 @@ def compress(codec: int, data: bytes | memoryview, level: Optional[int] = None, 
         frame.compress(data if type(data) is bytes else bytes(data))  # (cramjam's frame takes no memoryview)
         return bytes(frame.finish())
     if codec == Compression.ZSTD:
-        cctx = _zstd_compressor(3 if level is None else level)  # (3: zstd's default, cramjam's too)
-        if cctx is not None:
+        cctx = _zstd_compressor(3 if level is None else level, len(data) >= _ZSTD_KEPT_BELOW)
+        if cctx is not None:  # (3: zstd's default, cramjam's too)
             return cctx.compress(data)  # the same bytes as cramjam's, without its per-call set-up
         zstd = _cramjam(codec).zstd
         return bytes(zstd.compress(data, level=level) if level is not None else zstd.compress(data))
     raise ValueError(f"unknown compression codec {codec}")
 
 
-def _zstd_compressor(level: int):
-    """This thread's zstandard compression context for a level; None without zstandard or for a level it
-    refuses (cramjam then compresses, as before)."""
+def _zstd_compressor(level: int, fresh: bool = False):
+    """This thread's zstandard compression context for a level (a new one if ``fresh``); None without
+    zstandard or for a level it refuses (cramjam then compresses, as before)."""
     if zstandard is None:
         return None
     kept = getattr(_contexts, "zstd_levels", None)
     if kept is None:
         kept = _contexts.zstd_levels = {}
     cctx = kept.get(level)
+    if cctx is not None and fresh:
+        return zstandard.ZstdCompressor(level=level)  # (a level refused before is never kept)
     if cctx is None:
         try:
             cctx = zstandard.ZstdCompressor(level=level)

@@ -209,15 +209,18 @@ def test_zstd_contexts_are_per_thread():
 
 @pytest.mark.parametrize("level", [None, 1, 3, 19, -5])
 def test_zstd_writes_the_bytes_cramjam_writes(level, monkeypatch):
-    """zstd is written through this thread's kept zstandard context, byte for byte what cramjam writes at
-    the same level (cramjam without zstandard)."""
+    """zstd is written through this thread's kept zstandard context (a fresh one from 16 KiB), byte for
+    byte what cramjam writes at the same level (cramjam without zstandard), on both sides of the size that
+    chooses, and again after the other way ran."""
     from kcodec.records import _compression
 
-    assert _compression._zstd_compressor(3 if level is None else level) is not None  # (the kept way runs)
-    ours = [compress(Compression.ZSTD, DATA[:n], level) for n in (0, 100, len(DATA))]
+    assert _compression._zstd_compressor(3 if level is None else level) is not None  # (the zstandard way runs)
+    sizes = (0, 100, _compression._ZSTD_KEPT_BELOW - 1, _compression._ZSTD_KEPT_BELOW, len(DATA), 100)
+    assert len(DATA) > _compression._ZSTD_KEPT_BELOW
+    ours = [compress(Compression.ZSTD, DATA[:n], level) for n in sizes]
     monkeypatch.setattr(_compression, "zstandard", None)
-    assert ours == [compress(Compression.ZSTD, DATA[:n], level) for n in (0, 100, len(DATA))]
-    assert [decompress(Compression.ZSTD, c, 10**6) for c in ours] == [DATA[:n] for n in (0, 100, len(DATA))]
+    assert ours == [compress(Compression.ZSTD, DATA[:n], level) for n in sizes]
+    assert [decompress(Compression.ZSTD, c, 10**6) for c in ours] == [DATA[:n] for n in sizes]
 
 
 def test_an_lz4_frame_declaring_too_little_stops_there():
