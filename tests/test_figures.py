@@ -304,3 +304,21 @@ def test_the_cpu_seconds_count_children_of_a_parent_that_ignores_sigchld(tmp_pat
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
     assert 0.8 <= float(out.stdout.split()[-1]) < 1.8, out.stdout + out.stderr
+
+
+def test_the_build_from_a_list_has_its_own_target_rows_once_measured():
+    from figures import records
+
+    def run(*ids):
+        return {"cases": [{"id": i, "bytes": 1, "impls": {"kcodec-cython": {"median": 1.0, "instructions": 10},
+                                                          "aiokafka": {"median": 2.1, "instructions": 20}}}
+                          for i in ids]}
+    codecs = records.CODECS
+    old = run(*(f"encode-1kbatch-{c}" for c in codecs))
+    both = run(*(f"{op}-1kbatch-{c}" for op in ("encode", "encode_list") for c in codecs))
+    rows = records.targets_rows([old])
+    assert not [r for r in rows if "from a list" in r]  # runs from before the case: no rows of dashes
+    listed = [r for r in records.targets_rows([both]) if "from a list" in r]
+    assert len(listed) == len(codecs) and [r for r in listed if ", none," in r][0].count("≥ 2×") == 1
+    assert all("2.10" in r and "met in 1 of 1" in r for r in listed)
+    assert [r for r in records.targets_rows([both]) if "from a list" not in r] == rows

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Optional
 from ..exceptions import EncodeError
 from ._checksum import _crc32c, crc32, crc32c
 from ._compression import compress
+from ._pure import _as_bytes, extend_with
 from ._select import backend
 from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER,
                      V2_HEADER_SIZE, Compression, TimestampType, now_ms)
@@ -22,8 +23,9 @@ _new_writer = backend.RecordsWriter.__new__  # (the writer's state is made there
 
 
 class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
-    """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, then ``build()``
-    (bytes) or ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
+    """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, or ``extend(records)``
+    for many (tuples in append's order; returns how many), then ``build()`` (bytes) or
+    ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
     message when compressed); those have no headers, producer fields or control records."""
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
                  "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
@@ -128,6 +130,10 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         return len(data)
 
 
+def _no_timestamp() -> int:
+    return -1  # (magic 0 messages have none)
+
+
 class _LegacyBuilder(BatchBuilder):
     """Magic 0/1: each append is one message; compressed, they become the inner set of one wrapper."""
     __slots__ = ("_messages",)
@@ -141,10 +147,20 @@ class _LegacyBuilder(BatchBuilder):
             raise EncodeError(f"magic {self.magic} messages have no headers", "headers")
         if timestamp is None:
             timestamp = now_ms() if self.magic == 1 else -1
-        key = None if key is None else bytes(key)
-        value = None if value is None else bytes(value)
+        elif not isinstance(timestamp, int):
+            raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        key = _as_bytes(key, "key")  # (bytes-like or None, as v2's writers take them: not bytes(5))
+        value = _as_bytes(value, "value")
         self._messages.append((key, value, timestamp))
         return len(self._messages) - 1
+
+    def extend(self, records: Iterable[tuple]) -> int:
+        mark = len(self._messages)
+        try:
+            return extend_with(self.append, records, now_ms if self.magic == 1 else _no_timestamp)
+        except BaseException:
+            del self._messages[mark:]
+            raise
 
     def writer_state(self) -> tuple[int, int, int]:
         ts = [m[2] for m in self._messages]

@@ -7,7 +7,7 @@ from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE, _PyBytes_Resize
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from cpython.tuple cimport PyTuple_GET_SIZE
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
@@ -187,6 +187,17 @@ cdef class RecordsWriter:
     def append(self, key, value, headers=(), timestamp=None):
         """Add a record (key and value: bytes-like or None; headers: (str, bytes-like or None) pairs;
         timestamp: ms since the epoch, now when None); returns its offset delta."""
+        if (type(key) is bytes and type(value) is bytes and type(timestamp) is int and type(headers) is tuple
+                and not PyTuple_GET_SIZE(headers)):
+            # the common case: no buffers to take, no headers to encode
+            self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
+                        PyBytes_GET_SIZE(value), timestamp, None)
+            return delta(self._count - 1)
+        self._add(key, value, headers, timestamp)
+        return delta(self._count - 1)
+
+    cdef int _add(self, key, value, headers, timestamp) except -1:
+        """append's general case: buffers taken and released, headers checked and encoded."""
         cdef int64_t ts
         cdef Py_buffer kb, vb
         cdef const char* kd = NULL
@@ -194,12 +205,6 @@ cdef class RecordsWriter:
         cdef Py_ssize_t kn, vn
         cdef int kk = 2, vk = 2
         cdef list hs = None
-        if (type(key) is bytes and type(value) is bytes and type(timestamp) is int and type(headers) is tuple
-                and not PyTuple_GET_SIZE(headers)):
-            # the common case: no buffers to take, no headers to encode
-            self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
-                        PyBytes_GET_SIZE(value), timestamp, None)
-            return delta(self._count - 1)
         if timestamp is None:
             ts = now_ms()
         elif isinstance(timestamp, int):
@@ -222,12 +227,68 @@ cdef class RecordsWriter:
                         hv = bytes(hv)
                     hs.append(((<str>hk).encode("utf-8"), hv))
             self._write(kd, kn, vd, vn, ts, hs)
-            return delta(self._count - 1)
+            return 0
         finally:
             if kk == 1:
                 PyBuffer_Release(&kb)
             if vk == 1:
                 PyBuffer_Release(&vb)
+
+    def extend(self, records):
+        """Append each ``(key, value[, headers[, timestamp]])`` of ``records`` as ``append`` would (a missing
+        or None timestamp: now, taken once for the call); returns how many. A list or tuple is walked in C,
+        and items of bytes, bytes, no headers and an int or no timestamp are written without a Python call.
+        A bad item raises what append would, naming its index (``records[i]``), and leaves the writer as it
+        was before the call."""
+        cdef Py_ssize_t mark_len = self._len, i = 0
+        cdef int64_t mark_count = self._count, mark_base = self._base_ts, mark_max = self._max_ts
+        cdef int64_t now = 0
+        cdef bint have_now = False, in_item = False
+        cdef object item
+        try:
+            for item in records:  # (Cython walks an exact list or tuple by index, anything else by next())
+                in_item = True
+                self._item(item, &now, &have_now)
+                in_item = False
+                i += 1
+        except BaseException as e:
+            if self._count >= mark_count:  # (else _lost emptied the writer: nothing left to roll back to)
+                self._len, self._count, self._base_ts, self._max_ts = mark_len, mark_count, mark_base, mark_max
+            err = _pure.item_error(e, i) if in_item else None
+            if err is None:
+                raise
+            raise err from None
+        return i
+
+    cdef int _item(self, object item, int64_t* now, bint* have_now) except -1:
+        """One item of extend: the common shape written here, anything else through _add."""
+        cdef Py_ssize_t n
+        cdef int64_t ts
+        cdef object key, value, headers = (), timestamp = None
+        if type(item) is not tuple and not isinstance(item, tuple):
+            raise _pure.bad_item(item)
+        n = PyTuple_GET_SIZE(item)
+        if n < 2 or n > 4:
+            raise _pure.bad_item(item)
+        key = <object>PyTuple_GET_ITEM(item, 0)
+        value = <object>PyTuple_GET_ITEM(item, 1)
+        if n > 2:
+            headers = <object>PyTuple_GET_ITEM(item, 2)
+        if n > 3:
+            timestamp = <object>PyTuple_GET_ITEM(item, 3)
+        if timestamp is None:
+            if not have_now[0]:
+                now[0] = now_ms()
+                have_now[0] = True
+            ts = now[0]
+        elif type(timestamp) is int:
+            ts = timestamp  # (an OverflowError past int64, as append's)
+        else:
+            return self._add(key, value, headers, timestamp)
+        if type(key) is bytes and type(value) is bytes and type(headers) is tuple and not PyTuple_GET_SIZE(headers):
+            return self._write(PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key), PyBytes_AS_STRING(value),
+                               PyBytes_GET_SIZE(value), ts, None)
+        return self._add(key, value, headers, ts)
 
     cdef int _write(self, const char* kd, Py_ssize_t kn, const char* vd, Py_ssize_t vn, int64_t ts,
                     list hs) except -1:

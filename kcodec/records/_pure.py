@@ -7,8 +7,9 @@ It is the oracle the Cython twin (``_crecords.pyx``) is fuzzed against; both exp
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
+from ..exceptions import EncodeError
 from ._types import LOG_OVERHEAD, V2_HEADER, V2_HEADER_SIZE, RecordsError, now_ms as _now_ms
 
 
@@ -270,6 +271,49 @@ def _as_bytes(v, what: str):
     raise TypeError(f"{what} must be bytes, bytearray, memoryview or None, not {type(v).__name__}")
 
 
+def bad_item(item: Any) -> TypeError:
+    """An item of ``extend`` that is not ``(key, value[, headers[, timestamp]])``."""
+    what = f"a tuple of {len(item)}" if isinstance(item, tuple) else type(item).__name__
+    return TypeError(f"a record must be a tuple (key, value[, headers[, timestamp]]), not {what}")
+
+
+def item_error(e: BaseException, index: int) -> Optional[BaseException]:
+    """The error of ``extend``'s item ``index``: the kind ``append`` raised (an EncodeError, or OverflowError,
+    TypeError, ValueError), naming the item; None for anything else (raised as it is)."""
+    where = f"records[{index}]"
+    if isinstance(e, EncodeError):
+        return EncodeError(e.reason, f"{where}.{e.path}" if e.path else where)
+    for kind in (OverflowError, TypeError, ValueError):
+        if isinstance(e, kind):
+            return kind(f"{where}: {e}")
+    return None
+
+
+def extend_with(append: Callable[..., Any], records: Iterable[tuple], now: Callable[[], int]) -> int:
+    """``extend``'s loop for the reference writers: each item through ``append``; a missing timestamp is
+    ``now()``, taken once for the call. Returns the count; the caller rolls back on any error."""
+    i = 0
+    ts_now = None
+    for item in records:
+        try:
+            n = len(item) if isinstance(item, tuple) else 0
+            if not 2 <= n <= 4:
+                raise bad_item(item)
+            key, value = item[0], item[1]
+            headers = item[2] if n > 2 else ()
+            ts = item[3] if n > 3 else None
+            if ts is None:
+                ts = ts_now = now() if ts_now is None else ts_now
+            append(key, value, headers, ts)
+        except Exception as e:
+            err = item_error(e, i)
+            if err is None:
+                raise
+            raise err from None
+        i += 1
+    return i
+
+
 class RecordsWriter:
     """The v2 records of a batch being built: ``append`` writes each record as it comes.
 
@@ -299,6 +343,8 @@ class RecordsWriter:
             timestamp = _now_ms()
         elif not isinstance(timestamp, int):
             raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        elif not -(1 << 63) <= timestamp < 1 << 63:
+            raise OverflowError(f"timestamp {timestamp} does not fit in 64 bits")  # (as the twin's int64)
         key = _as_bytes(key, "key")
         value = _as_bytes(value, "value")
         hs = []
@@ -314,6 +360,19 @@ class RecordsWriter:
         self._out += encode_records([(self._count, timestamp, key, value, hs)], self._base_ts)
         self._count += 1
         return self._count - 1
+
+    def extend(self, records: Iterable[tuple]) -> int:
+        """Append each ``(key, value[, headers[, timestamp]])`` of ``records`` as ``append`` would (a missing
+        or None timestamp: now, taken once for the call); returns how many. A bad item raises what append
+        would, naming its index (``records[i]``), and leaves the writer as it was before the call."""
+        mark = (len(self._out), self._count, self._base_ts, self._max_ts)
+        try:
+            return extend_with(self.append, records, _now_ms)
+        except BaseException:
+            if len(self._out) != mark[0]:
+                del self._out[mark[0]:]
+            self._count, self._base_ts, self._max_ts = mark[1:]
+            raise
 
     def records_bytes(self) -> bytes:
         return bytes(self._out)
