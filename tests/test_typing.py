@@ -58,7 +58,9 @@ def _stub_signatures(path: Path) -> dict[str, Optional[list[str]]]:
     out: dict[str, Optional[list[str]]] = {}
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         if isinstance(node, ast.FunctionDef):
-            out[node.name] = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]
+            a = node.args
+            out[node.name] = [x.arg for x in [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []),
+                                              *a.kwonlyargs, *([a.kwarg] if a.kwarg else [])]]
         elif isinstance(node, ast.ClassDef):
             out[node.name] = None
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):

@@ -4,7 +4,7 @@ magic 0/1 message sets. Length and CRC are written last; the size is known befor
 from __future__ import annotations
 
 import struct
-from typing import Any, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from ..exceptions import EncodeError
 from ._checksum import _crc32c, crc32, crc32c
@@ -19,23 +19,11 @@ _COMPRESSIONS = {int(c): c for c in Compression}
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
-_new_writer = backend.RecordsWriter.__new__  # (the writer's state is made there, as the twin's __cinit__ does)
-
-
-class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
-    """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, or ``extend(records)``
-    for many (tuples in append's order; returns how many), then ``build()`` (bytes) or
-    ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
-    message when compressed); those have no headers, producer fields or control records."""
+class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
+    """A v2 batch's settings and its build: the reference, for a backend without ``BuilderBase`` (the Cython
+    twin's, in kcodec/records/_cwriter.pyx, does this in C)."""
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
                  "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
-
-    # Making a builder is kept to few Python steps (no super(), no helper calls): a producer makes one per
-    # batch, often just after other work has left the caches cold, where each step costs a microsecond or more.
-    def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
-        if magic in (0, 1) and cls is BatchBuilder:
-            cls = _LegacyBuilder
-        return _new_writer(cls)  # type: ignore[no-any-return]
 
     def __init__(self, magic: int = 2, compression: int = Compression.NONE, level: Optional[int] = None,
                  base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
@@ -69,24 +57,9 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
                 self.producer_epoch, self.base_sequence, self.transactional, self.control,
                 self.partition_leader_epoch, self.timestamp_type)
 
-    def clear_records(self) -> None:
-        """Drop the records appended so far (the settings stay) to build the next batch."""
-        super().clear_records()
-        self._built = None
-
-    @property
-    def record_count(self) -> int:
-        return self.writer_state()[0]  # type: ignore[no-any-return]
-
     def _attributes(self) -> int:
         return (int(self.compression) | (TIMESTAMP_TYPE_BIT if self.timestamp_type else 0)
                 | (TRANSACTIONAL_BIT if self.transactional else 0) | (CONTROL_BIT if self.control else 0))
-
-    def encoded_size(self) -> int:
-        """The bytes :meth:`build` writes (compressed batches are compressed to know it, once)."""
-        if not self.compression and self.magic == 2:  # (Compression.NONE is 0: no enum member looked up)
-            return V2_HEADER_SIZE + self.records_size()  # type: ignore[no-any-return]
-        return len(self.build())
 
     def build(self) -> bytes:
         """The batch: header, records (compressed when asked), batch length and CRC32C."""
@@ -102,8 +75,54 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
                                           self.producer_id, self.producer_epoch, self.base_sequence, _crc32c)
             except (OverflowError, TypeError) as e:
                 raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
-            self._built_key = key
-            return self._built
+        else:
+            self._built = self._compressed(count, base_ts, max_ts)  # type: ignore[attr-defined]
+        self._built_key = key
+        return self._built
+
+
+if TYPE_CHECKING:
+    _Base = _PyBuilderBase
+else:
+    _Base = getattr(backend, "BuilderBase", _PyBuilderBase)
+_new_writer = _Base.__new__  # (the writer's state is made there, as the twin's __cinit__ does)
+
+
+class BatchBuilder(_Base):
+    """Builds one batch: ``append(key, value, headers=(), timestamp=None)`` per record, or ``extend(records)``
+    for many (tuples in append's order; returns how many), then ``build()`` (bytes) or
+    ``encode_into(buf, offset)``. ``magic`` 0 or 1 builds a message set instead (one wrapper
+    message when compressed); those have no headers, producer fields or control records.
+    Settings are attributes named as the constructor's arguments (changed ones apply at the next build)."""
+    __slots__ = ()
+
+    # Making and building a batch is kept to few Python steps: __init__ and build come from the backend's base
+    # and __new__ (magic 0 or 1: the message-set builder) from the backend too, all in C in the Cython twin.
+    if TYPE_CHECKING or not hasattr(backend, "builder_new"):
+        def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
+            if magic in (0, 1) and cls is BatchBuilder:
+                cls = _LegacyBuilder
+            return _new_writer(cls)  # type: ignore[no-any-return]
+    else:
+        __new__ = staticmethod(backend.builder_new)
+
+    def clear_records(self) -> None:
+        """Drop the records appended so far (the settings stay) to build the next batch."""
+        super().clear_records()
+        self._built = None
+
+    @property
+    def record_count(self) -> int:
+        return self.writer_state()[0]  # type: ignore[no-any-return]
+
+    def encoded_size(self) -> int:
+        """The bytes :meth:`build` writes (compressed batches are compressed to know it, once)."""
+        if not self.compression and self.magic == 2:  # (Compression.NONE is 0: no enum member looked up)
+            return V2_HEADER_SIZE + self.records_size()  # type: ignore[no-any-return]
+        return len(self.build())
+
+    def _compressed(self, count: int, base_ts: int, max_ts: int) -> bytes:
+        """build's compressed v2 batch: the records compressed, then the header and CRC32C in front."""
         with self.records_view() as view:  # (no copy of the records to compress them)
             records = compress(self.compression, view, self.level)
         size = len(records)
@@ -114,9 +133,7 @@ class BatchBuilder(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         except struct.error as e:
             raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
         crc = crc32c(records, crc32c(memoryview(header)[V2_CRC_START:]))
-        self._built = header[:17] + crc.to_bytes(4, "big") + header[21:] + records
-        self._built_key = key
-        return self._built
+        return header[:17] + crc.to_bytes(4, "big") + header[21:] + records
 
     def encode_into(self, buffer: Any, offset: int = 0) -> int:
         """Write the batch into a writable buffer at ``offset``; returns the bytes written. Too little room
@@ -200,3 +217,7 @@ class _LegacyBuilder(BatchBuilder):
             out = self._message(self.base_offset + count - 1, int(self.compression) | ts_bit, max_ts, None, wrapped)
         self._built, self._built_key = out, key
         return out
+
+
+if hasattr(backend, "builder_classes"):
+    backend.builder_classes(BatchBuilder, _LegacyBuilder)

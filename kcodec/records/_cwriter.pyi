@@ -16,4 +16,29 @@ class RecordsWriter:
     def writer_state(self) -> tuple[int, int, int]: ...
     def clear_records(self) -> None: ...
 
+class BuilderBase(RecordsWriter):
+    magic: Any
+    compression: Any
+    level: Any
+    base_offset: Any
+    producer_id: Any
+    producer_epoch: Any
+    base_sequence: Any
+    transactional: Any
+    control: Any
+    partition_leader_epoch: Any
+    timestamp_type: Any
+    _built: Optional[bytes]
+    _built_key: Optional[tuple[Any, ...]]
+    def __init__(self, magic: int = ..., compression: int = ..., level: Optional[int] = ...,
+                 base_offset: int = ..., producer_id: int = ..., producer_epoch: int = ...,
+                 base_sequence: int = ..., transactional: bool = ..., control: bool = ...,
+                 partition_leader_epoch: int = ..., timestamp_type: int = ...) -> None: ...
+    def _key(self, count: int) -> tuple[Any, ...]: ...
+    def _attributes(self) -> int: ...
+    def build(self) -> bytes: ...
+
+def builder_classes(v2: type, legacy: type) -> None: ...
+def builder_new(cls: type, magic: Any = ..., *args: Any, **kwargs: Any) -> Any: ...
+
 def encode_records(records: Sequence[tuple[Any, ...]], base_timestamp: int) -> bytes: ...

@@ -11,8 +11,10 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
+from ..exceptions import EncodeError
 from . import _pure
-from ._types import now_ms
+from ._checksum import _crc32c
+from ._types import CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Compression, TimestampType, now_ms
 
 
 cdef inline int varint_size(int64_t v) noexcept nogil:
@@ -357,6 +359,11 @@ cdef class RecordsWriter:
         writer's count and timestamps, with the CRC32C of bytes 21.. at 17; one allocation, no header object.
         A field that is not an int is a TypeError, one out of its width an OverflowError, and nothing is
         handed out then."""
+        return self._finish(base_offset, partition_leader_epoch, attributes, producer_id, producer_epoch,
+                            base_sequence, crc_fn)
+
+    cdef bytes _finish(self, base_offset, partition_leader_epoch, attributes, producer_id, producer_epoch,
+                       base_sequence, crc_fn):
         cdef uint64_t bo = header_field(base_offset, 64), ple = header_field(partition_leader_epoch, 32)
         cdef uint64_t attrs = header_field(attributes, 16), pid = header_field(producer_id, 64)
         cdef uint64_t pe = header_field(producer_epoch, 16), seq = header_field(base_sequence, 32)
@@ -397,6 +404,91 @@ cdef class RecordsWriter:
     def clear_records(self):
         self._len = self._count = 0
         self._base_ts = self._max_ts = -1
+
+
+# BatchBuilder's settings, __init__ and build in C (the twin of _PyBuilderBase in kcodec/records/_builder.py):
+# a producer makes a builder per batch, often after other work has left the caches cold, where each Python
+# frame, attribute and global lookup of a Python-level __init__ and build cost a microsecond or more.
+cdef dict _COMPRESSIONS = {int(c): c for c in Compression}
+cdef dict _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+cdef object ZSTD = Compression.ZSTD
+
+
+cdef class BuilderBase(RecordsWriter):
+    """A v2 batch's settings and its build (the base of BatchBuilder; see kcodec/records/_builder.py)."""
+    cdef public object magic, compression, level, base_offset, producer_id, producer_epoch, base_sequence
+    cdef public object transactional, control, partition_leader_epoch, timestamp_type, _built, _built_key
+
+    def __init__(self, magic=2, compression=Compression.NONE, level=None, base_offset=0, producer_id=-1,
+                 producer_epoch=-1, base_sequence=-1, transactional=False, control=False,
+                 partition_leader_epoch=-1, timestamp_type=TimestampType.CREATE_TIME):
+        if magic not in (0, 1, 2):
+            raise EncodeError(f"magic {magic} is not 0, 1 or 2", "magic")
+        self.magic = magic
+        codec = _COMPRESSIONS.get(compression)
+        self.compression = Compression(compression) if codec is None else codec
+        if magic < 2 and self.compression == ZSTD:
+            raise EncodeError("zstd needs magic 2", "compression")
+        if magic < 2 and (transactional or control or producer_id != -1):
+            raise EncodeError(f"magic {magic} has no producer fields, transactions or control records", "magic")
+        self.level = level
+        self.base_offset = base_offset
+        self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
+        self.transactional, self.control = transactional, control
+        self.partition_leader_epoch = partition_leader_epoch
+        ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
+        self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
+        self._built = None
+        self._built_key = None
+
+    def _key(self, count):
+        return self._key_of(count)
+
+    cdef tuple _key_of(self, count):
+        return (count, self.magic, self.compression, self.level, self.base_offset, self.producer_id,
+                self.producer_epoch, self.base_sequence, self.transactional, self.control,
+                self.partition_leader_epoch, self.timestamp_type)
+
+    def _attributes(self):
+        return self._attributes_of()
+
+    cdef object _attributes_of(self):
+        return (int(self.compression) | (TIMESTAMP_TYPE_BIT if self.timestamp_type else 0)
+                | (TRANSACTIONAL_BIT if self.transactional else 0) | (CONTROL_BIT if self.control else 0))
+
+    def build(self):
+        """The batch: header, records (compressed when asked), batch length and CRC32C."""
+        cdef tuple key = self._key_of(self._count)
+        if self._built is not None and self._built_key == key:
+            return self._built
+        if self._count == 0:
+            raise EncodeError("a batch needs at least one record", "records")
+        if not self.compression:
+            try:
+                self._built = self._finish(self.base_offset, self.partition_leader_epoch, self._attributes_of(),
+                                           self.producer_id, self.producer_epoch, self.base_sequence, _crc32c)
+            except (OverflowError, TypeError) as e:
+                raise EncodeError(f"a batch header field does not fit: {e}", "header") from None
+        else:
+            self._built = self._compressed(self._count, self._base_ts, self._max_ts)
+        self._built_key = key
+        return self._built
+
+
+cdef object _v2_class = None, _legacy_class = None
+
+
+def builder_classes(v2, legacy):
+    """Name BatchBuilder and its magic 0/1 subclass for builder_new (kcodec/records/_builder.py, once)."""
+    global _v2_class, _legacy_class
+    _v2_class, _legacy_class = v2, legacy
+
+
+def builder_new(cls, magic=2, *args, **kwargs):
+    """BatchBuilder.__new__ without a Python frame: magic 0 or 1 makes the message-set builder."""
+    if magic in (0, 1) and cls is _v2_class:
+        cls = _legacy_class
+    return BuilderBase.__new__(cls)
 
 
 def encode_records(records, int64_t base_timestamp):
