@@ -147,7 +147,7 @@ def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
 
 
 def test_the_daemons_workers_go_without_pandas():
-    """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (0.6-0.7 CPU s);
+    """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (about 0.3 CPU s);
     the daemon's workers, which never use it, find it not installed, and pyarrow works on without it."""
     code = ("import sys\nfrom kcodec.spark.daemon import without_pandas\nwithout_pandas()\nimport pyarrow as pa\n"
             "rows = pa.array([{'a': 1}, {'a': None}]).to_pylist()\n"

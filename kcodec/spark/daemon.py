@@ -67,7 +67,7 @@ class _WithoutPandas:
 def without_pandas() -> None:
     """Make pandas not importable in the workers. They run kcodec's own functions only (this daemon is
     `kcodec analyze`'s), none of which uses pandas, yet pyarrow imported it in each worker at its first
-    ``pa.array`` of a Python list, only to ask whether the list was a pandas object: 0.6-0.7 CPU s a worker,
+    ``pa.array`` of a Python list, only to ask whether the list was a pandas object: about 0.3 CPU s a worker,
     both cores' first task of pass 1 waiting for it. pyarrow then takes pandas for not installed. (A finder,
     not ``sys.modules["pandas"] = None``: pyarrow's compiled import takes that None for the module.)"""
     if "pandas" not in sys.modules:
