@@ -144,3 +144,14 @@ def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
         missing("/proc/self/task (Linux), to count the daemon's threads")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["1", "True", "[]"], out
+
+
+def test_the_daemons_workers_go_without_pandas():
+    """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (about 0.3 CPU s);
+    the daemon's workers, which never use it, find it not installed, and pyarrow works on without it."""
+    code = ("import sys\nfrom kcodec.spark.daemon import without_pandas\nwithout_pandas()\nimport pyarrow as pa\n"
+            "rows = pa.array([{'a': 1}, {'a': None}]).to_pylist()\n"
+            "try:\n    import pandas\n    can = True\nexcept ModuleNotFoundError:\n    can = False\n"
+            "print(rows == [{'a': 1}, {'a': None}], 'pandas' in sys.modules, can)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False"], out

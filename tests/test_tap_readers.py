@@ -125,6 +125,33 @@ def test_frames_whole_in_a_segment_are_the_segment_and_frames_cut_anywhere_are_t
         assert [f.data for f in got] == requests and all(type(f.data) is bytes for f in got), sizes
 
 
+def test_a_frame_cut_by_segments_is_gathered_and_a_hole_in_it_is_counted():
+    """A frame that segments cut is gathered from their payloads and joined once whole (one copy, not in
+    and out of a buffer); a hole inside it drops exactly what was gathered (skipped) and what is missing
+    (gap), and the stream resyncs on the next frame."""
+    from kcodec.tap import pcap
+
+    first, second = [f for d, f in conversation_frames() if d == 0][:2]
+    a, b = len(first) // 3, 2 * len(first) // 3
+
+    def run(pieces):
+        r = pcap.Reassembler([9092])
+        r.segment("10.0.0.1", 40000, "10.0.0.2", 9092, 0, b"", syn=True, ack=False, ts_ns=0)
+        r.out = []
+        for at, payload in pieces:
+            r.segment("10.0.0.1", 40000, "10.0.0.2", 9092, 1 + at, payload, syn=False, ack=True, ts_ns=at)
+        r.finish()
+        return [f.data for f in r.out], r.stats
+
+    got, stats = run([(0, first[:a]), (a, first[a:b]), (b, first[b:] + second[:5]), (len(first) + 5, second[5:])])
+    assert got == [first, second] and stats.skipped_bytes == stats.gap_bytes == 0
+    got, stats = run([(0, first[:a]), (b, first[b:] + second)])  # first[a:b] never came
+    assert got == [second]
+    assert (stats.gap_bytes, stats.skipped_bytes) == (b - a, a + len(first) - b)
+    got, stats = run([(0, first[:a]), (a, first[a:b])])  # the capture ends inside the frame
+    assert got == [] and stats.skipped_bytes == b and stats.gap_bytes == 0
+
+
 def test_pcap_out_of_order_and_retransmitted(tmp_path):
     frames = conversation_frames()
     packets = pcaps.disorder(pcaps.conversation(frames, segment=200), swaps=12, duplicates=10)

@@ -191,8 +191,15 @@ def _import_ahead() -> None:
     """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s; then
     matplotlib), imported in a thread while Spark's JVM starts and the driver waits for it, not before the
     JVM is launched, nor at the end. An import that fails here is tried again where it is needed, which
-    says what went wrong; one still under way there is waited for (Python's import lock)."""
+    says what went wrong; one still under way there is waited for (Python's import lock).
+
+    First what PySpark imports at the context's first call through the gateway, once the JVM is up:
+    py4j asks each converter whether it takes an argument, and PySpark's numpy converter imports
+    ``pyspark.testing.utils`` to know whether numpy is there, which imports pandas (0.5-0.7 CPU s, the JVM
+    waiting for it). Imported here, it is done while the JVM starts."""
     try:
+        import pyspark.testing.utils  # noqa: F401
+
         from . import pipeline, report  # noqa: F401
 
         report.plotting()

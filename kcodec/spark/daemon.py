@@ -9,7 +9,7 @@ PySpark's own daemon; the workers it forks import the installed modules. Anywher
 it is. Before the first fork the daemon imports what every worker imports and what starts no thread
 (``PRELOAD``: ``pyspark.worker`` and kcodec's decoders, about 0.2 CPU s): the workers inherit them instead of
 importing them each. pyarrow (which starts a thread as it is imported), numpy and pandas are imported by
-the workers after the fork, as PySpark's daemon requires.
+the workers after the fork, as PySpark's daemon requires. pandas is not imported at all (``without_pandas``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import gc
 import importlib
 import os
 import sys
+from typing import Any
 from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.worker", "kcodec", "kcodec.messages", "kcodec.records", "kcodec.tap.pcap",
@@ -54,9 +55,29 @@ def preload(names: tuple[str, ...] = PRELOAD) -> None:
     gc.freeze()
 
 
+class _WithoutPandas:
+    """A finder that says pandas is not installed (``without_pandas``)."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (kcodec analyze's workers go without it)", name=name)
+        return None
+
+
+def without_pandas() -> None:
+    """Make pandas not importable in the workers. They run kcodec's own functions only (this daemon is
+    `kcodec analyze`'s), none of which uses pandas, yet pyarrow imported it in each worker at its first
+    ``pa.array`` of a Python list, only to ask whether the list was a pandas object: about 0.3 CPU s a worker,
+    both cores' first task of pass 1 waiting for it. pyarrow then takes pandas for not installed. (A finder,
+    not ``sys.modules["pandas"] = None``: pyarrow's compiled import takes that None for the module.)"""
+    if "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _WithoutPandas())  # type: ignore[arg-type]
+
+
 def main() -> None:
     sys.path[:] = unzipped(sys.path)
     preload()
+    without_pandas()
     from pyspark import daemon
 
     daemon.manager()

@@ -110,6 +110,9 @@ class _Half:
         self.pending: dict[int, bytes] = {}
         self.pending_bytes = 0
         self.buf = bytearray()
+        # a frame gathered from whole segments (synced, buf empty): its pieces, joined once when complete
+        self.pieces: list[Any] = []
+        self.have = self.need = 0
         self.synced = False
         self.waiting: list[int] = []  # resync candidates that need more bytes to be judged
         self.scan_pos = 0  # resync: offsets before this were judged already
@@ -148,17 +151,57 @@ class _Half:
         assert self.next_seq is not None
         self.next_seq = (self.next_seq + len(payload)) % _MOD
         start = 0
+        if self.pieces:
+            got = self._gather(payload, ts_ns, r)
+            if got is None:
+                return
+            start = got
         if self.synced and not self.buf and type(payload) is bytes:  # whole frames from the payload, not through buf
-            start = self._whole_frames(payload, ts_ns, r)
-            if start == len(payload):
+            start = self._whole_frames(payload, ts_ns, r, start)
+            if start == len(payload) or self._start_gathering(payload, start, r):
                 return
         self.buf += memoryview(payload)[start:] if start else payload
         self._cut(ts_ns, r)
 
-    def _whole_frames(self, payload: bytes, ts_ns: int, r: "Reassembler") -> int:
-        """``_cut``'s frames of a synced stream with nothing buffered, read from ``payload`` as it is (a
-        frame that is the whole payload is that object, no copy); where the frames stop being whole."""
-        start, end = 0, len(payload)
+    def _start_gathering(self, payload: bytes, start: int, r: "Reassembler") -> bool:
+        """A frame whose size is known and that the payload's end cuts: its bytes are kept as pieces of
+        the segments, joined into the frame once it is complete (``_gather``), so that they are copied
+        once, not into buf and out again (``_cut``). False: left to buf (a size not yet whole, or none
+        believable, which ``_cut`` judges)."""
+        if len(payload) - start < 4:
+            return False
+        size = _SIZE.unpack_from(payload, start)[0]
+        if size < 0 or size > r.max_frame:
+            return False
+        self.pieces = [memoryview(payload)[start:] if start else payload]
+        self.have, self.need = len(payload) - start, 4 + size
+        return True
+
+    def _gather(self, payload: Any, ts_ns: int, r: "Reassembler") -> Optional[int]:
+        """The next in-order payload to the frame being gathered: None when it all went in and the
+        frame is still short, else the offset where the payload goes on after the completed frame."""
+        missing = self.need - self.have
+        if type(payload) is not bytes:  # a buffer its owner may reuse: the piece is kept as a copy
+            payload = bytes(payload)
+        if len(payload) < missing:
+            self.pieces.append(payload)
+            self.have += len(payload)
+            return None
+        self.pieces.append(memoryview(payload)[:missing] if len(payload) > missing else payload)
+        frame = b"".join(self.pieces)
+        self._drop_pieces()
+        self.conn.emit(self.direction, frame, ts_ns, r)
+        return missing
+
+    def _drop_pieces(self) -> int:
+        """Forget the frame being gathered; returns its bytes so far."""
+        n, self.pieces, self.have, self.need = self.have, [], 0, 0
+        return n
+
+    def _whole_frames(self, payload: bytes, ts_ns: int, r: "Reassembler", start: int = 0) -> int:
+        """``_cut``'s frames of a synced stream with nothing buffered, read from ``payload`` as it is from
+        ``start`` (a frame that is the whole payload is that object, no copy); where the frames stop being whole."""
+        end = len(payload)
         while end - start >= 4:
             size = _SIZE.unpack_from(payload, start)[0]
             if size < 0 or size > r.max_frame or end - start < 4 + size:
@@ -192,7 +235,7 @@ class _Half:
         nxt = self.next_seq
         first = min(self.pending, key=lambda s: (s - nxt) % _MOD)
         r.stats.gap_bytes += (first - nxt) % _MOD
-        r.stats.skipped_bytes += len(self.buf)  # the frame the hole cut through
+        r.stats.skipped_bytes += len(self.buf) + self._drop_pieces()  # the frame the hole cut through
         self.buf.clear()
         self.synced, self.waiting, self.scan_pos = False, [], 0
         self.next_seq = first
@@ -308,7 +351,7 @@ class _Half:
     def finish(self, ts_ns: int, r: "Reassembler") -> None:
         while self.pending:
             self.skip_hole(ts_ns, r)
-        r.stats.skipped_bytes += len(self.buf)
+        r.stats.skipped_bytes += len(self.buf) + self._drop_pieces()
         self.buf.clear()
 
 
