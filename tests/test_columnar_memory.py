@@ -107,28 +107,3 @@ def test_blocks_under_256_kib_are_left_to_malloc(shared):
     blocks, kept = columnar.kept_memory()
     assert blocks > 0 and kept >= blocks * (256 << 10)
     columnar.release_memory()
-
-
-def test_strings_of_the_last_run_reused(shared):
-    """A name with the last run's bytes at its row is the last run's string (a poll of the same cluster makes
-    no new strings); a changed name, a changed list or another message gets its own; release_memory() drops them."""
-    P = MetadataResponse.Partition
-    def response(names):
-        return kcodec.encode(MetadataResponse(topics=[MetadataResponse.Topic(
-            name=n, partitions=[P(partition_index=0, replica_nodes=[1])]) for n in names]), 12)
-    columnar.release_memory()
-    first = columnar.tables(MetadataResponse, response(["orders", "payments", "clicks"]), 12, engine="cython")
-    names = first.topics["name"]
-    again = columnar.tables(MetadataResponse, response(["orders", "payments", "clicks"]), 12, engine="cython")
-    assert all(a is b for a, b in zip(again.topics["name"], names))
-    names[0] = "changed"  # the caller's list: not what the next run compares against
-    del names[1:]
-    changed = ["orders", "paymenTs", "click", "clicks", "été", "nn"]  # same length other bytes, shorter, more, non-ASCII
-    for data in (response(changed), payload(shared, 12), response(changed)):
-        want = columnar.tables(MetadataResponse, data, 12, engine="python")
-        assert_same_tables(columnar.tables(MetadataResponse, data, 12, engine="cython"), want)
-        assert columnar.topic_names(MetadataResponse, data, 12, engine="cython").names == want.topics["name"]
-    last = columnar.tables(MetadataResponse, response(changed), 12, engine="cython").topics["name"]
-    columnar.release_memory()
-    assert not any(a is b for a, b in zip(columnar.tables(MetadataResponse, response(changed), 12,
-                                                          engine="cython").topics["name"], last))

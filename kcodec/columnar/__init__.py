@@ -527,11 +527,7 @@ def kept_memory() -> tuple[int, int]:
 
 
 def release_memory() -> int:
-    """Frees the blocks of dropped columns kept for the next decode, and drops the strings each layout keeps
-    from its last decode to reuse; returns how many bytes of blocks."""
-    for lay in _layouts.values():  # and the last decode's strings each layout keeps to reuse
-        if lay.cython is not None:
-            lay.cython.forget()
+    """Frees the blocks of dropped columns kept for the next decode; returns how many bytes."""
     return 0 if _columnar is None else _columnar.release_kept()
 
 

@@ -19,18 +19,11 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcmp, memcpy, memmove, memset
+from libc.string cimport memcpy, memmove, memset
 
 
 cdef extern from "Python.h":
-    ctypedef struct PyObject
     object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
-    Py_ssize_t list_size "PyList_GET_SIZE"(object o)
-    PyObject* list_item "PyList_GET_ITEM"(object o, Py_ssize_t i)
-    bint str_exact "PyUnicode_CheckExact"(PyObject* o)
-    bint str_ascii "PyUnicode_IS_COMPACT_ASCII"(PyObject* o)
-    Py_ssize_t str_length "PyUnicode_GET_LENGTH"(PyObject* o)
-    void* str_data "PyUnicode_DATA"(PyObject* o)
     void* PyUnicode_DATA(object s)
     int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
     int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
@@ -86,18 +79,8 @@ cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return (seen & 0x8080808080808080ULL) == 0
 
 
-cdef int append_ascii(list objects, object recent, const unsigned char* p, Py_ssize_t n) except -1:
-    """An ASCII string onto a column of strings: the last run's string of this row when it has these bytes
-    (a poll of the same cluster: no new string, and the old one is not freed), else a copy (no decoder)."""
-    cdef Py_ssize_t i = list_size(objects)
-    cdef PyObject* old
-    if recent is not None and i < list_size(recent):
-        old = list_item(recent, i)
-        if (str_exact(old) and str_ascii(old) and str_length(old) == n and n > 0  # (a miss: mostly seen by
-                and (<const unsigned char*>str_data(old))[n - 1] == p[n - 1]    # the length or last byte)
-                and memcmp(str_data(old), p, n - 1) == 0):
-            objects.append(<object>old)
-            return 0
+cdef int append_ascii(list objects, const unsigned char* p, Py_ssize_t n) except -1:
+    """An ASCII string, copied (no decoder), onto a column of strings."""
     cdef object text = PyUnicode_New(n, 127)
     memcpy(PyUnicode_DATA(text), p, n)
     objects.append(text)
@@ -305,7 +288,7 @@ cdef class Walker:
             return pos + n
         if ascii(p, n):  # the common case: no decoder, a copy
             if col >= 0:
-                append_ascii(self.objects[col], self.L.recent[col], p, n)
+                append_ascii(self.objects[col], p, n)
             return pos + n
         try:  # not ASCII: Python's decoder checks it and names the bad byte
             s = PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
@@ -501,7 +484,7 @@ cdef class Walker:
                 p = buf + pos + 1
                 if n < end - pos and ascii(p, n):
                     if op.col >= 0:
-                        append_ascii(self.objects[op.col], self.L.recent[op.col], p, n)
+                        append_ascii(self.objects[op.col], p, n)
                     pos += 1 + n
                     continue
             if op.kind == UUID and 16 <= end - pos:
@@ -582,8 +565,6 @@ cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
         w.buf = NULL
     if pos >= 0:
         learn(w, pos)
-        for i in layout.text_cols:  # the next run's strings to reuse (a private copy: the caller's list may change)
-            layout.recent[i] = list(w.objects[i])
     return pos
 
 

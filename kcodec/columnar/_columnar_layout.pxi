@@ -77,8 +77,6 @@ cdef class Layout:
     cdef int* is_offsets           # per column: offsets (int32, one more than rows) of lists or child tables
     cdef double* learned           # per column's data, values, nulls: items per input byte, last whole run
     cdef list attrs
-    cdef list recent               # per column: the last whole run's strings (a copy of its list), or None
-    cdef list text_cols            # the columns of strings
 
     def __cinit__(self, list ops, list structs, list columns):
         """ops: (kind, array, nullable, compact, sub, col, fixed, elem_min, attr) in struct order;
@@ -101,8 +99,6 @@ cdef class Layout:
                 or self.is_object == NULL):
             raise MemoryError()
         self.attrs = []
-        self.recent = [None] * self.ncols
-        self.text_cols = sorted({o[5] for o in ops if o[0] == STRING and o[5] >= 0})
         for i, o in enumerate(ops):
             self.ops[i].kind, self.ops[i].array, self.ops[i].nullable, self.ops[i].compact = o[0], o[1], o[2], o[3]
             self.ops[i].sub, self.ops[i].col, self.ops[i].fixed, self.ops[i].elem_min = o[4], o[5], o[6], o[7]
@@ -133,10 +129,6 @@ cdef class Layout:
             self.structs[i].nsteps = j - self.structs[i].first_step
         for i, c in enumerate(columns):
             self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
-
-    def forget(self):
-        """Drops the last run's strings (kept for the next run to reuse)."""
-        self.recent = [None] * self.ncols
 
     def __dealloc__(self):
         free(self.ops)
