@@ -338,10 +338,14 @@ cdef class Walker:
         cdef char* out
         cdef const unsigned char* p
         cdef OpC elem
-        pos = self.length(op, pos, 1, "array")
-        if pos < 0:
-            return pos
-        n = self.n
+        if op.compact and pos < self.end and 0 < self.buf[pos] < 0x80:  # a short compact length: in line
+            n = self.buf[pos] - 1
+            pos += 1
+        else:
+            pos = self.length(op, pos, 1, "array")
+            if pos < 0:
+                return pos
+            n = self.n
         if n >= 0 and n * op.elem_min > self.end - pos:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
