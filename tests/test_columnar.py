@@ -289,6 +289,28 @@ def test_partition_rows_fast_loop_fails_alike(cls, version):
     assert seen == {"ok", "error"}
 
 
+def test_partition_rows_counted_across_topics():
+    """take_rows counts a batch's rows in the columns' lengths only when flushed (a row for the full way,
+    room set up again, the walk's end): topics with and without null ELR lists, plain and tagged rows, in
+    every order, give the object decode's tables and null masks."""
+    P = DescribeTopicPartitionsResponse.Partition
+    topics = []
+    for t in range(12):
+        parts = [P(partition_index=i, replica_nodes=[1, 2, 3], isr_nodes=[1, 2, 3][: 1 + (t + i) % 3],
+                   eligible_leader_replicas=None if (t % 4 == 1 and i == t % 3) else [i],
+                   last_known_elr=None if t % 5 == 2 else [])
+                 for i in range(t % 4 + 1)]
+        if t % 6 == 3:
+            parts[-1].unknown_tagged_fields = {3: b"z"}
+        topics.append(DescribeTopicPartitionsResponse.Topic(name=f"t{t}", partitions=parts))
+    body = kcodec.encode(DescribeTopicPartitionsResponse(topics=topics), 0)
+    assert errors_match(DescribeTopicPartitionsResponse, body, 0) == "ok"
+    t = columnar.tables(DescribeTopicPartitionsResponse, body, 0)
+    elr = t.partitions["eligible_leader_replicas"]
+    want = [p.eligible_leader_replicas is None for topic in topics for p in topic.partitions]
+    assert [bool(x) for x in elr.nulls] == want and any(want) and not all(want)
+
+
 @pytest.mark.skipif(columnar._columnar is None, reason="the Cython engine is not built")
 def test_kept_blocks_reused_alike(shared):
     """Large blocks of dropped columns are kept (bounded) for the next decode, which gives the same

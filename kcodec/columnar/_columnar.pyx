@@ -123,6 +123,7 @@ cdef class Walker:
     cdef list path
     cdef Plan* plans             # per op, take_rows' scratch
     cdef int64_t* spare          # per struct: rows take_rows' pointers have room for (0: set them up)
+    cdef int64_t* pending        # per struct: rows take_rows wrote, not yet in its columns' lengths (flush_rows)
     cdef RowGuess* guesses       # per struct: skip_rows' last full row
 
     def __cinit__(self, Layout L):
@@ -134,9 +135,11 @@ cdef class Walker:
         self.rows = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
         self.plans = <Plan*>malloc(max(L.nops, 1) * sizeof(Plan))
         self.spare = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
+        self.pending = <int64_t*>malloc(max(L.nstructs, 1) * sizeof(int64_t))
         self.guesses = <RowGuess*>calloc(max(L.nstructs, 1), sizeof(RowGuess))
         if (self.data == NULL or self.values == NULL or self.nulls == NULL or self.rows == NULL
-                or self.plans == NULL or self.spare == NULL or self.guesses == NULL):
+                or self.plans == NULL or self.spare == NULL or self.pending == NULL
+                or self.guesses == NULL):
             raise MemoryError()
         self.objects = []
         for i in range(L.ncols):
@@ -147,6 +150,7 @@ cdef class Walker:
         for i in range(L.nstructs):
             self.rows[i] = 0
             self.spare[i] = 0
+            self.pending[i] = 0
         plan_rows(self)
         self.path = []
 
@@ -163,6 +167,7 @@ cdef class Walker:
         free(self.rows)
         free(self.plans)
         free(self.spare)
+        free(self.pending)
         free(self.guesses)
 
     # ------------------------------------------------------------------------------------ growing
@@ -322,6 +327,7 @@ cdef class Walker:
             pos += 1
             if <int8_t>self.buf[pos - 1] < 0:
                 return pos
+        flush_rows(self, op.sub)  # (take_rows' rows of it, if any, count first)
         return self.walk(op.sub, pos, row)
 
     cdef Py_ssize_t array(self, OpC* op, Py_ssize_t pos, int64_t row) except -2:
@@ -332,10 +338,14 @@ cdef class Walker:
         cdef char* out
         cdef const unsigned char* p
         cdef OpC elem
-        pos = self.length(op, pos, 1, "array")
-        if pos < 0:
-            return pos
-        n = self.n
+        if op.compact and pos < self.end and 0 < self.buf[pos] < 0x80:  # a short compact length: in line
+            n = self.buf[pos] - 1
+            pos += 1
+        else:
+            pos = self.length(op, pos, 1, "array")
+            if pos < 0:
+                return pos
+            n = self.n
         if n >= 0 and n * op.elem_min > self.end - pos:
             return self.fail(f"array of {n} elements needs at least {n * op.elem_min} bytes, "
                              f"{self.left(pos)} left", pos)
@@ -351,6 +361,8 @@ cdef class Walker:
                         i += k
                     elif sub.plain:
                         i += take_rows(self, op.sub, n - i, &pos, row)
+                        if i < n:  # a row for the full way: the batch's rows count in the columns first
+                            flush_rows(self, op.sub)
                     if i < n:
                         pos = self.walk(op.sub, pos, row)
                         if pos < 0:
@@ -550,6 +562,8 @@ cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
             if layout.is_offsets[i]:
                 w.push32(&w.data[i], 0)
         pos = w.walk(0, 0, -1)
+        for i in range(layout.nstructs):
+            flush_rows(w, i)
     finally:
         PyBuffer_Release(&view)
         w.buf = NULL

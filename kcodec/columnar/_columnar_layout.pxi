@@ -44,7 +44,7 @@ cdef struct Plan:   # a plain struct's field in take_rows
     Buf* nulls      # an array's null mask, or NULL
     int nullable    # a null array is allowed
     char* ndst      # its null mask's first free item in this batch
-    int marked      # a null seen in this batch (the mask is zeroed from ndst)
+    int64_t zeroed  # the batch's rows whose mask is zeroed (at the first null: the rows reserved so far)
     char* dst       # its column's first free item in this batch of rows
     int64_t vlen    # values written, the unfinished row's included
     char* vdata     # the values' memory and capacity (items), as of this batch

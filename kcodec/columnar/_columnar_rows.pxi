@@ -198,7 +198,11 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     the bytes left: the caller checked n * the row's least size), so a row costs no capacity check but one
     per kept array; a row's items count only once the row is whole, so a row it stops in leaves nothing.
     The columns' pointers are set up once for as many rows as they have room for, not per call (a call
-    per topic); a row that takes the full path (Walker.walk) moves the columns and clears w.spare[s]."""
+    per topic); a row that takes the full path (Walker.walk) moves the columns and clears w.spare[s].
+    Rows count in w.rows at once and in the columns' lengths when flushed (flush_rows: before the pointers
+    are set up again, before Walker.walk's row of s, at the end of the walk), not per call: this call's
+    rows are rows r0.. of the batch since the last flush."""
+    cdef int64_t r0 = w.pending[s]
     cdef StructC* st = &w.L.structs[s]
     cdef Plan* plans = w.plans + st.first
     cdef Plan* f
@@ -213,7 +217,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     cdef int32_t* parents = NULL
     w.at = q
     if n > w.spare[s]:  # room for n rows more in every column; the pointers then last the rows it has room
-        spare = <int64_t>1 << 62  # for (a topic's partitions, call after call), until a row takes the full path
+        flush_rows(w, s)  # for (a topic's partitions, call after call), until a row takes the full path
+        r0 = 0
+        spare = <int64_t>1 << 62
         if st.parent_col >= 0:
             b = &w.data[st.parent_col]
             w.room(b, n)
@@ -225,7 +231,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 spare = min(spare, f.data.cap - f.data.len)
                 if f.nulls != NULL:
                     f.ndst = w.room(f.nulls, n)
-                    f.marked = 0
+                    f.zeroed = 0
                     spare = min(spare, f.nulls.cap - f.nulls.len)
                 if f.values != NULL:
                     f.vlen = f.values.len
@@ -236,6 +242,8 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         b = &w.data[st.parent_col]
         parents = <int32_t*>b.data + b.len
     A = plans[0].shape
+    r = r0
+    n += r0  # the row of the batch it stops before
     while r < n:
         if A == 3:  # Metadata v9+ (replicas, ISR, offline replicas): a run of usual rows in registers
             r = partition_run(buf, end, plans, 3, r, n, &q)
@@ -265,9 +273,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     p += 1 + 4 * m
                 elif c == 0 and f.nullable:  # null: empty, marked
                     p += 1
-                    if not f.marked:  # the batch's first null: the mask is zeroed now, not per row
-                        memset(f.ndst, 0, n)
-                        f.marked = 1
+                    if r >= f.zeroed:  # the batch's first null: the mask is zeroed now, not per row
+                        memset(f.ndst + f.zeroed, 0, n - f.zeroed)
+                        f.zeroed = n
                     f.ndst[r] = 1
                 else:
                     break
@@ -318,9 +326,9 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                         break
                     p += 1  # null (a nullable ELR): empty, marked
                     (<int32_t*>f.dst)[r] = <int32_t>f.vlen
-                    if not f.marked:  # the batch's first null: the mask is zeroed now, not per row
-                        memset(f.ndst, 0, n)
-                        f.marked = 1
+                    if r >= f.zeroed:  # the batch's first null: the mask is zeroed now, not per row
+                        memset(f.ndst + f.zeroed, 0, n - f.zeroed)
+                        f.zeroed = n
                     f.ndst[r] = 1
                     continue
                 m = buf[p] - 1
@@ -397,27 +405,45 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
         break
     # the whole rows count; an unfinished row's values are dropped (its offsets entry was never counted)
     if parents != NULL:
-        for k in range(r):
+        for k in range(r0, r):
             parents[k] = <int32_t>parent
+    if r < n:  # it stopped in a row: the arrays' values end at the last whole row's offset
+        for i in range(nops):
+            f = plans + i
+            if f.values != NULL and f.data != NULL:
+                f.vlen = (<int32_t*>f.data.data)[f.data.len + r - 1]
+    w.pending[s] = r
+    w.spare[s] -= r - r0
+    w.rows[s] += r - r0
+    at[0] = q
+    return r - r0
+
+
+cdef void flush_rows(Walker w, int s) noexcept:
+    """take_rows' rows of struct s since the last flush, counted in its columns' lengths."""
+    cdef StructC* st = &w.L.structs[s]
+    cdef Plan* f
+    cdef int64_t r = w.pending[s]
+    cdef int i
+    if r == 0:
+        return
+    if st.parent_col >= 0:
         w.data[st.parent_col].len += r
-    for i in range(nops):
-        f = plans + i
+    for i in range(st.count):
+        f = w.plans + st.first + i
         if f.data == NULL:
             continue
         f.data.len += r
         f.dst += r * f.data.itemsize
         if f.values != NULL:
-            f.vlen = f.values.len = (<int32_t*>f.data.data)[f.data.len - 1]
-        if f.nulls != NULL:  # no null in the batch: the mask is zeroed here
-            if not f.marked:
-                memset(f.ndst, 0, r)
+            f.values.len = f.vlen
+        if f.nulls != NULL:  # no null since the mask's last zeroing: zeroed here
+            if f.zeroed < r:
+                memset(f.ndst + f.zeroed, 0, r - f.zeroed)
             f.ndst += r
-            f.marked = 0
+            f.zeroed = 0
             f.nulls.len += r
-    w.spare[s] -= r
-    w.rows[s] += r
-    at[0] = q
-    return r
+    w.pending[s] = 0
 
 
 DEF GUESS_MAX = 10  # lengths a row guess holds: up to 9 arrays and the tagged fields' byte
