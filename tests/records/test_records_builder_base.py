@@ -17,11 +17,11 @@ need_extension(FAST, "the Cython record backend (kcodec.records._crecords): a C 
 
 
 def bases() -> tuple[type, type]:
-    """The reference base and the twin over the same writer (the Cython one), so that only they differ."""
-    if FAST.RecordsWriter not in _PyBuilderBase.__mro__:  # type: ignore[union-attr]
-        pytest.skip("KCODEC_PURE: the reference base is over the pure writer here (the compiled run compares)")
-    class Reference(_PyBuilderBase):
-        _compressed = BatchBuilder._compressed
+    """The reference base and the twin over the same writer (the Cython one), so that only they differ: the
+    reference's methods are put on the Cython writer here (under KCODEC_PURE its own base is the pure writer)."""
+    methods = {k: vars(_PyBuilderBase)[k] for k in ("__init__", "_key", "_attributes", "build")}
+    Reference = type("Reference", (FAST.RecordsWriter,),  # type: ignore[union-attr]
+                     {"__slots__": _PyBuilderBase.__slots__, **methods, "_compressed": BatchBuilder._compressed})
 
     class Twin(FAST.BuilderBase):  # type: ignore[name-defined,misc,union-attr]
         _compressed = BatchBuilder._compressed
