@@ -11,12 +11,10 @@ from ._checksum import _crc32c, crc32, crc32c
 from ._compression import compress
 from ._pure import _as_bytes, extend_with
 from ._select import backend
-from ._types import (CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2_CRC_START, V2_HEADER,
-                     V2_HEADER_SIZE, Compression, TimestampType, now_ms)
+from ._types import (COMPRESSIONS, CONTROL_BIT, LOG_OVERHEAD, TIMESTAMP_TYPE_BIT, TIMESTAMP_TYPES, TRANSACTIONAL_BIT,
+                     V2_CRC_START, V2_HEADER, V2_HEADER_SIZE, Compression, TimestampType, now_ms)
 
 _MSG_HEAD = struct.Struct(">qiIbb")
-_COMPRESSIONS = {int(c): c for c in Compression}
-_TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
 class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
@@ -34,7 +32,7 @@ class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.magic = magic
         # the enum members through dicts (calling an IntEnum costs a microsecond); a value not in them is
         # refused by the enum's own call
-        codec = _COMPRESSIONS.get(compression)
+        codec = COMPRESSIONS.get(compression)
         self.compression = Compression(compression) if codec is None else codec
         if magic < 2 and self.compression == Compression.ZSTD:
             raise EncodeError("zstd needs magic 2", "compression")
@@ -45,7 +43,7 @@ class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.producer_id, self.producer_epoch, self.base_sequence = producer_id, producer_epoch, base_sequence
         self.transactional, self.control = transactional, control
         self.partition_leader_epoch = partition_leader_epoch
-        ts_type = _TIMESTAMP_TYPES.get(timestamp_type)
+        ts_type = TIMESTAMP_TYPES.get(timestamp_type)
         self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
         self._built: Optional[bytes] = None
         self._built_key: Optional[tuple] = None

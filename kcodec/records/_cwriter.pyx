@@ -14,7 +14,8 @@ from libc.string cimport memcpy, memmove
 from ..exceptions import EncodeError
 from . import _pure
 from ._checksum import _crc32c
-from ._types import CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Compression, TimestampType, now_ms
+from ._types import (COMPRESSIONS, CONTROL_BIT, TIMESTAMP_TYPE_BIT, TIMESTAMP_TYPES, TRANSACTIONAL_BIT, Compression,
+                     TimestampType, now_ms)
 
 
 cdef inline int varint_size(int64_t v) noexcept nogil:
@@ -409,8 +410,8 @@ cdef class RecordsWriter:
 # BatchBuilder's settings, __init__ and build in C (the twin of _PyBuilderBase in kcodec/records/_builder.py):
 # a producer makes a builder per batch, often after other work has left the caches cold, where each Python
 # frame, attribute and global lookup of a Python-level __init__ and build cost a microsecond or more.
-cdef dict _COMPRESSIONS = {int(c): c for c in Compression}
-cdef dict _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+cdef dict _COMPRESSIONS = COMPRESSIONS
+cdef dict _TIMESTAMP_TYPES = TIMESTAMP_TYPES
 cdef object ZSTD = Compression.ZSTD
 
 

@@ -25,6 +25,10 @@ class TimestampType(enum.IntEnum):
     LOG_APPEND_TIME = 1
 
 
+# The members by value, made once: a builder's settings are looked up here, not through the enum's call.
+COMPRESSIONS = {int(c): c for c in Compression}
+TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+
 # v2 batch attribute bits
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
