@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -14,6 +15,18 @@ from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AU
 from kcodec_broker import Cluster
 
 import java_clients
+
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Real clients against the broker test no codec backend of their own: the checkout run of CI has them, the
+    wheel runs (.ci/test_wheel.py) leave them out (the broker's own suites, tests/broker, run on both backends)."""
+    for item in items:
+        if HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.checkout)
 
 
 @pytest.fixture(scope="session", autouse=True)
