@@ -29,6 +29,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.checkout)
 
 
+def _go_suites(session: pytest.Session) -> list[pytest.Item]:
+    return [item for item in session.items if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The Go suites start now, in the background (test_interop_go.py's EarlyStart)."""
+    items = _go_suites(session)
+    if items and not session.config.option.collectonly:
+        items[0].module.start_early(items, session.config._tmp_path_factory.mktemp("go-suites"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for item in _go_suites(session)[:1]:
+        for early in item.module.EARLY:
+            early.stop()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _write_report() -> Iterator[None]:
     yield
