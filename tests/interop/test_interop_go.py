@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 import pytest
 from needs import missing, need_tool
@@ -70,13 +70,15 @@ class Run:
         self.log.close()
 
 
-def _start_all(items: list[pytest.Item], tmp: Path) -> dict[str, Run]:
-    """Compile every selected suite and start its run."""
+def _start_all(items: list[pytest.Item], tmp: Path, cancelled: Callable[[], bool] = lambda: False) -> dict[str, Run]:
+    """Compile every selected suite and start its run (none when cancelled meanwhile)."""
     go = need_tool("go", "Go 1.26+ (https://go.dev/dl/), whose module proxy serves the suites' sources")
     selected = [gs.SUITES[item.callspec.params["name"]] for item in items]
     for suite in selected:
         gs.compile_suite(go, suite)
     started: dict[str, Run] = {}
+    if cancelled():
+        return started
     try:
         for suite in selected:
             started[suite.name] = Run(go, suite, tmp / f"{suite.name}.json")
@@ -107,14 +109,15 @@ class EarlyStart(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.started = _start_all(self.items, self.tmp)
+            self.started = _start_all(self.items, self.tmp, lambda: self.cancelled)
         except BaseException as e:  # noqa: B036 - pytest's skip and fail outcomes are BaseExceptions
             self.error = e
         if self.cancelled:
             stop_all(self.started)
 
     def stop(self) -> None:
-        """The session ended: whatever this started stops (the fixture's own teardown may have stopped it)."""
+        """The session ended: whatever this started stops (the fixture's own teardown may have stopped it); a
+        compile still going on after a minute is left to end, and nothing starts after it."""
         self.cancelled = True
         self.join(60)
         stop_all(self.started)
