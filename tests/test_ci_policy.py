@@ -98,3 +98,21 @@ def test_a_skip_fails_in_ci_and_skips_elsewhere(tmp_path):
     assert ci.returncode == 1 and "3 failed, 1 passed, 1 skipped" in ci.stdout, ci.stdout
     assert "CI needs the peer zork 1.0" in ci.stdout and "no_such_module_kcodec" in ci.stdout
     assert "CI_ALLOWED_SKIPS in tests/needs.py does not allow it: why not" in ci.stdout
+
+
+@pytest.mark.checkout  # .ci/ is not copied beside the wheel runs' tests
+def test_what_the_wheel_runs_leave_out_runs_in_the_checkout_run():
+    """The wheel runs leave out whole markers (suites that test no codec backend); the checkout run (`make test`,
+    pyproject's addopts) leaves out `slow` alone, so every one of them still runs once."""
+    import tomllib
+
+    tree = parse_python((REPO / ".ci" / "test_wheel.py").read_text(), "test_wheel.py")
+    wheel = next(n.value.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "WHEEL_MARKERS" for t in n.targets))
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    checkout = re.fullmatch(r".*-m '([^']*)'.*", config["addopts"]).group(1)
+    assert checkout == "not slow"
+    left_out = re.findall(r"not (\w+)", wheel)
+    assert wheel == " and ".join(f"not {m}" for m in left_out), wheel
+    registered = {m.split(":")[0] for m in config["markers"]}
+    assert set(left_out) <= registered and {"slow", "kafka", "spark", "checkout"} <= set(left_out)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -14,6 +15,35 @@ from interop_support import (ACLS, AUTH_ACLS, AUTH_MECHANISMS, AUTH_PASSWORD, AU
 from kcodec_broker import Cluster
 
 import java_clients
+
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Real clients against the broker test no codec backend of their own: the checkout run of CI has them, the
+    wheel runs (.ci/test_wheel.py) leave them out (the broker's own suites, tests/broker, run on both backends)."""
+    for item in items:
+        if HERE in item.path.resolve().parents:
+            item.add_marker(pytest.mark.checkout)
+
+
+def _go_suites(session: pytest.Session) -> list[pytest.Item]:
+    return [item for item in session.items if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The Go suites start now, in the background (test_interop_go.py's EarlyStart)."""
+    items = _go_suites(session)
+    if items and not session.config.option.collectonly:
+        items[0].module.start_early(items, session.config._tmp_path_factory.mktemp("go-suites"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for item in _go_suites(session)[:1]:
+        for early in item.module.EARLY:
+            early.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)

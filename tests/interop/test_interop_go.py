@@ -13,8 +13,9 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Optional
 
 import pytest
 from needs import missing, need_tool
@@ -69,23 +70,83 @@ class Run:
         self.log.close()
 
 
-@pytest.fixture(scope="module")
-def runs(request, tmp_path_factory) -> Iterator[dict[str, Run]]:
-    """Every selected suite's run, started together."""
+def _start_all(items: list[pytest.Item], tmp: Path, cancelled: Callable[[], bool] = lambda: False) -> dict[str, Run]:
+    """Compile every selected suite and start its run (none when cancelled meanwhile)."""
     go = need_tool("go", "Go 1.26+ (https://go.dev/dl/), whose module proxy serves the suites' sources")
-    selected = [gs.SUITES[item.callspec.params["name"]] for item in request.session.items
-                if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+    selected = [gs.SUITES[item.callspec.params["name"]] for item in items]
     for suite in selected:
         gs.compile_suite(go, suite)
-    tmp = tmp_path_factory.mktemp("go-suites")
     started: dict[str, Run] = {}
+    if cancelled():
+        return started
     try:
         for suite in selected:
             started[suite.name] = Run(go, suite, tmp / f"{suite.name}.json")
+    except BaseException:
+        stop_all(started)
+        raise
+    return started
+
+
+def stop_all(started: dict[str, Run]) -> None:
+    for run in started.values():
+        run.stop()
+
+
+class EarlyStart(threading.Thread):
+    """The suites started as soon as collection ends (tests/interop/conftest.py), in a thread: they mostly wait on
+    timers and round trips, so the rest of the session runs meanwhile instead of waiting ~3 minutes for them
+    when their module comes (CI's 40 minutes, issue 31). What the thread raised (a skip too) is raised again
+    by the fixture."""
+
+    def __init__(self, items: list[pytest.Item], tmp: Path) -> None:
+        super().__init__(name="go-suites", daemon=True)
+        self.items, self.tmp = items, tmp
+        self.started: dict[str, Run] = {}
+        self.error: Optional[BaseException] = None
+        self.cancelled = False
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.started = _start_all(self.items, self.tmp, lambda: self.cancelled)
+        except BaseException as e:  # noqa: B036 - pytest's skip and fail outcomes are BaseExceptions
+            self.error = e
+        if self.cancelled:
+            stop_all(self.started)
+
+    def stop(self) -> None:
+        """The session ended: whatever this started stops (the fixture's own teardown may have stopped it); a
+        compile still going on after a minute is left to end, and nothing starts after it."""
+        self.cancelled = True
+        self.join(60)
+        stop_all(self.started)
+
+
+EARLY: list[EarlyStart] = []
+
+
+def start_early(items: list[pytest.Item], tmp: Path) -> None:
+    EARLY.append(EarlyStart(items, tmp))
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory) -> Iterator[dict[str, Run]]:
+    """Every selected suite's run, started together (at the session's start: EarlyStart)."""
+    if EARLY:
+        early = EARLY[0]
+        early.join()
+        if early.error is not None:
+            raise early.error
+        started = early.started
+    else:
+        items = [item for item in request.session.items
+                 if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+        started = _start_all(items, tmp_path_factory.mktemp("go-suites"))
+    try:
         yield started
     finally:
-        for run in started.values():
-            run.stop()
+        stop_all(started)
 
 
 def report(suite: gs.Suite, results: gs.Results) -> None:
