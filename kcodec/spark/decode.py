@@ -98,22 +98,27 @@ def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) ->
     header: one round for PLAIN and OAUTHBEARER, two for SCRAM (kcodec.tap.sasl_v0). Read as frames they
     would be garbage requests and orphan responses. ``state`` carries over to the next file of the same
     capture."""
-    out = [False] * len(frames)
-    # conn -> (correlation id of a pending handshake, rounds), or ("request" | "response", rounds left)
     state = {} if state is None else state
-    for i, f in enumerate(frames):
-        st, data = state.get(f.conn), f.data
-        if st is not None and st[0] == "request" and f.direction == 0:
-            out[i], state[f.conn] = True, ("response", st[1])
-        elif st is not None and st[0] == "response" and f.direction == 1:
-            out[i], state[f.conn] = True, (("request", st[1] - 1) if st[1] > 1 else None)
-        elif f.direction == 0 and (handshake := handshake_v0(data)) is not None:
-            state[f.conn] = handshake
-        elif (f.direction == 1 and st is not None and isinstance(st[0], int) and len(data) >= 10
-              and _CORR.unpack_from(data, 4)[0] == st[0]):
-            ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
-            state[f.conn] = ("request", st[1]) if ok else None
-    return out
+    return [sasl_v0_token(f.conn, f.direction, f.data, state) for f in frames]
+
+
+def sasl_v0_token(conn: str, direction: int, data: bytes, state: dict[str, Any]) -> bool:
+    """``sasl_v0_tokens`` for one frame (pass 2 asks frame by frame, without a Frame and a list each)."""
+    # state: conn -> (correlation id of a pending handshake, rounds), or ("request" | "response", rounds left)
+    st = state.get(conn)
+    if st is not None and st[0] == "request" and direction == 0:
+        state[conn] = ("response", st[1])
+        return True
+    if st is not None and st[0] == "response" and direction == 1:
+        state[conn] = ("request", st[1] - 1) if st[1] > 1 else None
+        return True
+    if direction == 0 and (handshake := handshake_v0(data)) is not None:
+        state[conn] = handshake
+    elif (direction == 1 and st is not None and isinstance(st[0], int) and len(data) >= 10
+          and _CORR.unpack_from(data, 4)[0] == st[0]):
+        ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
+        state[conn] = ("request", st[1]) if ok else None
+    return False
 
 
 def _is_struct(v: Any) -> bool:
