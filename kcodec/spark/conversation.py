@@ -235,7 +235,7 @@ class Connections:
     def frame(self, capture: str, conn: str, direction: int, ts: int, data: bytes, order: int) -> None:
         position = max(order, self.last.get(conn, -1) + 1)  # frames completed by one packet: order + k
         self.last[conn] = position
-        token = decode.sasl_v0_tokens([pcap.Frame(conn, direction, ts, data)], self.sasl)[0]
+        token = decode.sasl_v0_token(conn, direction, data, self.sasl)
         corr, key, version, client, acks, error = (None,) * 6 if token else decode._header(direction, data)
         row = {"source": self.path, "capture": capture, "conn": conn, "position": position,
                "direction": direction + decode.SASL_TOKEN if token else direction, "ts_ns": ts,

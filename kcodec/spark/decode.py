@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 import struct
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
@@ -98,82 +98,106 @@ def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) ->
     header: one round for PLAIN and OAUTHBEARER, two for SCRAM (kcodec.tap.sasl_v0). Read as frames they
     would be garbage requests and orphan responses. ``state`` carries over to the next file of the same
     capture."""
-    out = [False] * len(frames)
-    # conn -> (correlation id of a pending handshake, rounds), or ("request" | "response", rounds left)
     state = {} if state is None else state
-    for i, f in enumerate(frames):
-        st, data = state.get(f.conn), f.data
-        if st is not None and st[0] == "request" and f.direction == 0:
-            out[i], state[f.conn] = True, ("response", st[1])
-        elif st is not None and st[0] == "response" and f.direction == 1:
-            out[i], state[f.conn] = True, (("request", st[1] - 1) if st[1] > 1 else None)
-        elif f.direction == 0 and (handshake := handshake_v0(data)) is not None:
-            state[f.conn] = handshake
-        elif (f.direction == 1 and st is not None and isinstance(st[0], int) and len(data) >= 10
-              and _CORR.unpack_from(data, 4)[0] == st[0]):
-            ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
-            state[f.conn] = ("request", st[1]) if ok else None
-    return out
+    return [sasl_v0_token(f.conn, f.direction, f.data, state) for f in frames]
+
+
+def sasl_v0_token(conn: str, direction: int, data: bytes, state: dict[str, Any]) -> bool:
+    """``sasl_v0_tokens`` for one frame (pass 2 asks frame by frame, without a Frame and a list each)."""
+    # state: conn -> (correlation id of a pending handshake, rounds), or ("request" | "response", rounds left)
+    st = state.get(conn)
+    if st is not None and st[0] == "request" and direction == 0:
+        state[conn] = ("response", st[1])
+        return True
+    if st is not None and st[0] == "response" and direction == 1:
+        state[conn] = ("request", st[1] - 1) if st[1] > 1 else None
+        return True
+    if direction == 0 and (handshake := handshake_v0(data)) is not None:
+        state[conn] = handshake
+    elif (direction == 1 and st is not None and isinstance(st[0], int) and len(data) >= 10
+          and _CORR.unpack_from(data, 4)[0] == st[0]):
+        ok = struct.unpack_from(">h", data, 8)[0] == 0  # a refused handshake is not followed by a token
+        state[conn] = ("request", st[1]) if ok else None
+    return False
 
 
 def _is_struct(v: Any) -> bool:
     return hasattr(v, "unknown_tagged_fields") and hasattr(type(v), "__slots__")
 
 
-def _fields(v: Any) -> Iterator[tuple[str, Any]]:
-    for name in type(v).__slots__:
-        if name != "unknown_tagged_fields":
-            yield name, getattr(v, name)
-
-
 _SHAPES: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
 def _shape(cls: type) -> tuple[bool, tuple[str, ...]]:
-    """(has an error_code, the fields that hold structs or lists of them), from the generated annotations:
-    a nested struct is annotated by its message's name (``list[MetadataResponse.Topic]``)."""
+    """(has an error_code, the fields that hold structs or lists of them, last first), from the generated
+    annotations: a nested struct is annotated by its message's name (``list[MetadataResponse.Topic]``)."""
     shape = _SHAPES.get(cls)
     if shape is None:
         owner = cls.__qualname__.split(".")[0] + "."
         notes: dict[str, str] = {}
         for klass in reversed(cls.__mro__):
             notes.update({k: str(v) for k, v in getattr(klass, "__annotations__", {}).items()})
-        nested = tuple(n for n in cls.__slots__ if owner in notes.get(n, ""))  # type: ignore[attr-defined]
+        nested = tuple(n for n in reversed(cls.__slots__) if owner in notes.get(n, ""))  # type: ignore[attr-defined]
         shape = _SHAPES[cls] = ("error_code" in cls.__slots__, nested)  # type: ignore[attr-defined]
     return shape
 
 
 def error_codes(msg: Any) -> list[int]:
-    """Every non-zero ``error_code`` in a message, depth first in field order."""
+    """Every non-zero ``error_code`` in a message, depth first in field order. (Run for every response:
+    children go on the stack straight from each class's ``_shape``, last first, with no list per struct.)"""
     out: list[int] = []
     stack = [msg]
+    pop, push, extend, shapes = stack.pop, stack.append, stack.extend, _SHAPES
     while stack:
-        v = stack.pop()
-        has_code, nested_names = _shape(type(v))
-        if has_code and v.error_code:
-            out.append(v.error_code)
-        nested: list[Any] = []
+        v = pop()
+        cls = type(v)
+        has_code, nested_names = shapes.get(cls) or _shape(cls)
+        if has_code:
+            code = v.error_code
+            if code:
+                out.append(code)
         for name in nested_names:
             value = getattr(v, name)
             if isinstance(value, list):
-                nested.extend(value)
+                extend(value[::-1])
             elif value is not None:
-                nested.append(value)
-        stack.extend(reversed(nested))
+                push(value)
     return out
+
+
+_TOPIC_FIELDS: dict[type, tuple[str, ...]] = {}  # a message class -> its fields that may list topics
+_PARTITION_FIELDS: dict[type, Optional[tuple[str, ...]]] = {}  # a topic's class -> its partition fields; None: no struct
+
+
+def _named(cls: type, cache: dict[type, Any], test: Any) -> tuple[str, ...]:
+    names = cache.get(cls)
+    if names is None:
+        names = cache[cls] = tuple(n for n in getattr(cls, "__slots__", ()) if n != "unknown_tagged_fields" and test(n))
+    return names
+
+
+def _partition_fields(t: Any) -> Optional[tuple[str, ...]]:
+    cls = type(t)
+    if cls not in _PARTITION_FIELDS:
+        _PARTITION_FIELDS[cls] = _named(cls, {}, lambda n: "partition" in n) if _is_struct(t) else None
+    return _PARTITION_FIELDS[cls]
 
 
 def topic_counts(msg: Any) -> Optional[tuple[int, int]]:
     """(topics, partitions) for a message that lists topics (``topics``, ``topic_data``, ``responses``...),
-    partitions being the entries of each topic's partition list; None when it lists none."""
-    for name, value in _fields(msg):
-        if ("topic" in name or name == "responses") and isinstance(value, list):
+    partitions being the entries of each topic's partition list; None when it lists none. (Which fields to
+    look at is found once per class.)"""
+    for name in _named(type(msg), _TOPIC_FIELDS, lambda n: "topic" in n or n == "responses"):
+        value = getattr(msg, name)
+        if isinstance(value, list):
             parts = 0
             for t in value:
-                if not _is_struct(t):
+                fields = _partition_fields(t)
+                if fields is None:
                     break  # a list of names or ids: topics without partitions
-                for fname, fvalue in _fields(t):
-                    if "partition" in fname and isinstance(fvalue, list):
+                for fname in fields:
+                    fvalue = getattr(t, fname)
+                    if isinstance(fvalue, list):
                         parts += len(fvalue)
                         break
             return len(value), parts
