@@ -24,10 +24,17 @@ _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 
 
-def _messages() -> Any:
-    from . import messages
+_MESSAGES: list[Any] = []
 
-    return messages
+
+def _messages() -> Any:
+    # Imported on first use (kcodec.messages sits above this layer) and kept: a function-level
+    # ``from . import`` runs importlib's Python fromlist handling at every call.
+    if not _MESSAGES:
+        from . import messages
+
+        _MESSAGES.append(messages)
+    return _MESSAGES[0]
 
 
 def _flexible(api_key: int, api_version: int, kind: str) -> bool:

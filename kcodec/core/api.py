@@ -107,15 +107,26 @@ def decode(cls: type[M], data: Any, version: int, *, strict: bool = True, zero_c
     return finish(done[0], done[1], end, strict, cls.__name__, version)  # type: ignore[no-any-return]
 
 
+_CLASSES: dict[tuple[int, str], type] = {}
+
+
 def message_class(api_key: Optional[int] = None, kind: str = "request", *, name: Optional[str] = None) -> type:
     """The class of a request or response by api key, or of any message by Kafka name."""
+    if name is None and type(api_key) is int:
+        found = _CLASSES.get((api_key, kind))  # kept by key: pass 2 of `kcodec analyze` asks per frame
+        if found is not None:
+            return found
     from .. import messages
 
-    if name is None:
-        if kind not in ("request", "response"):
-            raise ValueError("kind is 'request' or 'response'")
-        try:
-            name = definitions.by_api_key(int(api_key), kind)  # type: ignore[arg-type]
-        except KeyError:
-            raise UnsupportedVersionError(f"no {kind} with api key {api_key}") from None
-    return getattr(messages, name)  # type: ignore[no-any-return]
+    if name is not None:
+        return getattr(messages, name)  # type: ignore[no-any-return]
+    if kind not in ("request", "response"):
+        raise ValueError("kind is 'request' or 'response'")
+    try:
+        name = definitions.by_api_key(int(api_key), kind)  # type: ignore[arg-type]
+    except KeyError:
+        raise UnsupportedVersionError(f"no {kind} with api key {api_key}") from None
+    found = getattr(messages, name)
+    if type(api_key) is int:
+        _CLASSES[(api_key, kind)] = found
+    return found
