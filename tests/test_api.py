@@ -74,6 +74,20 @@ def test_version_ranges_are_enforced():
         kcodec.message_class(api_key=9999, kind="request")
 
 
+def test_message_class_answers_the_same_when_asked_again():
+    """Classes found by api key are kept; asking again, by name, or with a bad kind answers as the first time."""
+    first = [kcodec.message_class(3, kind) for kind in ("request", "response")]
+    assert first == [MetadataRequest, MetadataResponse]
+    assert [kcodec.message_class(3, kind) for kind in ("request", "response")] == first
+    assert kcodec.message_class(3, name="MetadataResponse") is MetadataResponse  # the name wins, and is not kept
+    assert kcodec.message_class(3) is MetadataRequest and kcodec.message_class(3.0) is MetadataRequest
+    with pytest.raises(ValueError, match="kind is 'request' or 'response'"):
+        kcodec.message_class(3, "reply")
+    for _ in range(2):
+        with pytest.raises(kcodec.UnsupportedVersionError, match="no response with api key 9999"):
+            kcodec.message_class(9999, "response")
+
+
 def test_fields_a_version_lacks_decode_to_defaults():
     msg = _metadata()
     old = kcodec.decode(MetadataResponse, kcodec.encode(msg, 0), 0)
