@@ -16,6 +16,7 @@ offset and field path (innermost first) instead of raising, and the caller build
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.list cimport PyList_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, uintptr_t
 from libc.stdlib cimport calloc, free, malloc, realloc
@@ -429,7 +430,7 @@ cdef class Walker:
         """One struct instance: a row of its table."""
         cdef StructC* st = &self.L.structs[s]
         cdef int64_t row = self.rows[s]
-        cdef int i
+        cdef int i, how
         cdef OpC* op
         cdef Buf* b
         cdef int64_t n, k, total
@@ -446,14 +447,19 @@ cdef class Walker:
             self.push32(&self.data[st.parent_col], parent)
         for i in range(st.first, st.first + st.count):
             op = &ops[i]
-            if op.fixed and not op.array and op.fixed <= end - pos:  # the common case, inline
-                if op.col >= 0:
+            how = op.how
+            if how == HOW_SKIP:
+                if op.fixed <= end - pos:
+                    pos += op.fixed
+                    continue
+            elif how == HOW_NUM:
+                if op.fixed <= end - pos:
                     b = &self.data[op.col]
                     store(op.kind, buf + pos, self.room(b, 1))
                     b.len += 1
-                pos += op.fixed
-                continue
-            if op.array and op.fixed:  # numbers: the common case, inline
+                    pos += op.fixed
+                    continue
+            elif how == HOW_NUMS:
                 n = -1
                 if op.compact:
                     if pos < end and 0 < buf[pos] < 0x80:
@@ -483,21 +489,23 @@ cdef class Walker:
                     if self.L.has_nulls[op.col]:
                         self.push8(&self.nulls[op.col], 0)
                     continue
-            if op.kind == STRING and op.compact and pos < end and 0 < buf[pos] < 0x80:
-                n = buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
-                p = buf + pos + 1
-                if n < end - pos and ascii(p, n):
+            elif how == HOW_STR:
+                if pos < end and 0 < buf[pos] < 0x80:
+                    n = buf[pos] - 1  # a short string (under MAX_STRING): inline when there and ASCII
+                    p = buf + pos + 1
+                    if n < end - pos and ascii(p, n):
+                        if op.col >= 0:
+                            append_ascii(<list>PyList_GET_ITEM(self.objects, op.col), p, n)
+                        pos += 1 + n
+                        continue
+            elif how == HOW_UUID:
+                if 16 <= end - pos:
                     if op.col >= 0:
-                        append_ascii(self.objects[op.col], p, n)
-                    pos += 1 + n
+                        b = &self.data[op.col]
+                        memcpy(self.room(b, 1), buf + pos, 16)
+                        b.len += 1
+                    pos += 16
                     continue
-            if op.kind == UUID and 16 <= end - pos:
-                if op.col >= 0:
-                    b = &self.data[op.col]
-                    memcpy(self.room(b, 1), buf + pos, 16)
-                    b.len += 1
-                pos += 16
-                continue
             if op.array:
                 pos = self.array(op, pos, row)
             else:

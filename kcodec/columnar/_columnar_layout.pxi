@@ -10,6 +10,16 @@ cdef struct OpC:
     int col         # the column it feeds, -1: validate and skip
     int fixed       # size of a fixed-size scalar, else 0
     Py_ssize_t elem_min  # fewest bytes per array element
+    int how         # walk's case for it (HOW_*), worked out once: one switch per field instead of a chain of tests
+
+
+# walk's cases: its in-line paths, each falling back to the full one (array / scalar) when it cannot finish
+DEF HOW_FULL = 0    # anything else: array or scalar
+DEF HOW_SKIP = 1    # a number not kept
+DEF HOW_NUM = 2     # a number kept
+DEF HOW_NUMS = 3    # an array of numbers
+DEF HOW_STR = 4     # a compact string
+DEF HOW_UUID = 5    # a uuid
 
 
 cdef struct StructC:
@@ -62,6 +72,16 @@ cdef struct Buf:
     Py_ssize_t first # items its first allocation takes (from the last run of the layout), 0: grow as it goes
 
 
+cdef int how_of(const OpC* op) noexcept:
+    if op.fixed:
+        return HOW_NUMS if op.array else HOW_NUM if op.col >= 0 else HOW_SKIP
+    if op.array:
+        return HOW_FULL
+    if op.kind == STRING and op.compact:
+        return HOW_STR
+    return HOW_UUID if op.kind == UUID else HOW_FULL
+
+
 cdef class Layout:
     """A message version's fields as C arrays, and what each column is."""
     cdef OpC* ops
@@ -103,6 +123,7 @@ cdef class Layout:
             self.ops[i].kind, self.ops[i].array, self.ops[i].nullable, self.ops[i].compact = o[0], o[1], o[2], o[3]
             self.ops[i].sub, self.ops[i].col, self.ops[i].fixed, self.ops[i].elem_min = o[4], o[5], o[6], o[7]
             self.attrs.append(o[8])
+            self.ops[i].how = how_of(&self.ops[i])
         for i, s in enumerate(structs):
             self.structs[i].first, self.structs[i].count = s[0], s[1]
             self.structs[i].flexible, self.structs[i].parent_col = s[2], s[3]
