@@ -5,6 +5,7 @@ spark-submit helpers print what the documented command substitutes."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 import subprocess
@@ -59,6 +60,12 @@ def test_defaults_are_sized_from_the_input(tmp_path):
     assert "spark.ui.enabled" not in remote and "TieredStopAtLevel=1" in remote["spark.executor.extraJavaOptions"]
     assert pipeline.defaults([str(small)], "local[2]")["spark.python.daemon.module"] == "kcodec.spark.daemon"
     assert "spark.python.daemon.module" not in remote  # a cluster's workers keep PySpark's own daemon
+    big = tmp_path / "big.pcap"
+    with big.open("wb") as f:
+        f.truncate(pipeline.SMALL_INPUT)  # sparse: its length alone counts
+    assert pipeline.defaults([str(big)], "local[2]")["spark.ui.enabled"] == "false"  # local: never a UI
+    assert "spark.ui.enabled" not in pipeline.defaults([str(big)], "spark://127.0.0.1:7077")
+    assert pipeline.defaults([str(small)], "spark://127.0.0.1:7077")["spark.ui.enabled"] == "false"
 
 
 def test_the_workers_import_an_installed_pyspark_not_its_zip(tmp_path):
@@ -146,6 +153,27 @@ def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
     assert out == ["1", "True", "[]"], out
 
 
+def test_the_daemon_imports_numpy_too_when_its_blas_runs_on_one_thread():
+    """Where PySpark gives the workers ``OMP_NUM_THREADS=1`` numpy's import starts no thread, so the daemon
+    imports it before it forks (pyarrow's import in every worker was mostly numpy's); told otherwise, or
+    told nothing, numpy is left to the workers."""
+    from kcodec.spark.daemon import single_threaded_blas
+
+    assert single_threaded_blas({"OMP_NUM_THREADS": "1"})
+    assert not single_threaded_blas({})
+    assert not single_threaded_blas({"OMP_NUM_THREADS": "2"})
+    assert not single_threaded_blas({"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1"})  # OpenBLAS reads its own first
+    if not Path("/proc/self/task").is_dir():
+        missing("/proc/self/task (Linux), to count the daemon's threads")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS")}
+    code = ("import os, sys\nfrom kcodec.spark.daemon import preload, PRELOAD, single_threaded_blas\n"
+            "preload(PRELOAD + (('numpy',) if single_threaded_blas() else ()))\n"
+            "print(len(os.listdir('/proc/self/task')), 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "OMP_NUM_THREADS": "1"}).stdout.split()
+    assert out == ["1", "True"], out
+
+
 def test_the_daemons_workers_go_without_pandas():
     """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (about 0.3 CPU s);
     the daemon's workers, which never use it, find it not installed, and pyarrow works on without it."""
@@ -155,3 +183,44 @@ def test_the_daemons_workers_go_without_pandas():
             "print(rows == [{'a': 1}, {'a': None}], 'pandas' in sys.modules, can)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False", "False"], out
+
+
+def test_the_context_stops_beside_the_report_and_its_errors_are_raised():
+    """analyze.Stopping: ``start`` stops the context in a thread (the report renders meanwhile), ``join``
+    waits for it and raises what ``stop`` raised; without ``start`` (the job failed) ``join`` stops it."""
+
+    class Context:
+        def __init__(self, error: bool = False) -> None:
+            self.stopped, self.error = 0, error
+
+        def stop(self) -> None:
+            self.stopped += 1
+            if self.error:
+                raise RuntimeError("the JVM went away")
+
+    sc = Context()
+    stopping = analyze.Stopping(sc)
+    stopping.start()
+    stopping.start()  # once only
+    stopping.join()
+    assert sc.stopped == 1
+    failed = analyze.Stopping(Context())
+    failed.join()
+    assert failed.sc.stopped == 1
+    broken = analyze.Stopping(Context(error=True))
+    broken.start()
+    with pytest.raises(RuntimeError, match="the JVM went away"):
+        broken.join()
+
+
+def test_the_numpy_converters_are_asked_about_numpy_values_only():
+    """launch.numpy_converters: py4j asks every input converter about every argument; PySpark's numpy ones
+    imported pyspark.testing.utils, and with it pandas, to answer about a list of strings. Wrapped, they answer
+    about numpy's objects as before and leave the rest alone, importing nothing."""
+    code = ("import sys\nimport numpy as np\nfrom py4j import protocol\nimport pyspark.sql.types\n"
+            "from kcodec.spark.launch import numpy_converters\nnumpy_converters()\nnumpy_converters()\n"
+            "mine = [c for c in protocol.INPUT_CONVERTER if type(c).__name__ == '_NumpyOnly']\n"
+            "print(len(mine), any(c.can_convert(['a', 1]) for c in mine), 'pyspark.testing.utils' in sys.modules,"
+            " any(c.can_convert(np.array([1, 2])) for c in mine), any(c.can_convert(np.int64(1)) for c in mine))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2", "False", "False", "True", "True"], out

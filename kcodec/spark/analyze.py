@@ -84,10 +84,12 @@ class StageProgress:
 
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
-            progress: Optional[Progress] = None, frame_bytes: bool = False) -> dict[str, Any]:
+            progress: Optional[Progress] = None, frame_bytes: bool = False,
+            done: Optional[Callable[[], None]] = None) -> dict[str, Any]:
     """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
     ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
-    otherwise. ``frame_bytes``: the frames table keeps the frames' bytes (``--keep-frame-bytes``)."""
+    otherwise. ``frame_bytes``: the frames table keeps the frames' bytes (``--keep-frame-bytes``).
+    ``done``: called once the tables are written, before the report, which needs Spark no more."""
     import kcodec
 
     from . import pipeline, report
@@ -105,6 +107,8 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
         agg = written["aggregates"]
+    if done is not None:
+        done()
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")
@@ -152,15 +156,19 @@ def run(args: Any) -> int:
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
+    from .daemon import without_pandas
+
+    without_pandas()  # the command uses none: pyarrow imported it (0.5-0.7 CPU s) to ask about its first list
     threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
     sc = launch.context(master, quiet=not verbose, conf=settings)
     if not verbose:
         sc.setLogLevel("ERROR")
+    stopping = Stopping(sc)
     try:
         analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
-                frame_bytes=getattr(args, "keep_frame_bytes", False))
+                frame_bytes=getattr(args, "keep_frame_bytes", False), done=stopping.start)
     finally:
-        stop(sc)
+        stopping.join()
         if archive is not None and archive.writing is not None:
             print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
             archive.finish(type(sc)._gateway)
@@ -168,6 +176,37 @@ def run(args: Any) -> int:
     # whose last passes over it at the interpreter's exit took 0.3 s; it is all freed with the process.
     gc.freeze()
     return 0
+
+
+class Stopping:
+    """The context stopped in a thread while the report renders (``start``: the tables are written, nothing
+    else runs on Spark): the JVM winds its scheduler, executor and Python workers down on its own core,
+    0.2-0.5 s, while the driver draws the plots on the other, not after them. ``join`` waits for it (and
+    stops the context here if ``start`` never came: the job failed), and raises what ``stop`` raised."""
+
+    def __init__(self, sc: Any) -> None:
+        self.sc = sc
+        self.thread: Optional[threading.Thread] = None
+        self.error: Optional[BaseException] = None
+
+    def _run(self) -> None:
+        try:
+            stop(self.sc)
+        except BaseException as e:  # noqa: BLE001 (raised again by join, in the command's thread)
+            self.error = e
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._run, name="kcodec-stop-spark", daemon=True)
+            self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is None:
+            stop(self.sc)
+            return
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
 
 
 def stop(sc: Any) -> None:
@@ -191,15 +230,10 @@ def _import_ahead() -> None:
     """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s; then
     matplotlib), imported in a thread while Spark's JVM starts and the driver waits for it, not before the
     JVM is launched, nor at the end. An import that fails here is tried again where it is needed, which
-    says what went wrong; one still under way there is waited for (Python's import lock).
-
-    First what PySpark imports at the context's first call through the gateway, once the JVM is up:
-    py4j asks each converter whether it takes an argument, and PySpark's numpy converter imports
-    ``pyspark.testing.utils`` to know whether numpy is there, which imports pandas (0.5-0.7 CPU s, the JVM
-    waiting for it). Imported here, it is done while the JVM starts."""
+    says what went wrong; one still under way there is waited for (Python's import lock). (pandas, which
+    PySpark's numpy converters imported at the context's first call, is not imported at all:
+    ``launch.numpy_converters``.)"""
     try:
-        import pyspark.testing.utils  # noqa: F401
-
         from . import pipeline, report  # noqa: F401
 
         report.plotting()

@@ -8,8 +8,10 @@ against 0.15 s from the installed package. Where that PySpark is installed as a 
 PySpark's own daemon; the workers it forks import the installed modules. Anywhere else the path is left as
 it is. Before the first fork the daemon imports what every worker imports and what starts no thread
 (``PRELOAD``: ``pyspark.worker`` and kcodec's decoders, about 0.2 CPU s): the workers inherit them instead of
-importing them each. pyarrow (which starts a thread as it is imported), numpy and pandas are imported by
-the workers after the fork, as PySpark's daemon requires. pandas is not imported at all (``without_pandas``).
+importing them each; so is numpy when its BLAS is told to run on one thread (``single_threaded_blas``: PySpark
+gives its workers ``OMP_NUM_THREADS``, one a task), as it then starts none: 0.2-0.35 s of every worker's
+pyarrow import was numpy's. pyarrow (which starts a thread as it is imported: jemalloc's) is imported by the
+workers after the fork, as PySpark's daemon requires. pandas is not imported at all (``without_pandas``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,18 @@ from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.worker", "kcodec", "kcodec.messages", "kcodec.records", "kcodec.tap.pcap",
            "kcodec.tap.pcapsplit", "kcodec.tap.segments")
+# OpenBLAS (numpy's) takes the first of these that is set for its thread count, and starts that many less one
+# threads as numpy is imported
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def single_threaded_blas(env: Any = os.environ) -> bool:
+    """Whether numpy's import starts no thread here: its BLAS told to run on one (what PySpark's
+    ``OMP_NUM_THREADS`` says to local workers)."""
+    for name in BLAS_THREADS:
+        if env.get(name):
+            return env[name].strip() == "1"
+    return False
 
 
 def unzipped(path: list[str]) -> list[str]:
@@ -65,18 +79,19 @@ class _WithoutPandas:
 
 
 def without_pandas() -> None:
-    """Make pandas not importable in the workers. They run kcodec's own functions only (this daemon is
-    `kcodec analyze`'s), none of which uses pandas, yet pyarrow imported it in each worker at its first
-    ``pa.array`` of a Python list, only to ask whether the list was a pandas object: about 0.3 CPU s a worker,
-    both cores' first task of pass 1 waiting for it. pyarrow then takes pandas for not installed. (A finder,
-    not ``sys.modules["pandas"] = None``: pyarrow's compiled import takes that None for the module.)"""
+    """Make pandas not importable in the workers (and in `kcodec analyze`'s driver). They run kcodec's own
+    functions only (this daemon is `kcodec analyze`'s), none of which uses pandas, yet pyarrow imported it in
+    each worker at its first ``pa.array`` of a Python list, only to ask whether the list was a pandas object:
+    about 0.3 CPU s a worker, both cores' first task of pass 1 waiting for it. pyarrow then takes pandas for
+    not installed. (A finder, not ``sys.modules["pandas"] = None``: pyarrow's compiled import takes that None
+    for the module.)"""
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _WithoutPandas())  # type: ignore[arg-type]
 
 
 def main() -> None:
     sys.path[:] = unzipped(sys.path)
-    preload()
+    preload(PRELOAD + (("numpy",) if single_threaded_blas() else ()))
     without_pandas()
     from pyspark import daemon
 

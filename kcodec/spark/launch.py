@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from pyspark import SparkConf, SparkContext
 
@@ -33,14 +33,40 @@ def _settings(master: Optional[str], app_name: str, ui: bool, quiet: bool,
     return {**out, **conf}
 
 
+class _NumpyOnly:
+    """One of PySpark's numpy converters for py4j, asked only about numpy's own objects (``numpy_converters``)."""
+
+    def __init__(self, converter: Any) -> None:
+        self.converter = converter
+
+    def can_convert(self, obj: Any) -> bool:
+        return type(obj).__module__ == "numpy" and self.converter.can_convert(obj)
+
+    def convert(self, obj: Any, gateway_client: Any) -> Any:
+        return self.converter.convert(obj, gateway_client)
+
+
+def numpy_converters() -> None:
+    """py4j asks each input converter about every argument of every call to the JVM, and PySpark's numpy
+    converters answer by importing ``pyspark.testing.utils`` (to know whether numpy is there), which imports
+    pandas: 0.5-0.7 CPU s at the context's first call, in a driver that passes no numpy value. Wrapped, they
+    are asked about numpy's objects only, and convert those as before."""
+    from py4j import protocol
+
+    protocol.INPUT_CONVERTER[:] = [
+        _NumpyOnly(c) if type(c).__name__ in ("NumpyArrayConverter", "NumpyScalarConverter") else c
+        for c in protocol.INPUT_CONVERTER]
+
+
 def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
             quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkContext:
     """A SparkContext with ``pipeline.session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
     DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start)."""
+    numpy_converters()
     return SparkContext.getOrCreate(SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items())))
 
 
-SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off
+SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off on a cluster's master too
 QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
@@ -49,8 +75,11 @@ def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
     each other through files, ``pipeline._one_pass``), so they start lean: C1 compiles only and the serial
     collector (``QUICK_JVM``), where Spark's defaults spent more on compiling and collecting than the job
     needs. On a local master the Python workers start from ``kcodec.spark.daemon`` (PySpark's modules
-    imported as installed, not compiled from Spark's zip in every worker). A small local input (its size
-    known before Spark starts) also goes without the web UI. ``--conf`` wins."""
+    imported as installed, not compiled from Spark's zip in every worker) and without Spark's web UI, whatever
+    the input's size: the command shows its stages' progress itself, and the UI, which costs the context's
+    start 0.25-0.45 s, ends with the command (``--conf spark.ui.enabled=true`` to watch a long run there).
+    On a cluster's master a small local input (its size known before Spark starts) also goes without it.
+    ``--conf`` wins."""
     import glob
 
     out = {"spark.driver.extraJavaOptions": QUICK_JVM}
@@ -58,6 +87,8 @@ def defaults(paths: Sequence[str], master: Optional[str]) -> dict[str, str]:
         out["spark.executor.extraJavaOptions"] = QUICK_JVM
     else:  # the workers run this Python: their PySpark imported as installed, not from Spark's zip (``daemon``)
         out["spark.python.daemon.module"] = "kcodec.spark.daemon"
+        out["spark.ui.enabled"] = "false"
+        return out
     total = 0
     for p in paths:
         local = storage.local_path(p)
