@@ -407,6 +407,75 @@ cdef class RecordsWriter:
         self._base_ts = self._max_ts = -1
 
 
+# append's common call, four positional arguments (bytes, bytes, (), an int), parsed here: Cython's method
+# (a cyfunction) and its wrapper for arguments with keywords and defaults fill an array of four new references,
+# look for keywords and drop the references again. RecordsWriter's `append`, and BatchBuilder's (builder_classes:
+# CPython's call of a method descriptor takes its inlined path only for an instance of the descriptor's own
+# type), become plain methods of the same name, doc and signature whose C function is append_fast; any other
+# call goes on to Cython's method unchanged (the same checks, defaults and errors).
+cdef extern from *:
+    """
+    static PyMethodDef kc_append_def;
+
+    /* the original method called as unbound, self first (a small array on the stack for append's few) */
+    static PyObject *kc_append_general(PyObject *general, PyObject *self, PyObject **args, Py_ssize_t nargs,
+                                       PyObject *kwnames) {
+        PyObject *stack[8];
+        PyObject **all = stack, *out;
+        Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0), i;
+        if (n + 1 > 8 && !(all = PyMem_Malloc((n + 1) * sizeof(PyObject *)))) return PyErr_NoMemory();
+        all[0] = self;
+        for (i = 0; i < n; i++) all[i + 1] = args[i];
+        out = PyObject_Vectorcall(general, all, nargs + 1, kwnames);
+        if (all != stack) PyMem_Free(all);
+        return out;
+    }
+
+    static int kc_install_append(PyObject *type, void *fast, const char *doc) {
+        PyObject *descr;
+        int rc;
+        kc_append_def.ml_name = "append";  /* (the same each time: one definition, a method per type) */
+        kc_append_def.ml_meth = (PyCFunction)(void (*)(void))fast;
+        kc_append_def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+        kc_append_def.ml_doc = doc;
+        descr = PyDescr_NewMethod((PyTypeObject *)type, &kc_append_def);
+        if (descr == NULL) return -1;
+        rc = PyDict_SetItemString(((PyTypeObject *)type)->tp_dict, "append", descr);
+        Py_DECREF(descr);
+        if (rc < 0) return -1;
+        PyType_Modified((PyTypeObject *)type);
+        return 0;
+    }
+    """
+    object kc_append_general(object general, object self, PyObject** args, Py_ssize_t nargs, PyObject* kwnames)
+    int kc_install_append(object type, void* fast, const char* doc) except -1
+
+
+cdef object _append_general = RecordsWriter.__dict__["append"]
+cdef bytes _append_doc = ("append($self, key, value, headers=(), timestamp=None)\n--\n\n"
+                          + _append_general.__doc__).encode()  # (kept: the method's doc points into it)
+
+
+cdef object append_fast(object self, PyObject** args, Py_ssize_t nargs, PyObject* kwnames):
+    cdef RecordsWriter w
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef PyObject* headers
+    cdef PyObject* timestamp
+    if nargs == 4 and kwnames is NULL:
+        key, value, headers, timestamp = args[0], args[1], args[2], args[3]
+        if (type(<object>key) is bytes and type(<object>value) is bytes and type(<object>timestamp) is int
+                and type(<object>headers) is tuple and not PyTuple_GET_SIZE(<object>headers)):
+            w = <RecordsWriter>self
+            w._write(PyBytes_AS_STRING(<object>key), PyBytes_GET_SIZE(<object>key),
+                     PyBytes_AS_STRING(<object>value), PyBytes_GET_SIZE(<object>value), <object>timestamp, None)
+            return delta(w._count - 1)
+    return kc_append_general(_append_general, self, args, nargs, kwnames)
+
+
+kc_install_append(RecordsWriter, <void*>append_fast, _append_doc)
+
+
 # BatchBuilder's settings, __init__ and build in C (the twin of _PyBuilderBase in kcodec/records/_builder.py):
 # a producer makes a builder per batch, often after other work has left the caches cold, where each Python
 # frame, attribute and global lookup of a Python-level __init__ and build cost a microsecond or more.
@@ -483,6 +552,7 @@ def builder_classes(v2, legacy):
     """Name BatchBuilder and its magic 0/1 subclass for builder_new (kcodec/records/_builder.py, once)."""
     global _v2_class, _legacy_class
     _v2_class, _legacy_class = v2, legacy
+    kc_install_append(v2, <void*>append_fast, _append_doc)
 
 
 def builder_new(cls, magic=2, *args, **kwargs):
