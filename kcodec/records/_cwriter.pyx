@@ -44,11 +44,16 @@ cdef Py_ssize_t DELTAS_MAX = 1 << 16
 
 
 cdef inline object delta(int64_t n):
-    cdef Py_ssize_t have = PyList_GET_SIZE(_deltas)
     cdef object d
-    if n < have:
+    if n < PyList_GET_SIZE(_deltas):
         d = <object>PyList_GET_ITEM(_deltas, n)
         return d
+    return more_deltas(n)
+
+
+cdef object more_deltas(int64_t n):
+    """delta past the ints made so far (apart, so that delta's common case is inlined into its callers)."""
+    cdef Py_ssize_t have = PyList_GET_SIZE(_deltas)
     if n >= DELTAS_MAX:
         return n
     _deltas.extend(range(have, min(DELTAS_MAX, 2 * n)))
