@@ -493,6 +493,7 @@ cdef class BuilderBase(RecordsWriter):
     """A v2 batch's settings and its build (the base of BatchBuilder; see kcodec/records/_builder.py)."""
     cdef public object magic, compression, level, base_offset, producer_id, producer_epoch, base_sequence
     cdef public object transactional, control, partition_leader_epoch, timestamp_type, _built, _built_key
+    cdef public object _messages  # (the message-set builder's: its class is switched to in __init__)
 
     def __init__(self, magic=2, compression=Compression.NONE, level=None, base_offset=0, producer_id=-1,
                  producer_epoch=-1, base_sequence=-1, transactional=False, control=False,
@@ -515,6 +516,9 @@ cdef class BuilderBase(RecordsWriter):
         self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
         self._built = None
         self._built_key = None
+        if type(self) is _v2_class and magic in (0, 1):  # BatchBuilder(magic=0 or 1): the message-set builder
+            (<object>self).__class__ = _legacy_class
+            self._messages = []
 
     def _key(self, count):
         return self._key_of(count)
@@ -554,17 +558,10 @@ cdef object _v2_class = None, _legacy_class = None
 
 
 def builder_classes(v2, legacy):
-    """Name BatchBuilder and its magic 0/1 subclass for builder_new (kcodec/records/_builder.py, once)."""
+    """Name BatchBuilder and its magic 0/1 subclass for BuilderBase.__init__ (kcodec/records/_builder.py, once)."""
     global _v2_class, _legacy_class
     _v2_class, _legacy_class = v2, legacy
     kc_install_append(v2, <void*>append_fast, _append_doc)
-
-
-def builder_new(cls, magic=2, *args, **kwargs):
-    """BatchBuilder.__new__ without a Python frame: magic 0 or 1 makes the message-set builder."""
-    if magic in (0, 1) and cls is _v2_class:
-        cls = _legacy_class
-    return BuilderBase.__new__(cls)
 
 
 def encode_records(records, int64_t base_timestamp):
