@@ -412,12 +412,12 @@ cdef class RecordsWriter:
         self._base_ts = self._max_ts = -1
 
 
-# append's common call, four positional arguments (bytes, bytes, (), an int), parsed here: Cython's method
-# (a cyfunction) and its wrapper for arguments with keywords and defaults fill an array of four new references,
-# look for keywords and drop the references again. RecordsWriter's `append`, and BatchBuilder's (builder_classes:
-# CPython's call of a method descriptor takes its inlined path only for an instance of the descriptor's own
-# type), become plain methods of the same name, doc and signature whose C function is append_fast; any other
-# call goes on to Cython's method unchanged (the same checks, defaults and errors).
+# append's common calls (bytes, bytes, no headers, an int or no timestamp; positional or by keyword) parsed
+# here: Cython's method (a cyfunction) and its wrapper for arguments with keywords and defaults fill an array of
+# four new references, look for keywords and drop the references again. RecordsWriter's `append`, and
+# BatchBuilder's (builder_classes: CPython's call of a method descriptor takes its inlined path only for an
+# instance of the descriptor's own type), become plain methods of the same name, doc and signature whose C
+# function is append_fast; any other call goes on to Cython's method unchanged (the same checks and errors).
 cdef extern from *:
     """
     static PyMethodDef kc_append_def;
@@ -461,20 +461,64 @@ cdef bytes _append_doc = ("append($self, key, value, headers=(), timestamp=None)
                           + _append_general.__doc__).encode()  # (kept: the method's doc points into it)
 
 
+cdef str _HEADERS = intern("headers"), _TIMESTAMP = intern("timestamp")  # (a call's keywords: interned names)
+cdef tuple _NO_HEADERS = ()
+
+
+cdef int append_plain(RecordsWriter w, PyObject* key, PyObject* value, PyObject* headers,
+                      PyObject* timestamp) except -1:
+    """Write a record of bytes for key and value, no headers and an int or no timestamp: 1; any other: 0."""
+    cdef int64_t ts
+    if not (type(<object>key) is bytes and type(<object>value) is bytes and type(<object>headers) is tuple
+            and not PyTuple_GET_SIZE(<object>headers)):
+        return 0
+    if type(<object>timestamp) is int:
+        ts = <object>timestamp
+    elif timestamp == <PyObject*>None:
+        ts = now_ms()
+    else:
+        return 0
+    w._write(PyBytes_AS_STRING(<object>key), PyBytes_GET_SIZE(<object>key), PyBytes_AS_STRING(<object>value),
+             PyBytes_GET_SIZE(<object>value), ts, None)
+    return 1
+
+
 cdef object append_fast(object self, PyObject** args, Py_ssize_t nargs, PyObject* kwnames):
-    cdef RecordsWriter w
+    """append's common calls, positional or by keyword; anything else (a name it does not know at once
+    included) goes on to Cython's method. Four positional arguments, the producer loop's call, are checked
+    and written here without a further call."""
+    cdef RecordsWriter w = <RecordsWriter>self
     cdef PyObject* key
     cdef PyObject* value
-    cdef PyObject* headers
-    cdef PyObject* timestamp
-    if nargs == 4 and kwnames is NULL:
+    cdef PyObject* headers = <PyObject*>_NO_HEADERS
+    cdef PyObject* timestamp = <PyObject*>None
+    cdef PyObject* name
+    cdef Py_ssize_t nk, i
+    if kwnames is NULL and nargs == 4:
         key, value, headers, timestamp = args[0], args[1], args[2], args[3]
         if (type(<object>key) is bytes and type(<object>value) is bytes and type(<object>timestamp) is int
                 and type(<object>headers) is tuple and not PyTuple_GET_SIZE(<object>headers)):
-            w = <RecordsWriter>self
             w._write(PyBytes_AS_STRING(<object>key), PyBytes_GET_SIZE(<object>key),
                      PyBytes_AS_STRING(<object>value), PyBytes_GET_SIZE(<object>value), <object>timestamp, None)
             return delta(w._count - 1)
+    elif kwnames is NULL and 2 <= nargs <= 3:
+        if append_plain(w, args[0], args[1], args[2] if nargs == 3 else headers, timestamp):
+            return delta(w._count - 1)
+    elif kwnames is not NULL and 2 <= nargs <= 3 and nargs + PyTuple_GET_SIZE(<object>kwnames) <= 4:
+        nk = PyTuple_GET_SIZE(<object>kwnames)
+        if nargs == 3:
+            headers = args[2]
+        for i in range(nk):
+            name = PyTuple_GET_ITEM(<object>kwnames, i)
+            if name == <PyObject*>_TIMESTAMP:  # (nargs is 3 at most here)
+                timestamp = args[nargs + i]
+            elif name == <PyObject*>_HEADERS and nargs < 3:
+                headers = args[nargs + i]
+            else:
+                break
+        else:
+            if append_plain(w, args[0], args[1], headers, timestamp):
+                return delta(w._count - 1)
     return kc_append_general(_append_general, self, args, nargs, kwnames)
 
 

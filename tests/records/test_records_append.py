@@ -4,6 +4,7 @@ writer does, on RecordsWriter, BatchBuilder and a subclass of either."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 
@@ -15,17 +16,25 @@ from kcodec.records._select import available
 
 FAST = available().get("cython")
 need_extension(FAST, "the Cython record backend (kcodec.records._crecords): a C compiler and Cython at install")
+CWRITER = importlib.import_module("kcodec.records._cwriter")  # (its now_ms, patched)
 
 TS = 1_700_000_000_000
 CALLS: list[tuple[tuple, dict]] = [
     ((b"k", b"v", (), TS), {}),  # the fast path
     ((b"", b"", (), TS + 1), {}),
+    ((b"k", b"v"), {}),  # (now: the time patched below)
+    ((b"k", b"v", ()), {}),
+    ((b"k", b"v", (), None), {}),
+    ((b"k", b"v"), {"timestamp": TS}),
+    ((b"k", b"v"), {"headers": (), "timestamp": TS}),
+    ((b"k", b"v"), {"timestamp": TS, "headers": ()}),
+    ((b"k", b"v", ()), {"timestamp": TS}),
+    ((b"k", b"v"), {"headers": ()}),
     ((None, b"v", (), TS), {}),  # the rest: Cython's method
     ((b"k", None, (), TS), {}),
     ((bytearray(b"k"), memoryview(b"v"), (), TS), {}),
     ((b"k", b"v", [], TS), {}),
     ((b"k", b"v", (("h", b"1"),), TS), {}),
-    ((b"k", b"v"), {"timestamp": TS}),
     ((b"k",), {"value": b"v", "headers": (), "timestamp": TS}),
     ((), {"key": b"k", "value": b"v", "timestamp": TS - 5}),
     ((b"k", b"v", (), True), {}),  # (an int subclass: not the fast path, taken as an int)
@@ -42,8 +51,14 @@ CALLS: list[tuple[tuple, dict]] = [
     ((), {}),
     ((b"k", b"v", (), TS, 1), {}),
     ((b"k", b"v", (), TS), {"key": b"k"}),
+    ((b"k", b"v", ()), {"headers": ()}),
+    ((b"k", b"v", (), TS), {"timestamp": TS}),
     ((b"k", b"v"), {"stamp": TS}),
+    ((b"k", b"v"), {"timestamp": 1.5}),
+    ((b"k", b"v"), {"headers": [("h", None)], "timestamp": TS}),
+    ((b"k", b"v"), {"headers": "no", "timestamp": TS}),
 ]
+NOW = TS + 7
 
 
 def outcome(fn: Any) -> Any:
@@ -62,10 +77,13 @@ class Sub(BatchBuilder):
                                   type("W", (FAST.RecordsWriter,), {})],  # type: ignore[union-attr]
                          ids=["RecordsWriter", "BatchBuilder", "subclass", "writer-subclass"])
 @pytest.mark.parametrize("args, kwargs", CALLS)
-def test_a_call_writes_or_refuses_as_the_reference(make, args, kwargs):
+def test_a_call_writes_or_refuses_as_the_reference(make, args, kwargs, monkeypatch):
     """The same result, records and error type as the reference (whose error texts differ from the twin's in
-    places); four positional arguments, the fast path's call, the same error text as the keyword call that
-    Cython's own method takes."""
+    places); append's common shapes (bytes, bytes, no headers, an int or no timestamp) the same error text as
+    the same call through Cython's own method (a keyword it does not take at once, ``key=``, sends it there)."""
+    monkeypatch.setattr(_pure, "_now_ms", lambda: NOW)
+    monkeypatch.setattr(CWRITER, "now_ms", lambda: NOW)
+
     def run(w: Any, call: Any) -> Any:
         w.append(b"first", b"1", (), TS)
         got = outcome(lambda: call(w))
@@ -80,6 +98,7 @@ def test_a_call_writes_or_refuses_as_the_reference(make, args, kwargs):
     if len(args) == 4 and not kwargs:
         key, value, headers, timestamp = args
         assert called == run(make(), lambda w: w.append(key, value, headers=headers, timestamp=timestamp))
+        assert called == run(make(), lambda w: w.append(value=value, headers=headers, timestamp=timestamp, key=key))
 
 
 def test_appends_past_the_kept_deltas_return_their_offset_deltas():
