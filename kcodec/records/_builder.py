@@ -21,7 +21,8 @@ class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
     """A v2 batch's settings and its build: the reference, for a backend without ``BuilderBase`` (the Cython
     twin's, in kcodec/records/_cwriter.pyx, does this in C)."""
     __slots__ = ("magic", "compression", "level", "base_offset", "producer_id", "producer_epoch", "base_sequence",
-                 "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key")
+                 "transactional", "control", "partition_leader_epoch", "timestamp_type", "_built", "_built_key",
+                 "_messages")
 
     def __init__(self, magic: int = 2, compression: int = Compression.NONE, level: Optional[int] = None,
                  base_offset: int = 0, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
@@ -47,6 +48,11 @@ class _PyBuilderBase(backend.RecordsWriter):  # type: ignore[misc,name-defined]
         self.timestamp_type = TimestampType(timestamp_type) if ts_type is None else ts_type
         self._built: Optional[bytes] = None
         self._built_key: Optional[tuple] = None
+        # BatchBuilder(magic=0 or 1) is the message-set builder: its class switched here, not chosen by a
+        # __new__ (a Python-level call that a producer pays per batch); both have this base's layout
+        if type(self) is BatchBuilder and magic in (0, 1):
+            self.__class__ = _LegacyBuilder
+            self._messages: list[tuple[Optional[bytes], Optional[bytes], int]] = []
 
     def _key(self, count: int) -> tuple:
         """What a built batch depends on besides the records: a batch built again with the same key is the one
@@ -83,7 +89,6 @@ if TYPE_CHECKING:
     _Base = _PyBuilderBase
 else:
     _Base = getattr(backend, "BuilderBase", _PyBuilderBase)
-_new_writer = _Base.__new__  # (the writer's state is made there, as the twin's __cinit__ does)
 
 
 class BatchBuilder(_Base):
@@ -94,15 +99,8 @@ class BatchBuilder(_Base):
     Settings are attributes named as the constructor's arguments (changed ones apply at the next build)."""
     __slots__ = ()
 
-    # Making and building a batch is kept to few Python steps: __init__ and build come from the backend's base
-    # and __new__ (magic 0 or 1: the message-set builder) from the backend too, all in C in the Cython twin.
-    if TYPE_CHECKING or not hasattr(backend, "builder_new"):
-        def __new__(cls, magic: int = 2, *args: Any, **kwargs: Any) -> "BatchBuilder":
-            if magic in (0, 1) and cls is BatchBuilder:
-                cls = _LegacyBuilder
-            return _new_writer(cls)  # type: ignore[no-any-return]
-    else:
-        __new__ = staticmethod(backend.builder_new)
+    # Making and building a batch is kept to few Python steps: __new__, __init__ (magic 0 or 1 switches the
+    # class to the message-set builder's) and build come from the backend's base, all in C in the Cython twin.
 
     def clear_records(self) -> None:
         """Drop the records appended so far (the settings stay) to build the next batch."""
@@ -150,12 +148,10 @@ def _no_timestamp() -> int:
 
 
 class _LegacyBuilder(BatchBuilder):
-    """Magic 0/1: each append is one message; compressed, they become the inner set of one wrapper."""
-    __slots__ = ("_messages",)
-
-    def __init__(self, magic: int = 1, *args: Any, **kwargs: Any) -> None:
-        super().__init__(magic, *args, **kwargs)
-        self._messages: list[tuple[Optional[bytes], Optional[bytes], int]] = []
+    """Magic 0/1: each append is one message; compressed, they become the inner set of one wrapper. Made by
+    ``BatchBuilder(magic=0 or 1)`` (the base's ``__init__`` switches to it and makes ``_messages``)."""
+    __slots__ = ()
+    _messages: list[tuple[Optional[bytes], Optional[bytes], int]]
 
     def append(self, key: Any, value: Any, headers: Iterable = (), timestamp: Optional[int] = None) -> int:
         if tuple(headers):

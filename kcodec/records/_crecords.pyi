@@ -4,7 +4,7 @@
 from typing import Any, Iterator, Optional
 
 from ._cwriter import (BuilderBase as BuilderBase, RecordsWriter as RecordsWriter, builder_classes as builder_classes,
-                       builder_new as builder_new, encode_records as encode_records)
+                       encode_records as encode_records)
 
 class Record:
     offset: int

@@ -20,7 +20,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 from . import _pure
 from ._compression import CodecError, inflate
-from ._cwriter import BuilderBase, RecordsWriter, builder_classes, builder_new, encode_records  # noqa: F401  (the writer half)
+from ._cwriter import BuilderBase, RecordsWriter, builder_classes, encode_records  # noqa: F401  (the writer half)
 
 record_tuple = _pure.record_tuple
 

@@ -30,6 +30,7 @@ class BuilderBase(RecordsWriter):
     timestamp_type: Any
     _built: Optional[bytes]
     _built_key: Optional[tuple[Any, ...]]
+    _messages: Any
     def __init__(self, magic: int = ..., compression: int = ..., level: Optional[int] = ...,
                  base_offset: int = ..., producer_id: int = ..., producer_epoch: int = ...,
                  base_sequence: int = ..., transactional: bool = ..., control: bool = ...,
@@ -39,6 +40,5 @@ class BuilderBase(RecordsWriter):
     def build(self) -> bytes: ...
 
 def builder_classes(v2: type, legacy: type) -> None: ...
-def builder_new(cls: type, magic: Any = ..., *args: Any, **kwargs: Any) -> Any: ...
 
 def encode_records(records: Sequence[tuple[Any, ...]], base_timestamp: int) -> bytes: ...
