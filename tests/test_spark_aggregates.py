@@ -90,3 +90,21 @@ def test_exchange_sums_as_if_added_row_by_row(n: int, seed: int) -> None:
     md = Counter((r["client_id"] or "(none)",) for r in sent if r.get("list_topics_v1_bytes") is not None)
     assert partial["groups"].get("md_responses", {}) == {json.dumps(list(k)): v for k, v in md.items()}
     assert a.partial()["c"] == {**partial["c"]}  # spread once: a second partial adds nothing again
+
+
+def test_frame_sums_as_if_added_row_by_row() -> None:
+    rnd = random.Random(3)
+    rows: list[dict[str, Any]] = [
+        {"direction": rnd.choice((1, 0, 2, -1)), "size": rnd.choice((None, rnd.randrange(9000))),
+         "error": rnd.choice((None, None, "bad header"))} for _ in range(500)]
+    a = Aggregates()
+    for r in rows:
+        a.add("frames", r)
+    partial = a.partial()
+    for name, value in (("frames", lambda r: 1), ("frame_bytes", lambda r: r["size"] or 0)):
+        want: Counter[Any] = Counter()
+        for r in rows:
+            want[(r["direction"],)] += value(r)
+        assert partial["groups"][name] == {json.dumps(list(k)): v for k, v in want.items()}
+        assert list(partial["groups"][name]) == [json.dumps(list(k)) for k in want]
+    assert partial["c"]["header_errors"] == sum(r["error"] is not None and r["direction"] >= 0 for r in rows)

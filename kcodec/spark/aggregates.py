@@ -56,6 +56,7 @@ class Aggregates:
         # the exchanges' figures likewise, per (pairing, API, version, which sides, latency bucket): the
         # over-time bytes and error codes stay per exchange (their keys are the exchange's own)
         self.exchange_sums: dict[tuple[Any, ...], list[int]] = {}
+        self.frame_sums: dict[int, list[int]] = {}  # direction -> [frames, bytes]
 
     def _g(self, name: str, key: tuple[Any, ...], value: float = 1) -> None:
         self.groups[name][key] += value  # type: ignore[assignment]
@@ -67,10 +68,13 @@ class Aggregates:
     # (a call per figure was a third of their time)
 
     def frames(self, r: dict[str, Any]) -> None:
-        d, G = r["direction"], self.groups
-        G["frames"][(d,)] += 1
-        G["frame_bytes"][(d,)] += r["size"] or 0
-        if r.get("error") is not None and d >= 0:
+        d = r["direction"]
+        sums = self.frame_sums.get(d)
+        if sums is None:
+            sums = self.frame_sums[d] = [0, 0]
+        sums[0] += 1
+        sums[1] += r["size"] or 0
+        if d >= 0 and r.get("error") is not None:
             self.c["header_errors"] += 1
 
     def topic_ids(self, r: dict[str, Any]) -> None:
@@ -213,7 +217,15 @@ class Aggregates:
                 G["b_size_bytes"][(d, size_class)] += n
         self.batch_sums = {}
 
+    def _spread_frames(self) -> None:
+        G = self.groups
+        for d, (n, size) in self.frame_sums.items():
+            G["frames"][(d,)] += n
+            G["frame_bytes"][(d,)] += size
+        self.frame_sums = {}
+
     def partial(self) -> dict[str, Any]:
+        self._spread_frames()
         self._spread_exchanges()
         self._spread_batches()
         return {"c": dict(self.c), "groups": _json(self.groups), "t0": self.t0,
