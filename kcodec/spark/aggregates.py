@@ -23,6 +23,7 @@ MAX_TIME_KEYS = 100_000
 MAX_BUCKETS = 60
 _LOG = math.log(1.02)
 NS_PER_MS = 1_000_000
+_NO_LATENCY = -1  # an exchange without a latency (a bucket is None or >= 0)
 _DIRECTION_KEYS = {d: (f"b_{d}_batches", f"b_{d}_records", f"b_{d}_bytes") for d in DIRECTIONS}
 
 
@@ -52,6 +53,10 @@ class Aggregates:
         # the batches' figures, summed per (direction, topic, topic id, client, codec, size classes) and spread
         # into their groups once, by ``partial``: one dict update a batch instead of sixteen
         self.batch_sums: dict[tuple[Any, ...], list[int]] = {}
+        # the exchanges' figures likewise, per (pairing, API, version, which sides, latency bucket): the
+        # over-time bytes and error codes stay per exchange (their keys are the exchange's own)
+        self.exchange_sums: dict[tuple[Any, ...], list[int]] = {}
+        self.frame_sums: dict[int, list[int]] = {}  # direction -> [frames, bytes]
 
     def _g(self, name: str, key: tuple[Any, ...], value: float = 1) -> None:
         self.groups[name][key] += value  # type: ignore[assignment]
@@ -63,65 +68,94 @@ class Aggregates:
     # (a call per figure was a third of their time)
 
     def frames(self, r: dict[str, Any]) -> None:
-        d, G = r["direction"], self.groups
-        G["frames"][(d,)] += 1
-        G["frame_bytes"][(d,)] += r["size"] or 0
-        if r.get("error") is not None and d >= 0:
+        d = r["direction"]
+        sums = self.frame_sums.get(d)
+        if sums is None:
+            sums = self.frame_sums[d] = [0, 0]
+        sums[0] += 1
+        sums[1] += r["size"] or 0
+        if d >= 0 and r.get("error") is not None:
             self.c["header_errors"] += 1
 
     def topic_ids(self, r: dict[str, Any]) -> None:
         self._g("topic_ids", _key(r["topic_id"], r["topic_name"]), 1)
 
     def exchanges(self, r: dict[str, Any]) -> None:
-        c, g, G = self.c, self._g, self.groups
+        c, G = self.c, self.groups
         req, resp = r.get("request_bytes"), r.get("response_bytes")
-        api, key, version = r.get("api_name"), r.get("api_key"), r.get("api_version")
-        c[f"pairing_{r.get('pairing')}"] += 1
+        api, key = r.get("api_name"), r.get("api_key")
         self.conns.add(r["conn"])
-        if r.get("client_id") is not None:
-            self.clients.add(r["client_id"])
+        client = r.get("client_id")
+        if client is not None:
+            self.clients.add(client)
         decode_error = r.get("decode_error")
         if decode_error is not None:
             c["decode_errors"] += 1
-            g("decode_errors", _key(decode_error[:120]))
+            G["decode_errors"][(decode_error[:120],)] += 1
+            if req is not None:
+                G["api_decode_errors"][(api, key)] += 1
         if r.get("request_trailing_bytes") is not None or r.get("response_trailing_bytes") is not None:
             c["trailing_bytes"] += 1
-        G["versions"][(api, version)] += 1
-        for code in r.get("error_codes") or ():
-            G["errors"][(code, api)] += 1
+        codes = r.get("error_codes")
+        if codes:
+            errors = G["errors"]
+            for code in codes:
+                errors[(code, api)] += 1
         ts = r.get("request_ts_ns")
         if ts is not None:
-            self.t0 = ts if self.t0 is None else min(self.t0, ts)
-            self.t1 = ts if self.t1 is None else max(self.t1, ts)
+            if self.t0 is None or ts < self.t0:
+                self.t0 = ts
+            if self.t1 is None or ts > self.t1:
+                self.t1 = ts
             over_time = G["over_time"]
             over_time[(api, ts // NS_PER_MS // self.width * self.width)] += (req or 0) + (resp or 0)
             if len(over_time) > MAX_TIME_KEYS:
                 self._coarsen(self.width * 2)
-        if req is None:
-            return
-        c["exchanges"] += 1
-        c["request_bytes"] += req
-        c["response_bytes"] += resp or 0
-        k = (api, key)
-        G["api_requests"][k] += 1
-        G["api_request_bytes"][k] += req
-        if resp is not None:
-            G["api_response_bytes"][k] += resp
-        G["api_errors"][k] += r.get("error_count") or 0
-        if decode_error is not None:
-            g("api_decode_errors", k)
         latency = r.get("latency_ns")
-        if latency is not None:
-            G["api_latency_n"][k] += 1
-            G["api_latency_sum"][k] += latency
-            G["api_latency_hist"][(api, key, int(math.log(latency) / _LOG) if latency > 0 else None)] += 1
-        if key == 3 and r.get("list_topics_v1_bytes") is not None:
-            m = _key(r.get("client_id") or "(none)")
-            g("md_responses", m)
+        bucket = _NO_LATENCY if latency is None else int(math.log(latency) / _LOG) if latency > 0 else None
+        fold = (r.get("pairing"), api, key, r.get("api_version"), req is None, resp is None, bucket)
+        sums = self.exchange_sums.get(fold)
+        if sums is None:
+            self.exchange_sums[fold] = [1, req or 0, resp or 0, r.get("error_count") or 0, latency or 0]
+        else:
+            sums[0] += 1
+            sums[1] += req or 0
+            sums[2] += resp or 0
+            sums[3] += r.get("error_count") or 0
+            sums[4] += latency or 0
+        if key == 3 and req is not None and r.get("list_topics_v1_bytes") is not None:
+            m = (client or "(none)",)
+            G["md_responses"][m] += 1
             for col in ("topics", "response_bytes", "list_topics_v0_bytes", "list_topics_v1_bytes", "dtp_pages",
                         "dtp_bytes"):
-                g(f"md_{col}", m, r.get(col) or 0)
-            g("md_all_topics_requests", m, int(bool(r.get("metadata_all_topics"))))
+                G[f"md_{col}"][m] += r.get(col) or 0
+            G["md_all_topics_requests"][m] += int(bool(r.get("metadata_all_topics")))
+
+    def _spread_exchanges(self) -> None:
+        """``exchange_sums`` added to the groups and totals the report reads (each group's keys in the order
+        of their first exchange, as if added exchange by exchange: every group's key is a part of the
+        fold's)."""
+        c, G = self.c, self.groups
+        for (pairing_, api, key, version, no_request, no_response, bucket), (n, req, resp, errors, latency) in \
+                self.exchange_sums.items():
+            c[f"pairing_{pairing_}"] += n
+            G["versions"][(api, version)] += n
+            if no_request:
+                continue
+            c["exchanges"] += n
+            c["request_bytes"] += req
+            c["response_bytes"] += resp
+            k = (api, key)
+            G["api_requests"][k] += n
+            G["api_request_bytes"][k] += req
+            if not no_response:
+                G["api_response_bytes"][k] += resp
+            G["api_errors"][k] += errors
+            if bucket is not _NO_LATENCY:
+                G["api_latency_n"][k] += n
+                G["api_latency_sum"][k] += latency
+                G["api_latency_hist"][(api, key, bucket)] += n
+        self.exchange_sums = {}
 
     def _coarsen(self, width: int) -> None:
         old = self.groups.get("over_time", Counter())
@@ -183,7 +217,16 @@ class Aggregates:
                 G["b_size_bytes"][(d, size_class)] += n
         self.batch_sums = {}
 
+    def _spread_frames(self) -> None:
+        G = self.groups
+        for d, (n, size) in self.frame_sums.items():
+            G["frames"][(d,)] += n
+            G["frame_bytes"][(d,)] += size
+        self.frame_sums = {}
+
     def partial(self) -> dict[str, Any]:
+        self._spread_frames()
+        self._spread_exchanges()
         self._spread_batches()
         return {"c": dict(self.c), "groups": _json(self.groups), "t0": self.t0,
                 "t1": self.t1, "width": self.width, "conns": sorted(self.conns), "clients": sorted(self.clients)}

@@ -221,7 +221,8 @@ class Connections:
                 r = self.reassembler
                 if r is None:
                     r = self.reassembler = pcap.Reassembler(self.ports)
-                r.stats = self.stats.setdefault(self.path, pcap.Stats())
+                stats = self.stats.get(self.path)  # (setdefault would build a Stats a segment)
+                r.stats = stats if stats is not None else self.stats.setdefault(self.path, pcap.Stats())
                 r.out = []
                 r.segment(src, sport, dst, dport, seq, data, syn=bool(flags & SYN), ack=bool(flags & ACK), ts_ns=ts)
                 for f in r.out:

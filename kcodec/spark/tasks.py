@@ -50,6 +50,8 @@ class _Buffers(Tables):
                  aggregates: Optional[Aggregates] = None) -> None:
         super().__init__(self._emit)
         self.schemas, self.sink, self.only, self.aggregates = schemas, sink, only, aggregates
+        # each table's ``Aggregates`` method, looked up once (not by name a row)
+        self.adders = {name: getattr(aggregates, name) for name in schemas} if aggregates is not None else {}
         self.rows: dict[str, list[dict[str, Any]]] = {name: [] for name in schemas}
         self.bytes = 0
         self.counts: dict[str, int] = {name: 0 for name in schemas}
@@ -57,8 +59,9 @@ class _Buffers(Tables):
     def _emit(self, table: str, row: dict[str, Any]) -> None:
         if self.only is not None and table != self.only:
             return
-        if self.aggregates is not None:
-            self.aggregates.add(table, row)
+        add = self.adders.get(table)
+        if add is not None:
+            add(row)
         rows = self.rows[table]
         rows.append(row)
         if table == "frames" and row["frame"] is not None:
