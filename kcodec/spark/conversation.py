@@ -89,11 +89,11 @@ def _base(f: dict[str, Any]) -> dict[str, Any]:
             "correlation_id": f["correlation_id"]}
 
 
-def _message_columns(row: dict[str, Any], msg: Any, trailing: int, side: str) -> None:
+def _message_columns(row: dict[str, Any], msg: Any, version: int, trailing: int, side: str) -> None:
     """Trailing bytes, topics and partitions of a decoded message (a response's counts win)."""
     if trailing:
         row[f"{side}_trailing_bytes"] = trailing
-    counts = decode.topic_counts(msg)
+    counts = decode.topic_counts(msg, version)
     if counts is not None:
         row["topics"], row["partitions"] = counts
 
@@ -129,7 +129,7 @@ def request_row(f: dict[str, Any], tables: Tables) -> tuple[dict[str, Any], Opti
         if produce:  # the batches table says so too
             tables.emit("batches", dict(produce, error=f"produced: {what}"))
         return row, None
-    _message_columns(row, req, trailing, "request")
+    _message_columns(row, req, version, trailing, "request")
     if key == decode.METADATA:
         row["metadata_all_topics"] = req.topics is None or (version == 0 and not req.topics)
     if produce:
@@ -156,7 +156,7 @@ def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Option
         _, resp, trailing = _decode(kcodec.decode_response, frame, key, version)
         codes = decode.error_codes(resp)
         row["error_codes"], row["error_count"] = codes, len(codes)
-        _message_columns(row, resp, trailing, "response")
+        _message_columns(row, resp, version, trailing, "response")
         if key == decode.METADATA:
             row.update(decode.metadata_what_if(resp, version, frame))
             for tid, name in record_batches.topic_ids(resp):

@@ -121,10 +121,6 @@ def sasl_v0_token(conn: str, direction: int, data: bytes, state: dict[str, Any])
     return False
 
 
-def _is_struct(v: Any) -> bool:
-    return hasattr(v, "unknown_tagged_fields") and hasattr(type(v), "__slots__")
-
-
 _SHAPES: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
@@ -165,42 +161,46 @@ def error_codes(msg: Any) -> list[int]:
     return out
 
 
-_TOPIC_FIELDS: dict[type, tuple[str, ...]] = {}  # a message class -> its fields that may list topics
-_PARTITION_FIELDS: dict[type, Optional[tuple[str, ...]]] = {}  # a topic's class -> its partition fields; None: no struct
+# (message class, version) -> its array fields that list topics at that version, each with its topics'
+# partition array fields at that version; the arrays whose topics list partitions first
+_TOPIC_PLANS: dict[tuple[type, int], tuple[tuple[str, tuple[str, ...]], ...]] = {}
 
 
-def _named(cls: type, cache: dict[type, Any], test: Any) -> tuple[str, ...]:
-    names = cache.get(cls)
-    if names is None:
-        names = cache[cls] = tuple(n for n in getattr(cls, "__slots__", ()) if n != "unknown_tagged_fields" and test(n))
-    return names
+def _topic_plan(cls: type, version: int) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    try:
+        fields = definitions.get(getattr(cls, "_KAFKA_NAME", "")).root.fields
+    except KeyError:  # not a message of the definitions
+        return ()
+    plan = [(f.attr, tuple(p.attr for p in f.struct.fields
+                           if p.is_array and "partition" in p.attr and version in p.versions) if f.struct else ())
+            for f in fields if f.is_array and version in f.versions and ("topic" in f.attr or f.attr == "responses")]
+    plan.sort(key=lambda entry: not entry[1])  # stable: the definition's order within each kind
+    return tuple(plan)
 
 
-def _partition_fields(t: Any) -> Optional[tuple[str, ...]]:
-    cls = type(t)
-    if cls not in _PARTITION_FIELDS:
-        _PARTITION_FIELDS[cls] = _named(cls, {}, lambda n: "partition" in n) if _is_struct(t) else None
-    return _PARTITION_FIELDS[cls]
-
-
-def topic_counts(msg: Any) -> Optional[tuple[int, int]]:
-    """(topics, partitions) for a message that lists topics (``topics``, ``topic_data``, ``responses``...),
-    partitions being the entries of each topic's partition list; None when it lists none. (Which fields to
-    look at is found once per class.)"""
-    for name in _named(type(msg), _TOPIC_FIELDS, lambda n: "topic" in n or n == "responses"):
+def topic_counts(msg: Any, version: int) -> Optional[tuple[int, int]]:
+    """(topics, partitions) for a message that lists topics (``topics``, ``topic_data``, ``responses``...) at
+    ``version``, partitions being the entries of each topic's partition array (of structs or of indexes);
+    None when it lists none. Only the fields the version has count: a decoded message holds the others'
+    defaults (DeleteTopics v0-5 name their topics in ``topic_names``, not ``topics``). (Which fields to look
+    at is worked out once per class and version.)"""
+    key = (type(msg), version)
+    plan = _TOPIC_PLANS.get(key)
+    if plan is None:
+        plan = _TOPIC_PLANS[key] = _topic_plan(key[0], version)
+    for name, partition_fields in plan:
         value = getattr(msg, name)
-        if isinstance(value, list):
-            parts = 0
+        if value is None:  # a null array lists nothing: the next field may
+            continue
+        parts = 0
+        if partition_fields:
             for t in value:
-                fields = _partition_fields(t)
-                if fields is None:
-                    break  # a list of names or ids: topics without partitions
-                for fname in fields:
+                for fname in partition_fields:
                     fvalue = getattr(t, fname)
-                    if isinstance(fvalue, list):
+                    if fvalue is not None:
                         parts += len(fvalue)
                         break
-            return len(value), parts
+        return len(value), parts
     return None
 
 
