@@ -60,8 +60,13 @@ def extensions():
         rel = p.relative_to(HERE).with_suffix("")
         exts.append(Extension(".".join(rel.parts), [rel.with_suffix(".pyx").as_posix()], extra_compile_args=args,
                               extra_link_args=link))
+    # binding=False: a cdef class's methods are CPython's method descriptors, which refuse a `self` of another
+    # type (`RecordsWriter.append(5, ...)`) with a TypeError; Cython 3's default, cyfunctions, hand any object
+    # on as `self` unchecked and the method reads its fields from it (a crash; cython/cython#1903, #6127).
+    # embedsignature in Argument Clinic's form keeps inspect.signature working on the functions and methods.
     return cythonize(exts, language_level=3, compiler_directives={
-        "boundscheck": False, "wraparound": False, "cdivision": True, "initializedcheck": False})
+        "boundscheck": False, "wraparound": False, "cdivision": True, "initializedcheck": False,
+        "binding": False, "embedsignature": True, "embedsignature.format": "clinic"})
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

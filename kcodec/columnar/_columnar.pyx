@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: binding=False, embedsignature=True, embedsignature.format=clinic
 """The columnar decoder's hot path: one pass over the caller's buffer, values straight into C arrays.
 
 It runs a ``Layout`` (kcodec.columnar builds it from the IR program of a message and version): per

@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: binding=False, embedsignature=True, embedsignature.format=clinic
 """The Cython backend: runs the same IR as ``kcodec.core.pure``, with the same results and errors.
 
 Decoding reads straight from the caller's buffer (buffer protocol, no copy), makes objects without

@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: binding=False, embedsignature=True, embedsignature.format=clinic
 """The Cython twin of kcodec/records/_pure.py: the v2 record loops in C over ``const unsigned char*``.
 
 Same names and meanings as the reference: ``Record``, ``BatchHeader``, ``scan_v2``, ``decode_records``,

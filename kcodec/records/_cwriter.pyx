@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# cython: binding=False, embedsignature=True, embedsignature.format=clinic
 """The writer half of the Cython twin (kcodec/records/_crecords.pyx re-exports it): v2 records written into a
 C buffer as they are appended, the twin of ``RecordsWriter`` in kcodec/records/_pure.py."""
 
@@ -413,7 +414,7 @@ cdef class RecordsWriter:
 
 
 # append's common calls (bytes, bytes, no headers, an int or no timestamp; positional or by keyword) parsed
-# here: Cython's method (a cyfunction) and its wrapper for arguments with keywords and defaults fill an array of
+# here: Cython's method and its wrapper for arguments with keywords and defaults fill an array of
 # four new references, look for keywords and drop the references again. RecordsWriter's `append`, and
 # BatchBuilder's (builder_classes: CPython's call of a method descriptor takes its inlined path only for an
 # instance of the descriptor's own type), become plain methods of the same name, doc and signature whose C
