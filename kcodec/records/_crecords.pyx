@@ -501,6 +501,9 @@ cdef inline Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ss
         return -1
     vpos[0] = pos
     pos += vlen[0] if vlen[0] > 0 else 0
+    if pos == rend - 1 and p[pos] == 0:  # no headers (a one-byte count at the record's end: read_short's
+        nh[0] = 0                        # fall-back, since its fast path wants two bytes there)
+        return rend
     pos = read_short(p, pos, rend, nh, 5)
     if pos < 0 or nh[0] < 0 or nh[0] * 2 > rend - pos:
         return -1
