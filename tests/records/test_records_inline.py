@@ -1,0 +1,23 @@
+"""_crecords.pyx forces two of its functions in line by naming them as Cython names them in C (gcc kept the
+record walk out of line otherwise: ~40 instructions a record). Were Cython to name them otherwise, gcc would only
+warn and the walk would quietly slow down: the generated C must still define each name the .pyx forces."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.checkout  # the generated C is the checkout's build (setup.py build_ext --inplace)
+
+RECORDS = Path(__file__).resolve().parents[2] / "kcodec" / "records"
+
+
+def test_every_forced_name_is_a_function_cython_generates():
+    pyx = (RECORDS / "_crecords.pyx").read_text()
+    forced = re.findall(r"(__pyx_f_\w+)\([^;]*?__attribute__\(\(always_inline\)\)", pyx)
+    assert len(forced) == 2, forced  # read_short and skip_record
+    c_file = RECORDS / "_crecords.c"
+    assert c_file.is_file(), "build the extensions in place first (setup.py build_ext --inplace)"
+    generated = c_file.read_text()
+    for name in forced:
+        assert re.search(rf"^static CYTHON_INLINE \w+ {name}\(.*/\*proto\*/$", generated, re.M), name
