@@ -390,7 +390,7 @@ def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t 
     return it
 
 
-def iter_batch(BatchHeader h):
+def iter_batch(BatchHeader h not None):
     """As _pure.iter_batch: ``iter(batch)``; a v2 batch is read from its C fields (a compressed one from its
     inflated records; a count they cannot hold fails in setup, where the batch's _decode_args raises)."""
     cdef RecordIterator it
@@ -499,7 +499,7 @@ cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t e
     return pos if pos == rend else -1
 
 
-def fill_columns(list jobs, dict cols):
+def fill_columns(list jobs not None, dict cols not None):
     """As _pure.fill_columns: each job (buf, pos, end, count, base_offset, base_timestamp, append_time, shift,
     row, origin, compressed, batch_index, batch_position, attributes) fills its rows; the columns' memory
     is taken once for all the batches."""
@@ -516,7 +516,14 @@ def fill_columns(list jobs, dict cols):
     cdef Py_buffer pb
     cdef const unsigned char* p
     cdef BatchHeader h
+    cdef Py_ssize_t rows = offset.shape[0]
+    # (the module runs without bounds checks: every index below is checked here, whoever calls)
+    if not (timestamp.shape[0] == key_offset.shape[0] == value_offset.shape[0] == key_length.shape[0]
+            == value_length.shape[0] == header_count.shape[0] == batch.shape[0] == attrs.shape[0] == rows):
+        raise ValueError("fill_columns: the columns differ in length")
     for job in jobs:
+        if type(job) is not tuple or len(job) not in (3, 14):
+            raise TypeError(f"fill_columns: a job is a tuple of 3 or 14 items, not {job!r:.80}")
         if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
             h = <BatchHeader?>job[0]
             buf, start, end, count, base_offset, base_timestamp = h._buf, h._start, h._end, h.record_count, \
@@ -530,7 +537,7 @@ def fill_columns(list jobs, dict cols):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
+        ok = count >= 0 and count * 7 <= end - pos and 0 <= row <= rows - count
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf
