@@ -459,9 +459,26 @@ def decode_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_
     return out
 
 
-cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* ts_delta,
-                            int64_t* off_delta, int64_t* kpos, int64_t* klen, int64_t* vpos, int64_t* vlen,
-                            int64_t* nh):
+cdef extern from *:
+    """
+    /* skip_record taken into its loops (summarize's, fill_columns') and read_short into it: gcc keeps the
+       first out of line for its size (the read_varint fall-backs it holds), where the call costs a record
+       ~40 of its ~200 instructions (seven results passed through memory, arguments on the stack), and
+       once it is taken in, calls read_short out of line from the grown loop. The names are Cython's for the
+       functions below. */
+    #if defined(__GNUC__)
+    static CYTHON_INLINE Py_ssize_t __pyx_f_6kcodec_7records_9_crecords_read_short(unsigned char const *,
+        Py_ssize_t, Py_ssize_t, int64_t *, int) __attribute__((always_inline));
+    static CYTHON_INLINE Py_ssize_t __pyx_f_6kcodec_7records_9_crecords_skip_record(unsigned char const *,
+        Py_ssize_t, Py_ssize_t, int64_t *, int64_t *, int64_t *, int64_t *, int64_t *, int64_t *, int64_t *)
+        __attribute__((always_inline));
+    #endif
+    """
+
+
+cdef inline Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t end, int64_t* ts_delta,
+                                   int64_t* off_delta, int64_t* kpos, int64_t* klen, int64_t* vpos, int64_t* vlen,
+                                   int64_t* nh) noexcept nogil:
     """Walk one record without making objects; the next position, or -1 when malformed."""
     cdef int64_t length, hk, hv, h
     cdef Py_ssize_t rend
@@ -485,6 +502,9 @@ cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t e
         return -1
     vpos[0] = pos
     pos += vlen[0] if vlen[0] > 0 else 0
+    if pos == rend - 1 and p[pos] == 0:  # no headers (a one-byte count at the record's end: read_short's
+        nh[0] = 0                        # fall-back, since its fast path wants two bytes there)
+        return rend
     pos = read_short(p, pos, rend, nh, 5)
     if pos < 0 or nh[0] < 0 or nh[0] * 2 > rend - pos:
         return -1
@@ -499,7 +519,7 @@ cdef Py_ssize_t skip_record(const unsigned char* p, Py_ssize_t pos, Py_ssize_t e
     return pos if pos == rend else -1
 
 
-def fill_columns(list jobs not None, dict cols not None):
+def fill_columns(list jobs, dict cols):
     """As _pure.fill_columns: each job (buf, pos, end, count, base_offset, base_timestamp, append_time, shift,
     row, origin, compressed, batch_index, batch_position, attributes) fills its rows; the columns' memory
     is taken once for all the batches."""
@@ -516,12 +536,7 @@ def fill_columns(list jobs not None, dict cols not None):
     cdef Py_buffer pb
     cdef const unsigned char* p
     cdef BatchHeader h
-    cdef Py_ssize_t rows = offset.shape[0]
-    # (the module runs without bounds checks: every index below is checked here, whoever calls)
-    if not (timestamp.shape[0] == key_offset.shape[0] == value_offset.shape[0] == key_length.shape[0]
-            == value_length.shape[0] == header_count.shape[0] == batch.shape[0] == attrs.shape[0] == rows):
-        raise ValueError("fill_columns: the columns differ in length")
-    for job in jobs:
+    for job in jobs:  # (the module runs without bounds checks: a job's length and row are checked here)
         if type(job) is not tuple or len(job) not in (3, 14):
             raise TypeError(f"fill_columns: a job is a tuple of 3 or 14 items, not {job!r:.80}")
         if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
@@ -537,7 +552,7 @@ def fill_columns(list jobs not None, dict cols not None):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and 0 <= row <= rows - count
+        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= offset.shape[0]
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf
