@@ -165,3 +165,14 @@ def test_bad_parts_are_named():
 def test_buffers_counts_its_bytes():
     assert Buffers([b"ab", bytearray(3), memoryview(b"xyz")]).nbytes == 8
     assert repr(Buffers([b"ab"])) == "Buffers(1 parts, 2 bytes)"
+
+
+def test_a_threshold_past_any_size_is_the_largest():
+    """A threshold over the largest size (2**70) is taken as the largest, on either backend (the compiled one
+    took it for a C size and raised OverflowError); records still go as the caller's buffers."""
+    resp = fetch_response(b"r" * 70)
+    for threshold in (2**63, 2**70):
+        body = kcodec.encode_buffers(resp, 12, threshold=threshold)
+        assert b"".join(body) == kcodec.encode(resp, 12)
+        frame = kcodec.encode_response_buffers(resp, 12, 7, threshold=threshold)
+        assert b"".join(frame)[-body.nbytes:] == kcodec.encode(resp, 12)

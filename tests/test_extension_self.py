@@ -9,16 +9,10 @@ the test run's."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from needs import need_extension
-
-from kcodec.core.extension import load
+from crash_child import run_child
 
 CHILD = textwrap.dedent(r"""
     import faulthandler, importlib, importlib.machinery, json, pkgutil, sys, types
@@ -90,13 +84,7 @@ CHILD = textwrap.dedent(r"""
 
 @pytest.mark.parametrize("pure", [False, True], ids=["compiled", "pure"])
 def test_a_wrong_self_is_a_type_error_not_a_crash(pure):
-    need_extension(load("kcodec.core._fast"), "the Cython extensions (a C compiler and Cython at install)")
-    env = dict(os.environ, KCODEC_PURE="1" if pure else "0")
-    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=180, env=env)
-    lines = r.stdout.splitlines()
-    assert r.returncode == 0, (f"the child died ({r.returncode}) in {lines[-1] if lines else '?'}:\n"
-                               + r.stderr[-3000:])
-    result = json.loads(lines[-1].removeprefix("RESULT "))
+    result = run_child(CHILD, pure)
     # (with KCODEC_PURE=1 BatchBuilder derives from the reference builder; the walk still imports the extensions)
     for name in ("kcodec.records._cwriter.RecordsWriter", "kcodec.records._cwriter.BuilderBase",
                  "kcodec.records._crecords.RecordIterator", "kcodec.core._fast._Reader",

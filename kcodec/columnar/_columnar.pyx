@@ -128,7 +128,7 @@ cdef class Walker:
     cdef int64_t* pending        # per struct: rows take_rows wrote, not yet in its columns' lengths (flush_rows)
     cdef RowGuess* guesses       # per struct: skip_rows' last full row
 
-    def __cinit__(self, Layout L):
+    def __cinit__(self, Layout L not None):
         cdef int i
         self.L = L
         self.data = <Buf*>malloc(max(L.ncols, 1) * sizeof(Buf))
@@ -581,7 +581,7 @@ cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
     return pos
 
 
-def tables(Layout layout, Result result, data):
+def tables(Layout layout not None, Result result not None, data):
     """Decode all of data by the layout into kcodec.columnar's result (Tables or TopicNames). Returns
     ``(True, end, buffer length, result)``, or ``(False, reason, offset, path)``."""
     cdef Walker w = Walker(layout)

@@ -98,7 +98,7 @@ cdef class Layout:
     cdef double* learned           # per column's data, values, nulls: items per input byte, last whole run
     cdef list attrs
 
-    def __cinit__(self, list ops, list structs, list columns):
+    def __cinit__(self, list ops not None, list structs not None, list columns not None):
         """ops: (kind, array, nullable, compact, sub, col, fixed, elem_min, attr) in struct order;
         structs: (first, count, flexible, parent_col); columns: (itemsize, value_size, nulls, is_object,
         is_offsets)."""

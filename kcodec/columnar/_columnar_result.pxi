@@ -88,10 +88,17 @@ def trial_array(int type_num, Py_ssize_t itemsize, data):
     """An array over a Column holding data's bytes, made through the C API (use_numpy_api's check)."""
     cdef Buf b = Buf(NULL, 0, 0, 1, 0)
     cdef bytes raw = bytes(data)
+    if kc_np_api == NULL:  # (called outside use_numpy_api's check: no table to make arrays with)
+        raise RuntimeError("trial_array: numpy's C API is not in use")
+    if itemsize < 0:
+        raise ValueError(f"trial_array: itemsize {itemsize} is negative")
     resize(&b, max(len(raw), 1))
     memcpy(b.data, <const char*>raw, len(raw))
     b.len = len(raw)
-    return column_array(adopt(&b), type_num, itemsize)
+    out = column_array(adopt(&b), type_num, itemsize)
+    if out.nbytes > len(raw):  # a type wider than itemsize says: the array would reach past data's bytes
+        raise ValueError(f"trial_array: type {type_num} is wider than itemsize {itemsize}")
+    return out
 
 
 cdef object column_array(Column c, int type_num, Py_ssize_t itemsize):

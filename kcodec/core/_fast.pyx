@@ -27,6 +27,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.string cimport memcpy
 
 import uuid as _uuid
+from operator import itemgetter
 
 from . import pure as _pure
 from ..buffers import Buffers

@@ -428,8 +428,7 @@ cdef int write_tagged(_Writer w, _Plan plan, object obj, bint slots) except -1:
     return 0
 
 
-def _first(item):
-    return item[0]
+cdef object _first = itemgetter(0)  # (a def here would be a module function indexing unchecked: boundscheck=False)
 
 
 cdef int put_bytes_raw(_Writer w, object v) except -1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Optional, TypeVar
 
@@ -56,6 +57,8 @@ def encode_buffers(msg: Any, version: int, *, threshold: int = SPLICE_THRESHOLD)
     Values of tagged fields are always copied."""
     cls = _check_message(msg)
     _check_version(version)
+    if threshold > sys.maxsize:  # (no value is that long: the same as the compiled backend's largest size)
+        threshold = sys.maxsize
     parts, size = backend.encode_buffers(program_for(cls, version), msg, threshold)
     return Buffers(parts, size)
 

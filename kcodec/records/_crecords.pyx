@@ -390,7 +390,7 @@ def iter_records(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t 
     return it
 
 
-def iter_batch(BatchHeader h):
+def iter_batch(BatchHeader h not None):
     """As _pure.iter_batch: ``iter(batch)``; a v2 batch is read from its C fields (a compressed one from its
     inflated records; a count they cannot hold fails in setup, where the batch's _decode_args raises)."""
     cdef RecordIterator it
@@ -536,7 +536,9 @@ def fill_columns(list jobs, dict cols):
     cdef Py_buffer pb
     cdef const unsigned char* p
     cdef BatchHeader h
-    for job in jobs:
+    for job in jobs:  # (the module runs without bounds checks: a job's length and row are checked here)
+        if type(job) is not tuple or len(job) not in (3, 14):
+            raise TypeError(f"fill_columns: a job is a tuple of 3 or 14 items, not {job!r:.80}")
         if len(job) == 3:  # (batch, row, position): an uncompressed v2 batch, read in place
             h = <BatchHeader?>job[0]
             buf, start, end, count, base_offset, base_timestamp = h._buf, h._start, h._end, h.record_count, \
@@ -550,7 +552,7 @@ def fill_columns(list jobs, dict cols):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and row + count <= offset.shape[0]
+        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= offset.shape[0]
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf

@@ -602,9 +602,12 @@ cdef class BuilderBase(RecordsWriter):
 cdef object _v2_class = None, _legacy_class = None
 
 
-def builder_classes(v2, legacy):
+def builder_classes(type v2 not None, type legacy not None):
     """Name BatchBuilder and its magic 0/1 subclass for BuilderBase.__init__ (kcodec/records/_builder.py, once)."""
     global _v2_class, _legacy_class
+    # (append_fast takes its self as a RecordsWriter unchecked: installed on any other type, it would crash)
+    if not issubclass(v2, BuilderBase) or not issubclass(legacy, v2):
+        raise TypeError(f"builder_classes takes a BuilderBase subclass and a subclass of it, not {v2!r}, {legacy!r}")
     _v2_class, _legacy_class = v2, legacy
     kc_install_append(v2, <void*>append_fast, _append_doc)
 

@@ -7,6 +7,7 @@ selected backend, and a compressed batch is decompressed once, on first use.
 from __future__ import annotations
 
 import struct
+import sys
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from . import _legacy, _pure
@@ -173,6 +174,8 @@ def _scan(buf, verify_crc: bool, zero_copy: bool, max_uncompressed: int) -> Iter
         buf = view
     n = len(view)
     pos = index = 0
+    if max_uncompressed > sys.maxsize:  # (no batch inflates that far: the same as the compiled backend's largest)
+        max_uncompressed = sys.maxsize
     fast = backend.scan_v2
     while pos < n:
         if fast is not None:  # the Cython twin reads well-formed v2 batches; anything else is read below

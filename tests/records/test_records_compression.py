@@ -468,3 +468,14 @@ def test_snappy_iteration_and_records_read_alike(cap):
         assert through_iteration == through_records, name
         if name in ("raw", "xerial", "xerial of one block", "many blocks", "concatenated") and cap > 20_000:
             assert through_iteration == [records[i * 305:(i + 1) * 305] for i in range(40)], name
+
+
+def test_a_limit_past_any_size_is_no_limit():
+    """max_uncompressed over the largest size (2**70) reads every batch, on either backend (the compiled one
+    took it for a C size and raised OverflowError)."""
+    b = BatchBuilder(compression=Compression.GZIP)
+    for i in range(5):
+        b.append(b"k", b"v" * 100, (), i)
+    data = bytes(b.build())
+    for limit in (2**63, 2**70):
+        assert [r.value for r in read_records(data, max_uncompressed=limit)] == [b"v" * 100] * 5
