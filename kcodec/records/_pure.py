@@ -170,7 +170,10 @@ def decode_records(buf, pos: int, end: int, count: int, base_offset: int, base_t
     for attributes, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
                                                                                     compressed, batch_index):
         ts = append_time if append_time is not None else base_timestamp + ts_delta
-        out.append(Record(base_offset + off_delta, ts, take(kpos, klen), take(vpos, vlen),
+        offset = base_offset + off_delta
+        if not INT64_MIN <= ts <= INT64_MAX or not INT64_MIN <= offset <= INT64_MAX:
+            ts, offset = _wrap64(ts), _wrap64(offset)
+        out.append(Record(offset, ts, take(kpos, klen), take(vpos, vlen),
                           [(k, take(p, n)) for k, p, n in hs], attributes))
     return out
 
@@ -194,8 +197,12 @@ def fill_columns(jobs: list, cols: dict) -> None:
          batch_position, attributes) = job
         for _, ts_delta, off_delta, kpos, klen, vpos, vlen, hs in walk_records(buf, pos, end, count, origin,
                                                                              compressed, batch_index):
-            cols["offset"][row] = base_offset + off_delta
-            cols["timestamp"][row] = append_time if append_time is not None else base_timestamp + ts_delta
+            ts = append_time if append_time is not None else base_timestamp + ts_delta
+            offset = base_offset + off_delta
+            if not INT64_MIN <= ts <= INT64_MAX or not INT64_MIN <= offset <= INT64_MAX:
+                ts, offset = _wrap64(ts), _wrap64(offset)
+            cols["offset"][row] = offset
+            cols["timestamp"][row] = ts
             cols["key_offset"][row] = kpos + shift if klen >= 0 else -1
             cols["key_length"][row] = klen
             cols["value_offset"][row] = vpos + shift if vlen >= 0 else -1
@@ -225,6 +232,14 @@ def _records_error(f: _Fault, index: int, origin: int, compressed: bool, batch_i
     return RecordsError(f.reason, origin + f.pos, path)
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _wrap64(v: int) -> int:
+    """v as Java's long arithmetic leaves it (a base plus or minus a delta wraps around)."""
+    return ((v - INT64_MIN) & 0xFFFFFFFFFFFFFFFF) + INT64_MIN
+
+
 def _zigzag(out: bytearray, v: int) -> None:
     v = (v << 1) ^ (v >> 63)
     while v > 0x7F:
@@ -241,7 +256,8 @@ def encode_records(records: Sequence[tuple], base_timestamp: int) -> bytes:
     for delta, ts, key, value, headers in records:
         body.clear()
         body.append(0)
-        _zigzag(body, ts - base_timestamp)
+        ts_delta = ts - base_timestamp
+        _zigzag(body, ts_delta if INT64_MIN <= ts_delta <= INT64_MAX else _wrap64(ts_delta))
         _zigzag(body, delta)
         for field in (key, value):
             if field is None:
@@ -425,6 +441,8 @@ def summarize(buf, pos: int, end: int, count: int, base_timestamp: int, append_t
         key_bytes += max(klen, 0)
         value_bytes += max(vlen, 0)
         ts = append_time if append_time is not None else base_timestamp + ts_delta
+        if not INT64_MIN <= ts <= INT64_MAX:
+            ts = _wrap64(ts)
         lo = ts if lo is None or ts < lo else lo
         hi = ts if hi is None or ts > hi else hi
     return n, key_bytes, value_bytes, lo, hi
