@@ -197,10 +197,12 @@ def test_any_buffer_and_trailing_bytes(shared, engine):
         m.write(data)
         for buf in (bytearray(data), memoryview(data), arr, m, arr[::1]):
             assert_same_tables(columnar.tables(MetadataResponse, buf, 12, engine=engine), want)
-    wide = np.zeros(len(data) + 4, dtype=np.uint8)  # a non-contiguous view is copied, as decode does
-    strided = np.lib.stride_tricks.as_strided(wide, shape=(len(data),), strides=(1,))
-    strided[:] = np.frombuffer(data, dtype=np.uint8)
+    wide = np.zeros(2 * len(data), dtype=np.uint8)  # a non-contiguous view is copied, by either engine
+    wide[::2] = np.frombuffer(data, dtype=np.uint8)
+    strided = wide[::2]
+    assert not strided.flags.c_contiguous
     assert_same_tables(columnar.tables(MetadataResponse, strided, 12, engine=engine), want)
+    assert_same_tables(columnar.tables(MetadataResponse, memoryview(wide)[::2], 12, engine=engine), want)
     with pytest.raises(DecodeError) as e:
         columnar.tables(MetadataResponse, data + b"\x00", 12, engine=engine)
     assert e.value.offset == len(data) and "trailing" in e.value.reason

@@ -365,9 +365,11 @@ def _run_cython(lay: _Layout, data: Any, strict: bool) -> Any:
     prog = lay.prog
     try:
         out = _columnar.tables(lay.cython, lay.result, data)
-    except BufferError:  # not contiguous: the reference copies such buffers too
-        data = memoryview(data).tobytes()
-        out = _columnar.tables(lay.cython, lay.result, data)
+    except (BufferError, ValueError):  # not contiguous (numpy says ValueError): copied, as the Python engine does
+        view = memoryview(data)
+        if view.c_contiguous:
+            raise
+        out = _columnar.tables(lay.cython, lay.result, view.tobytes())
     if not out[0]:
         _, reason, offset, path = out
         raise DecodeError(reason, offset, _path_text(path), prog.message, prog.version)
@@ -494,8 +496,11 @@ def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, 
         if lay.cython is None:
             raise RuntimeError("kcodec.columnar._columnar is not built")
         return _run_cython(lay, data, strict)  # (the extension refuses a body of 2 GiB or more itself)
-    if memoryview(data).nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
+    view = memoryview(data)
+    if view.nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
         raise ValueError("a Kafka body is under 2 GiB")
+    if not view.c_contiguous:  # as the extension does: the object decode refuses such a buffer
+        data = view.tobytes()
     t = _assemble(lay, *_run_python(lay, cls, data, strict))
     if lay.names_only is not None:
         return TopicNames(t.topics[lay.names_only[0]], t.topics[lay.names_only[1]], t.root)
