@@ -8,7 +8,7 @@ ControlledShutdown v0 requests use request header v0, which has no client id.
 from __future__ import annotations
 
 import struct
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import definitions
 from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
@@ -22,6 +22,9 @@ CONTROLLED_SHUTDOWN_KEY = 7
 DEFAULT_MAX_FRAME = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
 _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
+_CLASSIC_HEAD = struct.Struct(">ihhih")  # size, api key, api version, correlation id, client id length
+_SIZE_CORR = struct.Struct(">ii")  # a response's size and correlation id
+_CACHED_VERSIONS = 4096  # (api key, version, kind) entries kept: hostile versions cannot grow it further
 
 
 _MESSAGES: list[Any] = []
@@ -56,14 +59,28 @@ def _header_rule(api_key: Optional[int], api_version: int, kind: str, flexible: 
     return 1 if flexible else 0
 
 
+_HEADER_VERSIONS: dict[tuple[int, int, str], int] = {}
+
+
+def _header_version(api_key: int, api_version: int, kind: str) -> int:
+    # Cached: a decoded frame asks once or twice, and the definitions' lookups cost several microseconds.
+    key = (api_key, api_version, kind)
+    hv = _HEADER_VERSIONS.get(key)
+    if hv is None:
+        hv = _header_rule(api_key, api_version, kind, _flexible(api_key, api_version, kind))
+        if len(_HEADER_VERSIONS) < _CACHED_VERSIONS:
+            _HEADER_VERSIONS[key] = hv
+    return hv
+
+
 def request_header_version(api_key: int, api_version: int) -> int:
-    return _header_rule(api_key, api_version, "request", _flexible(api_key, api_version, "request"))
+    return _header_version(api_key, api_version, "request")
 
 
 def response_header_version(api_key: int, api_version: int) -> int:
     if api_key == API_VERSIONS_KEY:
         return 0
-    return _header_rule(api_key, api_version, "response", _flexible(api_key, api_version, "response"))
+    return _header_version(api_key, api_version, "response")
 
 
 def header_version(cls: Any, api_version: int) -> int:
@@ -184,6 +201,43 @@ def decode_request_header(frame: Any, *, strict: bool = True) -> tuple[Any, int,
     return header, pos, end
 
 
+class RequestHeaderFields(NamedTuple):
+    """A request header's fields, the offset where the body starts and the frame's end (``peek_request_header``)."""
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: Optional[str]
+    body_offset: int
+    end: int
+
+
+def peek_request_header(frame: Any, *, strict: bool = True) -> RequestHeaderFields:
+    """``decode_request_header``'s fields as a tuple, without a ``RequestHeader`` object: for a reader that
+    only routes or counts frames. The common headers (v1, and v2 without tagged fields) are read here in a
+    few struct calls; any other header, and every malformed frame, goes through ``decode_request_header``,
+    so the values and the errors (DecodeError, with the offset) are always that function's."""
+    if type(frame) is bytes and len(frame) >= 14:
+        size, key, version, corr, n = _CLASSIC_HEAD.unpack_from(frame, 0)
+        end = 4 + size
+        if 14 <= end <= len(frame) and (end == len(frame) or not strict) and 14 + n <= end:
+            try:
+                hv = request_header_version(key, version)
+            except UnsupportedVersionError:
+                hv = 1  # as decode_request_header reads an unknown api key's header
+            pos = 14 + n if n > 0 else 14
+            if hv == 1 or (hv == 2 and pos < end and frame[pos] == 0):  # v2: an empty tagged-field count
+                client_id: Optional[str] = None
+                if n >= 0:
+                    try:
+                        client_id = frame[14:pos].decode("utf-8")
+                    except UnicodeDecodeError:
+                        n = -2  # decode_request_header says where
+                if n >= -1:
+                    return RequestHeaderFields(key, version, corr, client_id, pos + (hv == 2), end)
+    h, pos, end = decode_request_header(frame, strict=strict)
+    return RequestHeaderFields(h.request_api_key, h.request_api_version, h.correlation_id, h.client_id, pos, end)
+
+
 def decode_request(frame: Any, *, strict: bool = True, zero_copy: bool = False) -> tuple[Any, Any]:
     """(header, request) from a whole request frame (size prefix included). ``zero_copy``: bytes and
     records fields are memoryview slices of the frame (see ``kcodec.decode``)."""
@@ -194,6 +248,39 @@ def decode_request(frame: Any, *, strict: bool = True, zero_copy: bool = False) 
     version = header.request_api_version
     done = backend.decode(program_for(cls, version), mv, pos, end, zero_copy)  # indexed: see _api.decode
     return header, finish(done[0], done[1], end, strict, cls.__name__, version)
+
+
+class ResponseHeaderFields(NamedTuple):
+    """A response header's correlation id, the offset where the body starts and the frame's end
+    (``peek_response_header``)."""
+    correlation_id: int
+    body_offset: int
+    end: int
+
+
+def _response_header(frame: Any, header_version: int, strict: bool) -> tuple[memoryview, Any, int, int]:
+    mv, end = _frame_bounds(frame, strict)
+    header, pos = backend.decode(program_for(_messages().ResponseHeader, header_version), mv, 4, end)
+    return mv, header, pos, end
+
+
+def peek_response_header(frame: Any, api_key: int, api_version: int, *, strict: bool = True) -> ResponseHeaderFields:
+    """A response frame's header as ``decode_response`` reads it (by the request's api key and version),
+    without a ResponseHeader object: its correlation id, where the body starts (for ``decode_from``) and
+    the frame's end. Headers with tagged fields, other buffers than bytes and every malformed frame go
+    through ``decode_response``'s own header decode, so the values and the errors are always its."""
+    _check_version(api_version)
+    hv = response_header_version(api_key, api_version)
+    if type(frame) is bytes and len(frame) >= 8:
+        size, corr = _SIZE_CORR.unpack_from(frame, 0)
+        end = 4 + size
+        if 8 <= end <= len(frame) and (end == len(frame) or not strict):
+            if hv == 0:
+                return ResponseHeaderFields(corr, 8, end)
+            if end > 8 and frame[8] == 0:  # v1: an empty tagged-field count
+                return ResponseHeaderFields(corr, 9, end)
+    _, h, pos, end = _response_header(frame, hv, strict)
+    return ResponseHeaderFields(h.correlation_id, pos, end)
 
 
 def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool = True,
@@ -208,10 +295,7 @@ def decode_response(frame: Any, api_key: int, api_version: int, *, strict: bool 
 
     cls = message_class(api_key, "response")
     _check_version(api_version)
-    mv, end = _frame_bounds(frame, strict)
-    header_cls = _messages().ResponseHeader
-    header, pos = backend.decode(program_for(header_cls, response_header_version(api_key, api_version)),
-                                 mv, 4, end)
+    mv, header, pos, end = _response_header(frame, response_header_version(api_key, api_version), strict)
     try:
         done = backend.decode(program_for(cls, api_version), mv, pos, end, zero_copy)  # see _api.decode
         return header, finish(done[0], done[1], end, strict, cls.__name__, api_version)

@@ -23,6 +23,7 @@ from . import decode, pairing, record_batches, storage
 from .segments import OFFSET_BITS, SEGMENT, SUMMARY
 
 FRAME_COLUMNS = decode.FRAMES.names
+API_VERSIONS = 18  # its responses: decode_response may read one again as v0
 STATS = ("frames", "retransmitted_bytes", "gap_bytes", "skipped_bytes", "resyncs")  # what reassembly adds per file
 
 
@@ -84,6 +85,27 @@ def _decode(fn: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any, i
         return (*fn(*args, strict=False, zero_copy=True), trailing)
 
 
+def _decode_request(frame: bytes) -> tuple[Any, int]:
+    """(request, trailing bytes): ``decode_request``'s body and errors, its header peeked at (no
+    RequestHeader object made) and trailing bytes counted, not decoded a second time."""
+    key, version, _, _, pos, end = kcodec.peek_request_header(frame)
+    cls: Any = kcodec.message_class(key, "request")
+    req, body_end = kcodec.decode_from(cls, frame, version, pos, end, zero_copy=True)
+    return req, end - body_end
+
+
+def _decode_response(frame: bytes, key: int, version: int) -> tuple[Any, int]:
+    """(response, trailing bytes): ``decode_response``'s, likewise (ApiVersions, which it may read again
+    as v0, through it)."""
+    if key == API_VERSIONS:
+        _, resp, trailing = _decode(kcodec.decode_response, frame, key, version)
+        return resp, trailing
+    cls: Any = kcodec.message_class(key, "response")  # its error first, as decode_response's
+    _, pos, end = kcodec.peek_response_header(frame, key, version)
+    resp, body_end = kcodec.decode_from(cls, frame, version, pos, end, zero_copy=True)
+    return resp, end - body_end
+
+
 def _base(f: dict[str, Any]) -> dict[str, Any]:
     return {"source": f["source"], "capture": f["capture"], "conn": f["conn"], "exchange": f["position"],
             "correlation_id": f["correlation_id"]}
@@ -122,7 +144,7 @@ def request_row(f: dict[str, Any], tables: Tables) -> tuple[dict[str, Any], Opti
         return row, None
     produce = key == record_batches.PRODUCE and _batch_base(row, "produced", f["ts_ns"])
     try:
-        _, req, trailing = _decode(kcodec.decode_request, frame)
+        req, trailing = _decode_request(frame)
     except Exception as e:  # a bug of ours (not a KcodecError) must not kill a job either: reported on the row
         what = _failure(e)
         row["decode_error"] = f"request: {what}"
@@ -153,7 +175,7 @@ def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Option
     key, version = key_version
     fetch = key == record_batches.FETCH and _batch_base(row, "fetched", f["ts_ns"])
     try:
-        _, resp, trailing = _decode(kcodec.decode_response, frame, key, version)
+        resp, trailing = _decode_response(frame, key, version)
         codes = decode.error_codes(resp)
         row["error_codes"], row["error_count"] = codes, len(codes)
         _message_columns(row, resp, version, trailing, "response")

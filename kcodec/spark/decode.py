@@ -81,10 +81,9 @@ def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int],
     """(correlation id, api key, api version, client id, Produce acks, error) of one frame."""
     try:
         if direction == 0:
-            h, pos, end = kcodec.decode_request_header(frame, strict=False)
-            key, version = h.request_api_key, h.request_api_version
+            key, version, corr, client, pos, end = kcodec.peek_request_header(frame, strict=False)
             acks = produce_acks(frame, pos, end, version) if key == PRODUCE else None
-            return h.correlation_id, key, version, h.client_id, acks, None
+            return corr, key, version, client, acks, None
         if len(frame) >= 8:
             return _CORR.unpack_from(frame, 4)[0], None, None, None, None, None
         return None, None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"

@@ -37,7 +37,7 @@ def expects_answer(frame: Union[bytes, memoryview]) -> bool:
     if len(frame) < 6 or struct.unpack_from(">h", frame, 4)[0] != PRODUCE:
         return True
     try:
-        h, pos, end = kcodec.decode_request_header(frame, strict=False)
+        h = kcodec.peek_request_header(frame, strict=False)
     except kcodec.KcodecError:
         return True
-    return produce_acks(frame, pos, end, h.request_api_version) != 0
+    return produce_acks(frame, h.body_offset, h.end, h.api_version) != 0
