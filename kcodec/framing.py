@@ -11,7 +11,7 @@ import struct
 from typing import Any, NamedTuple, Optional
 
 from . import definitions
-from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
+from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish, flat_view
 from .core.backend import backend
 from .buffers import Buffers
 from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -161,13 +161,17 @@ def encode_response_buffers(msg: Any, version: int, correlation_id: int, *,
 
 
 def _frame_bounds(frame: Any, strict: bool) -> tuple[memoryview, int]:
-    """The frame's bytes and the end of its body, from the size prefix."""
+    """The frame's bytes and the end of its body, from the size prefix (a non-contiguous frame copied)."""
     mv = memoryview(frame)
     if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B")
+        mv = mv.cast("B") if mv.c_contiguous else flat_view(mv)
     if len(mv) < 4:
         raise DecodeError(f"expected a 4-byte size prefix, {len(mv)} bytes given", 0)
-    size = _SIZE.unpack_from(mv, 0)[0]
+    try:
+        size = _SIZE.unpack_from(mv, 0)[0]
+    except BufferError:  # not contiguous: copied once for the header and the body (a check costs every frame)
+        mv = flat_view(mv)
+        size = _SIZE.unpack_from(mv, 0)[0]
     if size < 0:
         raise DecodeError(f"negative frame size {size}", 0)
     end = 4 + size
@@ -331,8 +335,11 @@ class FrameSplitter:
         return len(self._buf)
 
     def feed(self, chunk: Any) -> list[bytes]:
-        """Add bytes; return every frame they complete, in order."""
-        self._buf += chunk
+        """Add bytes; return every frame they complete, in order (a non-contiguous chunk is copied)."""
+        try:
+            self._buf += chunk
+        except TypeError:  # (bytearray takes only contiguous buffers: copied, as decode does)
+            self._buf += flat_view(chunk)
         frames: list[bytes] = []
         buf = self._buf
         start = 0

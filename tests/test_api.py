@@ -45,7 +45,8 @@ def test_the_readme_example():
     assert kcodec.from_dict(MetadataResponse, json.loads(json.dumps(d))) == msg
 
 
-@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview, "mmap", "numpy", "offset-view"])
+@pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview, "mmap", "numpy", "offset-view", "strided",
+                                  "strided-numpy"])
 def test_any_buffer_decodes(wrap, tmp_path):
     msg = _metadata()
     data = kcodec.encode(msg, 12)
@@ -60,9 +61,54 @@ def test_any_buffer_decodes(wrap, tmp_path):
         buf = np.frombuffer(data, dtype=np.uint8)
     elif wrap == "offset-view":
         buf = memoryview(b"xyz" + data)[3:]
+    elif wrap == "strided":  # non-contiguous: copied first, by both backends (the compiled one said BufferError)
+        buf = _strided(data)
+    elif wrap == "strided-numpy":
+        np = need_module("numpy")
+        buf = np.frombuffer(_strided(data).obj, np.uint8)[::2]
+        assert not buf.flags.c_contiguous
     else:
         buf = wrap(data)
     assert kcodec.decode(MetadataResponse, buf, 12) == msg
+
+
+def _strided(data: bytes) -> memoryview:
+    """data's bytes as a non-contiguous view: every other byte of a buffer twice its length."""
+    view = memoryview(bytes(b for c in data for b in (c, 0xEE)))[::2]
+    assert not view.c_contiguous and view.tobytes() == data
+    return view
+
+
+def test_non_contiguous_buffers_decode_in_every_decoder():
+    """decode_from, the frame decoders and both splitters copy a non-contiguous buffer first, as decode does;
+    zero_copy's slices are then of the copy."""
+    msg = _metadata()
+    body = kcodec.encode(msg, 12)
+    assert kcodec.decode_from(MetadataResponse, _strided(b"xx" + body), 12, offset=2) == (msg, 2 + len(body))
+    req = FetchRequest(topics=[FetchRequest.FetchTopic(topic="t")])
+    frame = kcodec.encode_request(req, 12, correlation_id=3, client_id="me")
+    assert kcodec.decode_request(_strided(frame))[1] == req
+    assert kcodec.decode_request_header(_strided(frame))[0].correlation_id == 3
+    response = kcodec.encode_response(msg, 12, correlation_id=4)
+    assert kcodec.decode_response(_strided(response), 3, 12, zero_copy=True)[1] == msg
+    assert kcodec.FrameSplitter().feed(_strided(frame + response)) == [frame, response]
+    from kcodec.protocol import FrameReader
+    assert [bytes(f) for f in FrameReader().feed(_strided(frame))] == [frame]
+
+
+def test_an_offset_outside_the_buffer_is_a_value_error_however_large():
+    out = bytearray(64)
+    for offset in (-1, 65, 2**63, 2**70, -2**70):  # (past Py_ssize_t the compiled backend said OverflowError)
+        with pytest.raises(ValueError, match="lies outside the buffer's 64 bytes"):
+            kcodec.encode_into(_metadata(), 12, out, offset)
+    with pytest.raises(TypeError):
+        kcodec.encode_into(_metadata(), 12, out, 1.0)
+    with pytest.raises(TypeError):
+        kcodec.decode_from(MetadataResponse, bytes(out), 12, end=1.0)  # (the pure backend said DecodeError)
+    assert out == bytearray(64)
+    body = kcodec.encode(_metadata(), 12)
+    for threshold in (-2**70, -1, 0):  # (a negative threshold is 0's: the compiled backend said OverflowError)
+        assert b"".join(map(bytes, kcodec.encode_buffers(_metadata(), 12, threshold=threshold))) == body
 
 
 def test_version_ranges_are_enforced():

@@ -8,11 +8,15 @@ interpreter or read past its buffer on main).
 Every module-level function and type of each compiled module is found by walking kcodec, not listed, and called
 with 0 to 11 copies of each of a few values (None, ints small and huge, bytes, empty containers); the findings
 above are called as well with the arguments that reached them. One child process per backend (the extensions
-are imported with KCODEC_PURE=1 too), so that a crash is the child's exit, not the test run's."""
+are imported with KCODEC_PURE=1 too), so that a crash is the child's exit, not the test run's.
+crash4 added fill_columns with columns of unequal lengths, Result given array specs or columns that do not fit
+its layout, and a sweep of the public API (tests/api_sweep.py) whose outcomes must be the same on both
+backends."""
 
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import pytest
 from crash_child import run_child
@@ -68,6 +72,23 @@ CHILD = textwrap.dedent(r"""
     raised["fill_columns short job"] = call("fill_columns short", R.fill_columns,
                                             [(batch, 0, 0, 0, 0, 0, None, 0, 0)], cols)
     raised["fill_columns row -3"] = call("fill_columns row", R.fill_columns, [(next(iter_batches(batch)), -3, 0)], cols)
+    short = dict(cols, batch=np.zeros(2, "i4"))  # (a column shorter than the rows to fill: crash4)
+    raised["fill_columns unequal columns"] = call("fill_columns unequal", R.fill_columns,
+                                                  [(next(iter_batches(batch)), 0, 0)], short)
+    from kcodec.columnar import _layout
+    lay = _layout(kcodec.messages.MetadataResponse, 12, False)
+    args = lay._result_args()  # (arrays, plans, root, absent, names, ncolumns, message, version, api)
+    arrays, root, ncols = args[0], args[2], args[5]
+    bad = {"a short array spec": ([a if a is None else a[:2] for a in arrays],) + args[1:],
+           "a type wider than its size": ([a if a is None else (np.dtype("f8"), 12, 1) + a[3:] for a in arrays],)
+                                         + args[1:],
+           "a root column past the arrays": args[:2] + ([r[:1] + (len(arrays),) + r[2:] for r in root],) + args[3:],
+           "names past the columns": args[:4] + ((ncols, ncols),) + args[5:]}
+    for what, wrong in bad.items():
+        raised["Result: " + what] = call("Result " + what, C.Result, *wrong)
+    fewer = C.Result(arrays[:-1], args[1], [r for r in root if r[1] < len(arrays) - 1], *args[3:])
+    raised["tables: fewer arrays than the layout's columns"] = call(
+        "tables fewer", C.tables, lay.cython, fewer, kcodec.encode(kcodec.messages.MetadataResponse(), 12))
     raised["builder_classes(int, int)"] = call("builder_classes", W.builder_classes, int, int)
     raised["(5).append"] = call("int append", lambda: (5).append(b"k", b"v", (), 1))
     C.use_numpy_api(None, None, None)  # (no table: trial_array has nothing to make arrays with)
@@ -90,3 +111,14 @@ def test_hostile_arguments_raise_not_crash(pure):
     assert result["calls"] > 3000
     # each reached its check: a clean exception, where main's tree crashed or read past the buffer
     assert len(result["raised"]) >= 5 and all(result["raised"].values()), result["raised"]
+
+
+def test_public_api_agrees_on_hostile_arguments():
+    code = (Path(__file__).with_name("api_sweep.py")).read_text()
+    compiled, pure = run_child(code, False), run_child(code, True)
+    assert len(compiled) > 1500 and set(compiled) == set(pure)
+    valid = [name for name in compiled if "[" not in name and " " not in name]
+    assert len(valid) > 40 and all(compiled[name] == "ok" for name in valid), compiled  # the unchanged calls work
+    assert compiled["resize under a batch"] == "BufferError" and compiled["the batch after"] == "ok"
+    differ = {name: (compiled[name], pure[name]) for name in compiled if compiled[name] != pure[name]}
+    assert not differ, f"(compiled, pure) outcomes differ: {differ}"

@@ -236,6 +236,10 @@ class _Layout:
     def _compiled_result(self) -> Any:
         """What the Cython engine makes its result of (kcodec/columnar/_columnar_result.pxi): the same objects as
         _assemble, which the fallback engine uses."""
+        return _columnar.Result(*self._result_args())
+
+    def _result_args(self) -> tuple[Any, ...]:
+        """_columnar.Result's arguments (tests/test_extension_args.py passes it wrong ones)."""
         read_directly = {i for _, i, what, absent in self.root_values  # a root number needs no array
                          if absent is None and what == SCALAR and self.columns[i].kind in (INT16, INT32)}
         arrays: list[Any] = []  # per present column: its dtypes, their numbers and item sizes (0: uuid rows)
@@ -254,8 +258,8 @@ class _Layout:
         _numpy_api()
         api = {"frombuffer": np.frombuffer, "bool_": _BOOL, "arange": np.arange, "index": INDEX,
                "root_value": _root_value, "Tables": Tables, "Table": Table, "Lists": Lists, "TopicNames": TopicNames}
-        return _columnar.Result(arrays, self.table_plans, root, absent, names, len(self.columns), self.prog.message,
-                                self.prog.version, api)
+        return (arrays, self.table_plans, root, absent, names, len(self.columns), self.prog.message, self.prog.version,
+                api)
 
     def _add(self, c: _Column) -> int:
         self.columns.append(c)

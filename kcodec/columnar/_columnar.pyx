@@ -584,6 +584,8 @@ cdef Py_ssize_t walk_buffer(Walker w, data) except -2:
 def tables(Layout layout not None, Result result not None, data):
     """Decode all of data by the layout into kcodec.columnar's result (Tables or TopicNames). Returns
     ``(True, end, buffer length, result)``, or ``(False, reason, offset, path)``."""
+    if len(result.arrays) != layout.ncols:  # (result.make indexes them by the layout's columns)
+        raise ValueError(f"tables: the result has {len(result.arrays)} columns, the layout {layout.ncols}")
     cdef Walker w = Walker(layout)
     cdef Py_ssize_t pos = walk_buffer(w, data)
     if pos < 0:

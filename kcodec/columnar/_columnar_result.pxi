@@ -113,6 +113,12 @@ cdef object column_array(Column c, int type_num, Py_ssize_t itemsize):
     return kc_np_array(type_num, 2, dims, c.data, c)
 
 
+cdef bint fits(dtype, num, itemsize) except -1:
+    """Whether an array of dtype, of type number num, has items of itemsize bytes (0: rows of 16 bytes)."""
+    return (type(num) is int and dtype.num == num and type(itemsize) is int
+            and dtype.itemsize == (itemsize if itemsize else 1))
+
+
 @cython.final
 cdef class Result:
     """How a layout's columns become the result. ``arrays``: per present column, None when the root reads
@@ -136,6 +142,29 @@ cdef class Result:
 
     def __cinit__(self, list arrays, list tables, list root, list absent, names, int ncolumns, message,
                   version, dict api):
+        # make() indexes these without bounds checks and arrays over its columns by these types and item
+        # sizes: checked here, once, on copies (a caller's list may change later; crash4)
+        arrays, tables, root, absent = list(arrays), list(tables), list(root), list(absent)
+        if not 0 <= len(arrays) <= ncolumns:
+            raise ValueError(f"Result: {len(arrays)} arrays for {ncolumns} columns")
+        for spec in arrays:
+            if spec is not None and not (type(spec) is tuple and len(spec) == 6 and fits(spec[0], spec[1], spec[2])
+                                         and (spec[3] is None or fits(spec[3], spec[4], spec[5]))):
+                raise ValueError(f"Result: an array spec is (dtype, its number, its size) twice, not {spec!r:.80}")
+        for entry in root:
+            if not (type(entry) is tuple and len(entry) == 5 and type(entry[1]) is int
+                    and (0 <= entry[1] < len(arrays) if entry[4] is None  # (read from the walk's columns)
+                         else type(entry[4]) is tuple and len(entry[4]) == 1 and 0 <= entry[1] < ncolumns)):
+                raise ValueError(f"Result: a root entry is (attr, column, what, kind, absent), not {entry!r:.80}")
+        for entry in absent:
+            if not (type(entry) is tuple and len(entry) == 3 and type(entry[0]) is int
+                    and len(arrays) <= entry[0] < ncolumns):
+                raise ValueError(f"Result: an absent entry is (absent column, struct, make), not {entry!r:.80}")
+        if names is not None and not (type(names) is tuple and len(names) == 2
+                                      and all(type(c) is int and 0 <= c < ncolumns for c in names)):
+            raise ValueError(f"Result: names is two columns or None, not {names!r:.80}")
+        if api["bool_"].itemsize != 1:
+            raise ValueError("Result: the null masks' dtype is of one byte")
         self.arrays, self.tables, self.root, self.absent, self.names = arrays, tables, root, absent, names
         self.ncolumns = ncolumns
         self.message, self.version = message, version
@@ -157,6 +186,7 @@ cdef class Result:
         cdef list rows = [w.rows[i] for i in range(L.nstructs)]
         cdef int i
         cdef object d, v, n
+        cdef Buf* b
         for i in range(L.ncols):
             if L.is_object[i]:
                 raw[i] = (None, None, None, w.objects[i])
@@ -169,15 +199,24 @@ cdef class Result:
             n = self.array(adopt(&w.nulls[i]), self.bool_, self.bool_num, 1) if L.has_nulls[i] else None
             raw[i] = (d, v, n, None)
         for col, s, make in self.absent:
-            raw[col] = make(rows[s])
+            made = make(rows[s])
+            if type(made) is not tuple or len(made) != 4:  # (indexed below without bounds checks)
+                raise ValueError(f"Result: an absent column is made of 4 items, not {made!r:.80}")
+            raw[col] = made
         root = {}
         for attr, col, what, kind, absent in self.root:
             if absent is not None:
                 root[attr] = absent[0]
             elif what == W_SCALAR and self.arrays[col] is None:  # (int16, int32: no array made)
-                root[attr] = scalar_value(kind, w.data[col].data)
+                b = &w.data[col]
+                if b.data == NULL or b.len < 1 or b.itemsize < (4 if kind == INT32 else 2):
+                    raise ValueError(f"Result: root column {col} holds no int{32 if kind == INT32 else 16}")
+                root[attr] = scalar_value(kind, b.data)
             elif what == W_OBJECTS:
-                root[attr] = w.objects[col][0]
+                objs = w.objects[col]
+                if not objs:
+                    raise ValueError(f"Result: root column {col} holds no object")
+                root[attr] = objs[0]
             else:
                 root[attr] = self.root_value(what, *raw[col])
         if self.names is not None:

@@ -432,7 +432,13 @@ def decode(prog, data, Py_ssize_t pos=0, end=None, bint zero_copy=False):
     if fp.deep:
         return _pure.decode(prog, data, pos, end, zero_copy)
     base = as_bytes_view(data)
-    PyObject_GetBuffer(base, &view, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(base, &view, PyBUF_SIMPLE)
+    except BufferError:  # not contiguous: copied, as the reference does (a check before costs every decode)
+        if base.c_contiguous:
+            raise
+        base = flat_view(base)
+        PyObject_GetBuffer(base, &view, PyBUF_SIMPLE)
     try:
         stop = view.len if end is None else end
         if not 0 <= pos <= stop <= view.len:

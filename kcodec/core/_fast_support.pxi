@@ -284,6 +284,7 @@ cdef object ZERO_UUID = _uuid.UUID(int=0)
 cdef Py_ssize_t UUID_INT = -1, UUID_SAFE = -1
 cdef object _sequence = _pure._sequence
 cdef object as_bytes_view = _pure.as_bytes_view
+cdef object flat_view = _pure.flat_view
 
 
 class _Fail(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sys
 import warnings
 from typing import Any, Optional, TypeVar
@@ -11,6 +12,7 @@ from .backend import backend
 from ..buffers import Buffers
 from ..exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
 from .ir import program_for
+from .pure.read import flat_view
 
 M = TypeVar("M")
 SPLICE_THRESHOLD = 16384  # encode_buffers: bytes values at least this long are the caller's buffers
@@ -57,8 +59,12 @@ def encode_buffers(msg: Any, version: int, *, threshold: int = SPLICE_THRESHOLD)
     Values of tagged fields are always copied."""
     cls = _check_message(msg)
     _check_version(version)
+    if type(threshold) is not int:  # (a float: TypeError from both backends, not only the compiled one)
+        threshold = operator.index(threshold)
     if threshold > sys.maxsize:  # (no value is that long: the same as the compiled backend's largest size)
         threshold = sys.maxsize
+    elif threshold < 0:  # (every value is that long: the same as 0, which the compiled backend can hold)
+        threshold = 0
     parts, size = backend.encode_buffers(program_for(cls, version), msg, threshold)
     return Buffers(parts, size)
 
@@ -66,15 +72,21 @@ def encode_buffers(msg: Any, version: int, *, threshold: int = SPLICE_THRESHOLD)
 def encode_into(msg: Any, version: int, buffer: Any, offset: int = 0) -> int:
     """Write the body of ``msg`` into a writable buffer (bytearray, memoryview, mmap, numpy array) at
     ``offset``; returns the number of bytes written. Too little room is an EncodeError, and nothing
-    is written then."""
+    is written then; an offset outside the buffer, however large, is a ValueError."""
     cls = _check_message(msg)
     _check_version(version)
-    return backend.encode_into(program_for(cls, version), msg, buffer, offset)  # type: ignore[no-any-return]
+    try:
+        return backend.encode_into(program_for(cls, version), msg, buffer, offset)  # type: ignore[no-any-return]
+    except OverflowError:  # an offset past Py_ssize_t (compiled backend): outside the buffer, as the pure one says
+        if not -sys.maxsize - 1 <= offset <= sys.maxsize:
+            raise ValueError(f"offset {offset} lies outside the buffer's {memoryview(buffer).nbytes} bytes") from None
+        raise
 
 
 def decode_from(cls: type[M], data: Any, version: int, offset: int = 0,
                 end: Optional[int] = None, *, zero_copy: bool = False) -> tuple[M, int]:
-    """Decode one body from ``data[offset:end]``; returns it and the offset just after it."""
+    """Decode one body from ``data[offset:end]``; returns it and the offset just after it. A non-contiguous
+    buffer is copied first (see ``decode``)."""
     _check_class(cls)
     _check_version(version)
     size = memoryview(data).nbytes
@@ -97,12 +109,14 @@ def finish(obj: Any, pos: int, end: int, strict: bool, what: str, version: int) 
 def decode(cls: type[M], data: Any, version: int, *, strict: bool = True, zero_copy: bool = False) -> M:
     """Decode a whole body from any buffer (bytes, bytearray, memoryview, mmap, numpy array).
 
-    The buffer is read in place, never copied. With ``zero_copy=True`` bytes and records fields are
-    memoryview slices of it instead of copies: they see later changes to the buffer and keep it alive.
+    The buffer is read in place, never copied (but for a non-contiguous one, ``memoryview(b)[::2]`` or a
+    strided numpy array, copied first by both backends). With ``zero_copy=True`` bytes and records fields are
+    memoryview slices of it instead of copies (of the copy, for a non-contiguous buffer): they see later changes
+    to the buffer and keep it alive.
     """
     _check_class(cls)
     _check_version(version)
-    mv = memoryview(data)
+    mv = memoryview(data)  # (a non-contiguous one is copied by the backends, on their way in)
     end = mv.nbytes
     # Indexed, not unpacked: an unpack not yet specialized allocates a tuple iterator, and the first
     # tracked allocation after a decode starts a collection that scans the whole fresh result.

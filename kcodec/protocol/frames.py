@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Optional
 
+from kcodec.core.api import flat_view
 from kcodec.exceptions import DecodeError
 from kcodec.framing import DEFAULT_MAX_FRAME
 
@@ -61,14 +62,15 @@ class FrameReader:
 
     def feed(self, data: Any) -> list[memoryview]:
         """Add a chunk; return every frame it completes, in order. A ``bytes`` chunk is not copied (its
-        whole frames are views of it); any other bytes-like one is copied once (the caller may reuse it)."""
+        whole frames are views of it); any other bytes-like one is copied once (the caller may reuse it), a
+        non-contiguous one twice."""
         if type(data) is bytes and self._start == self._end:
             view = memoryview(data)
             frames, used = self._cut(view, 0, len(view))
             if used < len(view):
                 self._append(view[used:])
             return frames
-        self._append(memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data)
+        self._append(flat_view(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data)
         return self._frames()
 
     def get_buffer(self, sizehint: int = -1) -> memoryview:

@@ -536,6 +536,11 @@ def fill_columns(list jobs, dict cols):
     cdef Py_buffer pb
     cdef const unsigned char* p
     cdef BatchHeader h
+    cdef Py_ssize_t nrows = offset.shape[0]
+    if (timestamp.shape[0] != nrows or key_offset.shape[0] != nrows or value_offset.shape[0] != nrows
+            or key_length.shape[0] != nrows or value_length.shape[0] != nrows or header_count.shape[0] != nrows
+            or batch.shape[0] != nrows or attrs.shape[0] != nrows):  # once a call: each job's rows are checked on nrows
+        raise ValueError("fill_columns: the columns differ in length")
     for job in jobs:  # (the module runs without bounds checks: a job's length and row are checked here)
         if type(job) is not tuple or len(job) not in (3, 14):
             raise TypeError(f"fill_columns: a job is a tuple of 3 or 14 items, not {job!r:.80}")
@@ -552,7 +557,7 @@ def fill_columns(list jobs, dict cols):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= offset.shape[0]
+        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= nrows
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf

@@ -220,10 +220,14 @@ cdef class RecordsWriter:
             ts = timestamp
         else:
             raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
+        if type(key) is memoryview and not key.c_contiguous:  # (copied, as the reference does: crash4)
+            key = bytes(key)
+        if type(value) is memoryview and not value.c_contiguous:
+            value = bytes(value)
         try:
             kk = get_data(key, &kb, &kd, &kn, "key")
             vk = get_data(value, &vb, &vd, &vn, "value")
-            if headers:
+            if type(headers) is not tuple or PyTuple_GET_SIZE(headers):  # (iterated as the reference: None refused)
                 hs = []
                 for h in headers:
                     hk, hv = h
@@ -235,6 +239,8 @@ cdef class RecordsWriter:
                                             f"{type(hv).__name__}")
                         hv = bytes(hv)
                     hs.append(((<str>hk).encode("utf-8"), hv))
+                if not hs:
+                    hs = None
             self._write(kd, kn, vd, vn, ts, hs)
             return 0
         finally:

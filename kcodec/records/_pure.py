@@ -185,11 +185,17 @@ def batch_job(batch: Any, row: int, position: int) -> tuple:
             batch.attributes)
 
 
+_COLUMNS = ("offset", "timestamp", "key_offset", "value_offset", "key_length", "value_length", "header_count",
+            "batch", "attributes")
+
+
 def fill_columns(jobs: list, cols: dict) -> None:
     """Write records' columns into ``cols`` (numpy arrays by name). Each job: (buf, pos, end, count,
     base_offset, base_timestamp, append_time, shift, row, origin, compressed, batch_index, batch_position,
     attributes): its records go to rows ``row``.., key and value positions plus ``shift``; or (batch, row,
     batch_position) for an uncompressed v2 batch read in place."""
+    if len({len(cols[name]) for name in _COLUMNS}) != 1:  # as the Cython twin, which writes unchecked
+        raise ValueError("fill_columns: the columns differ in length")
     for job in jobs:
         if len(job) == 3:
             job = batch_job(*job)

@@ -37,6 +37,7 @@ CALLS: list[tuple[tuple, dict]] = [
     ((b"k", b"v", (("h", b"1"),), TS), {}),
     ((b"k",), {"value": b"v", "headers": (), "timestamp": TS}),
     ((), {"key": b"k", "value": b"v", "timestamp": TS - 5}),
+    ((memoryview(b"kxkx")[::2], memoryview(b"vyvy")[::2], (), TS), {}),  # non-contiguous: copied (crash4)
     ((b"k", b"v", (), True), {}),  # (an int subclass: not the fast path, taken as an int)
     ((b"k", b"v", (), -1), {}),
     ((b"k", b"v", (), 1 << 63), {}),  # refused from here on
@@ -47,6 +48,7 @@ CALLS: list[tuple[tuple, dict]] = [
     ((b"k", "v", (), TS), {}),
     ((b"k", b"v", (("h", 1),), TS), {}),
     ((b"k", b"v", (1,), TS), {}),
+    ((b"k", b"v", None, TS), {}),  # (not iterable: the twin let None through as no headers, crash4)
     ((b"k",), {}),
     ((), {}),
     ((b"k", b"v", (), TS, 1), {}),

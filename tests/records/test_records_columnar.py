@@ -87,3 +87,17 @@ def test_compressed_batches_copy_no_buffer_they_are_not_read_from():
     cols = record_columns(mixed)
     assert bytes(cols.data[:len(mixed)]) == mixed
     check_against_objects(cols, read_batches(mixed).batches)
+
+
+def test_columns_of_unequal_lengths_are_refused_before_a_row_is_written():
+    """fill_columns (private: kcodec/records/_columns.py makes its columns of one length) checks their lengths
+    once a call, on both backends: the Cython twin writes without bounds checks (crash4)."""
+    from kcodec.records._select import backend
+    types = {"offset": "i8", "timestamp": "i8", "key_offset": "i8", "value_offset": "i8", "key_length": "i4",
+             "value_length": "i4", "header_count": "i4", "batch": "i4", "attributes": "i2"}
+    one = next(iter_batches(field()))
+    for short in types:
+        cols = {name: np.full(2 if name == short else 4, -7, t) for name, t in types.items()}
+        with pytest.raises(ValueError, match="differ in length"):
+            backend.fill_columns([(one, 0, 0)], cols)
+        assert all((c == -7).all() for c in cols.values())

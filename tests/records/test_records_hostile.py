@@ -267,3 +267,15 @@ def test_a_magic_1_wrapper_cannot_shift_inner_offsets_past_int64():
     assert "outside int64" in str(e) and e.offset == 0 and e.path == "batches[0].offset"
     with pytest.raises(RecordsError, match="outside int64"):
         record_columns(data, verify_crc=False)
+
+
+def test_max_uncompressed_negative_or_not_an_int_is_refused_on_both_backends():
+    """(crash4: the compiled backend said OverflowError for one past int64, TypeError for a float, where the
+    pure one read on)"""
+    data = batch()
+    for bad, error in ((-1, ValueError), (-2**70, ValueError), (1.5, TypeError)):
+        with pytest.raises(error):
+            read_records(data, max_uncompressed=bad)
+        with pytest.raises(error):
+            record_columns(data, max_uncompressed=bad)
+    assert len(read_records(data, max_uncompressed=2**70)) == 3

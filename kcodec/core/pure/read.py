@@ -305,6 +305,13 @@ def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: i
     return pos
 
 
+def flat_view(data: Any) -> memoryview:
+    """A memoryview of data's bytes; a non-contiguous buffer (``memoryview(b)[::2]``, a strided numpy array)
+    copied first, as the compiled backend, which reads contiguous memory, copies it (and kcodec.columnar)."""
+    mv = memoryview(data)
+    return mv if mv.c_contiguous else memoryview(mv.tobytes())
+
+
 def as_bytes_view(data: Any) -> memoryview:
     """A flat unsigned-byte view of any buffer (bytes, bytearray, memoryview, mmap, numpy)."""
     mv = memoryview(data)

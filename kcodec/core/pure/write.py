@@ -4,6 +4,7 @@ only (see its docstring for the order of the reference's modules)."""
 
 from __future__ import annotations
 
+import operator
 import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
@@ -500,6 +501,8 @@ def writable_view(buffer: Any, offset: int) -> memoryview:
     if not mv.c_contiguous:
         raise TypeError("encode_into needs a contiguous buffer")
     mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
+    if type(offset) is not int:  # (an array, a float: TypeError, as the compiled backend's Py_ssize_t says)
+        offset = operator.index(offset)
     if not 0 <= offset <= len(mv):
         raise ValueError(f"offset {offset} lies outside the buffer's {len(mv)} bytes")
     return mv
