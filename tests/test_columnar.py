@@ -313,6 +313,24 @@ def test_partition_rows_counted_across_topics():
     assert [bool(x) for x in elr.nulls] == want and any(want) and not all(want)
 
 
+@pytest.mark.parametrize("cls,version", [(MetadataResponse, 12), (DescribeTopicPartitionsResponse, 0)],
+                         ids=["md-v12", "dtp-v0"])
+def test_partition_run_room_checked_per_call(cls, version):
+    """partition_run checks once a call whether each array has room for all the call's rows: an array empty
+    until a late row (no memory yet), and a layout that learned its first allocations from a body with few
+    ids, then decodes bodies with more (room for only some rows), give the object decode's tables."""
+    P, T = cls.Partition, cls.Topic
+
+    def body(every: int) -> bytes:
+        topics = [T(name=f"t{t}", partitions=[
+            P(partition_index=i, replica_nodes=[1, 2, 3][: 1 + i % 3], isr_nodes=[1] if every else [],
+              offline_replicas=[t, i, 7, 9][: 1 + i % 4] if every and (t * 50 + i) % every == 0 else [])
+            for i in range(50)]) for t in range(40)]
+        return kcodec.encode(cls(topics=topics), version)
+    for every in (0, 997, 3, 1, 0, 1):
+        assert errors_match(cls, body(every), version) == "ok"
+
+
 @pytest.mark.skipif(columnar._columnar is None, reason="the Cython engine is not built")
 def test_kept_blocks_reused_alike(shared):
     """Large blocks of dropped columns are kept (bounded) for the next decode, which gives the same

@@ -148,17 +148,23 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
     cdef int32_t* offs[RUN_MAX]
     cdef uint32_t* vals[RUN_MAX]
     cdef int64_t vl[RUN_MAX]
-    cdef int64_t cap[RUN_MAX]  # items copy4 may write up to (its 4 from the last one counted)
     cdef int64_t nv[RUN_MAX]
+    cdef uint8_t most[RUN_MAX]  # per array: the ids a row may have here (4, or 0: no room for the rows)
     cdef int64_t m
     cdef int j
     cdef uint8_t c
+    cdef Py_ssize_t last = end - (15 + 17 * A)  # the last row start whose longest usual row is in the buffer
     for j in range(A):
         offs[j] = <int32_t*>plans[4 + j].dst
         vals[j] = <uint32_t*>plans[4 + j].vdata
         vl[j] = plans[4 + j].vlen
-        cap[j] = plans[4 + j].vcap - 4
-    while r < n and end - q > 14 + 17 * A:  # (its numbers, then arrays of at most 4 ids each)
+        # A row adds at most 4 ids to an array (copy4 writes 4 from its last one): whether its room takes all
+        # n - r rows, checked here once instead of per array and row. One without (an array empty so far
+        # has no memory) takes only empty rows here; take_rows' loop grows it at the first ids, by the
+        # buffer's share read, so the next call has room for the rest.
+        m = plans[4 + j].vcap - 4 - vl[j]
+        most[j] = 4 if m >= 0 and m // 4 + 1 >= n - r else 0
+    while r < n and q <= last:  # (its numbers, then arrays of at most 4 ids each)
         prefetch(buf + q + PREFETCH_AHEAD)
         p = q + 14
         for j in range(A):
@@ -167,7 +173,7 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
             if c == 1:  # empty
                 p += 1
                 continue
-            if <uint8_t>(c - 2) >= 4 or vl[j] > cap[j]:  # null, longer, a varint; or the column is full
+            if <uint8_t>(c - 2) >= most[j]:  # null, longer, a varint; or no room
                 break
             m = c - 1
             copy4(<char*>(vals[j] + vl[j]), buf + p + 1)  # (the items past m are not counted)
