@@ -102,3 +102,15 @@ def test_only_local_runs_start_early(tmp_path):
 
     assert early.start(["x.pcap"], str(tmp_path), {}, "spark://host:7077") is None
     assert early.start(["x.pcap"], "s3a://bucket/tables", {}, "local[*]") is None
+
+
+def test_inputs_under_one_range_do_not_start_early(captures, tmp_path):  # noqa: F811
+    from kcodec.spark import early
+
+    total = sum(n for _, n in early.local_listing(captures))
+    tables = str(tmp_path / "tables")
+    assert early.start(captures, tables, {"spark.kcodec.splitBytes": str(total + 1)}, "local[*]") is None
+    e = early.start(captures, tables, {"spark.kcodec.splitBytes": str(total)}, "local[*]")
+    assert e is not None
+    e.close()
+    assert early.start([str(tmp_path / "missing.pcap")], tables, {}, "local[*]") is None

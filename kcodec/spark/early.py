@@ -91,9 +91,7 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
         if listed is None:
             conn.send(None)
             return
-        split = ranges.size(settings["spark.kcodec.splitBytes"]) if settings.get("spark.kcodec.splitBytes") \
-            else ranges.SPLIT_BYTES
-        p = ranges.plan_of(listed, _heads, _identities, split)
+        p = ranges.plan_of(listed, _heads, _identities, _split(settings))
         given = settings.get("spark.kcodec.partitionBytes")
         cores = int(settings["spark.default.parallelism"]) if settings.get("spark.default.parallelism") \
             else _cores(master)
@@ -157,7 +155,20 @@ def _missing_dirs(path: str) -> list[str]:
 
 
 def start(paths: list[str], tables: str, settings: dict[str, str], master: str) -> Optional[Early]:
-    """An ``Early`` for a local master and local tables, else None."""
+    """An ``Early`` for a local master, local tables and local inputs of at least one range, else None.
+    Below a range pass 1 is a fraction of a second that the child's imports and second plan outweigh
+    (100 KB, quiet machine: 4.13-4.65 s with it against 3.95-4.35 s without; 1 GB: 6.61-7.90 against
+    7.12-8.11 s, eight alternating pairs)."""
     if not master.startswith("local") or storage.local_path(tables) is None:
         return None
+    listed = local_listing(paths)
+    if listed is None or sum(n for _, n in listed) < _split(settings):
+        return None
     return Early(paths, f"{tables}/_shuffle", settings, master)
+
+
+def _split(settings: dict[str, str]) -> int:
+    from . import ranges
+
+    given = settings.get("spark.kcodec.splitBytes")
+    return ranges.size(given) if given else ranges.SPLIT_BYTES
