@@ -85,11 +85,12 @@ class StageProgress:
 def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = None,
             ports: Optional[list[int]] = None, print_: Callable[..., None] = print,
             progress: Optional[Progress] = None, frame_bytes: bool = False,
-            done: Optional[Callable[[], None]] = None) -> dict[str, Any]:
+            done: Optional[Callable[[], None]] = None, early: Optional[Any] = None) -> dict[str, Any]:
     """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
     ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
     otherwise. ``frame_bytes``: the frames table keeps the frames' bytes (``--keep-frame-bytes``).
-    ``done``: called once the tables are written, before the report, which needs Spark no more."""
+    ``done``: called once the tables are written, before the report, which needs Spark no more.
+    ``early``: pass 1 already under way (``kcodec.spark.early``)."""
     import kcodec
 
     from . import pipeline, report
@@ -102,7 +103,7 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
-        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes)
+        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes, early)
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
@@ -159,19 +160,29 @@ def run(args: Any) -> int:
     from .daemon import without_pandas
 
     without_pandas()  # the command uses none: pyarrow imported it (0.5-0.7 CPU s) to ask about its first list
-    threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
-    sc = launch.context(master, quiet=not verbose, conf=settings)
-    if not verbose:
-        sc.setLogLevel("ERROR")
-    stopping = Stopping(sc)
+    early = None
+    if local and not under_submit:  # plan and pass 1 in a forked child while the JVM starts: before any thread
+        from . import early as early_
+
+        tables = args.tables or str(Path(args.out).resolve() / "tables")
+        early = early_.start(args.captures, tables, settings, master or "")
     try:
-        analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
-                frame_bytes=getattr(args, "keep_frame_bytes", False), done=stopping.start)
+        threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
+        sc = launch.context(master, quiet=not verbose, conf=settings)
+        if not verbose:
+            sc.setLogLevel("ERROR")
+        stopping = Stopping(sc)
+        try:
+            analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
+                    frame_bytes=getattr(args, "keep_frame_bytes", False), done=stopping.start, early=early)
+        finally:
+            stopping.join()
+            if archive is not None and archive.writing is not None:
+                print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
+                archive.finish(type(sc)._gateway)
     finally:
-        stopping.join()
-        if archive is not None and archive.writing is not None:
-            print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
-            archive.finish(type(sc)._gateway)
+        if early is not None:
+            early.close()
     # The command ends here: what is left alive (PySpark, pyarrow, matplotlib) is frozen out of the collector,
     # whose last passes over it at the interpreter's exit took 0.3 s; it is all freed with the process.
     gc.freeze()

@@ -90,11 +90,14 @@ def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "", frame
 
 
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
-                 ports: Optional[Iterable[int]] = None, frame_bytes: bool = False) -> dict[str, Any]:
+                 ports: Optional[Iterable[int]] = None, frame_bytes: bool = False,
+                 early: Optional[Any] = None) -> dict[str, Any]:
     """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
     exchanges, batches and files (and topic_ids). ``frame_bytes``: the frames table keeps the frames'
     bytes (a ``frame`` column, a copy of the captures' Kafka bytes; off, as tshark's field extraction
-    copies none). Returns what the tasks reported: ``files`` (path -> summary) and ``rows`` (per table)."""
+    copies none). ``early``: a ``kcodec.spark.early.Early`` whose pass 1, done while the JVM started, is
+    taken if its plan is this one. Returns what the tasks reported: ``files`` (path -> summary) and ``rows``
+    (per table)."""
     unsplit: frozenset[str] = frozenset()
     for _ in range(2):  # a second time only if a file's ranges did not join up: then that file is read whole
         p = plan(spark, paths, unsplit)
@@ -102,7 +105,10 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
             storage.remove_dir(f"{tables}/{name}")
         job = _job(p, ports, tables, frame_bytes)
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
-        for what, data in _one_pass(spark, p, job):
+        spilled = None
+        if early is not None and not unsplit:
+            spilled = early.spilled(p, _partitions(spark, p), f"{tables}/_shuffle")
+        for what, data in _one_pass(spark, p, job, spilled):
             parts[what].append(json.loads(data))
         bad = ranges.check(parts["range"])
         if not bad:
@@ -130,22 +136,24 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
             "aggregates": aggregates.finish(merged, summaries)}
 
 
-def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job) -> list[tuple[str, str]]:
+def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
+              spilled: Optional[list[tuple[int, Any]]] = None) -> list[tuple[str, str]]:
     """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
     ``TABLES/_shuffle``, and returns their names (not their bytes) to the driver; a pass-2 task per
     partition gets its partition's names, merges those files and writes the tables. The bytes go from one
     Python worker to another through those files, never through the JVM, and no Spark shuffle moves even
     the names (a shuffle's writes, reads and map outputs cost the JVM more than two small collects): cheaper
     than Spark's shuffle of the same rows, and the JVM's memory stays small. (The DataFrame functions
-    below use Spark's shuffle.)"""
+    below use Spark's shuffle.) ``spilled``: pass 1's output already there (``kcodec.spark.early``)."""
     scratch = f"{job.tables}/_shuffle"
-    storage.remove_dir(scratch)
     n = _partitions(spark, p)
     sc = spark_context(spark)
     try:
-        spilled = (sc.parallelize(p.ranges, max(1, len(p.ranges)))
-                   .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
-                   .collect())
+        if spilled is None:
+            storage.remove_dir(scratch)
+            spilled = (sc.parallelize(p.ranges, max(1, len(p.ranges)))
+                       .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
+                       .collect())
         by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
         for part, item in spilled:
             by_partition[part].append((part, item))

@@ -19,7 +19,7 @@ import json
 import math
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from kcodec.tap import capture
 from kcodec.tap.frames import kind_of
@@ -91,13 +91,24 @@ def plan(spark: Any, paths: list[str], split: int = SPLIT_BYTES, unsplit: frozen
     """The job's plan over ``paths``; the files in ``unsplit`` are read as one range each."""
     from .pipeline import _identities
 
-    listed = listing(spark, list(paths))
+    return plan_of(listing(spark, list(paths)), lambda ps: captures.heads(spark, ps),
+                   lambda listed, heads: _identities(spark, listed, heads), split, unsplit)
+
+
+Heads = Callable[[list[str]], Optional[dict[str, bytes]]]
+Identities = Callable[[list[tuple[str, int]], Optional[dict[str, bytes]]], list[tuple[str, str]]]
+
+
+def plan_of(listed: list[tuple[str, int]], heads_of: Heads, identities_of: Identities, split: int = SPLIT_BYTES,
+            unsplit: frozenset[str] = frozenset()) -> Plan:
+    """``plan`` from a listing and the ways to read files' heads and identities (through Spark, or
+    ``early``'s without it)."""
     out = Plan(lengths=dict(listed))
     nonempty = [(p, n) for p, n in listed if n > 0]
     for p, n in listed:
         if n == 0:
             out.file_rows[p] = {"kind": "empty", "error": "the file is empty (0 bytes): no capture in it"}
-    heads = captures.heads(spark, [p for p, _ in nonempty]) or {}
+    heads = heads_of([p for p, _ in nonempty]) or {}
     readable: list[tuple[str, int]] = []
     for p, n in nonempty:
         head = heads.get(p)
@@ -110,7 +121,7 @@ def plan(spark: Any, paths: list[str], split: int = SPLIT_BYTES, unsplit: frozen
                 out.file_rows[p] = {"error": f"CaptureError: {e}"}
                 continue
         readable.append((p, n))
-    chosen = captures.plan(_identities(spark, readable, heads or None))
+    chosen = captures.plan(identities_of(readable, heads or None))
     for path, first in chosen.duplicates:
         out.file_rows[path] = {"duplicate_of": first}
     index: dict[str, int] = {}
