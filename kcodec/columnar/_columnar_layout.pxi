@@ -22,6 +22,22 @@ DEF HOW_STR = 4     # a compact string
 DEF HOW_UUID = 5    # a uuid
 
 
+DEF TOPIC_KEPT = 4  # numbers a names-only topic may keep (topic_rows)
+
+
+cdef struct TopicShape:  # a topic of a names-only scan (_columnar_names.pxi): fixed bytes, a kept string,
+    Py_ssize_t before    # fixed bytes, an array of skipped structs (partitions), fixed bytes
+    Py_ssize_t between
+    Py_ssize_t after
+    int name_compact
+    int name_col
+    int parts_op         # the partitions' op
+    int nkept            # kept numbers: in which run of fixed bytes, where in it, their op
+    int kept_part[TOPIC_KEPT]
+    Py_ssize_t kept_off[TOPIC_KEPT]
+    int kept_op[TOPIC_KEPT]
+
+
 cdef struct StructC:
     int first
     int count
@@ -31,6 +47,8 @@ cdef struct StructC:
     int plain       # only numbers and arrays of numbers, something kept: take_rows
     int first_step  # its steps in Layout.steps
     int nsteps
+    int named       # a topic of a names-only scan: topic_rows, by its shape (topic)
+    TopicShape topic
 
 
 cdef struct Step:
@@ -148,6 +166,8 @@ cdef class Layout:
                         self.steps[j].run += o[6]
                 j += 1
             self.structs[i].nsteps = j - self.structs[i].first_step
+        for i in range(self.nstructs):  # (after every struct's skip flag)
+            self.structs[i].named = topic_shape(self, ops, i)
         for i, c in enumerate(columns):
             self.itemsize[i], self.value_size[i], self.has_nulls[i], self.is_object[i], self.is_offsets[i] = c
 
