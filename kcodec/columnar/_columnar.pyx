@@ -7,9 +7,9 @@ struct, its fields in wire order, each with the column it feeds or -1 to validat
 is a table; a struct instance is a row. Nothing here makes a Python object per row except the strings a
 layout asks for. Columns grow by extrapolating from the share of the buffer read so far, so they end
 close to their final size; they are handed to numpy without a copy (``np.frombuffer`` over ``Column``).
-Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi), as have a
-names-only scan's topics (_columnar_names.pxi), and large blocks of dropped columns are reused
-(_columnar_memory.pxi).
+Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi; skipped ones
+_columnar_skip.pxi), as have a names-only scan's topics (_columnar_names.pxi), and large blocks of dropped
+columns are reused (_columnar_memory.pxi).
 
 The checks, their order, their messages and offsets are the reference backend's (kcodec/core/pure/__init__.py), so a
 bad buffer fails with the same DecodeError as the object decode. On failure ``tables`` returns the reason,
@@ -525,6 +525,7 @@ cdef class Walker:
 
 
 include "_columnar_rows.pxi"
+include "_columnar_skip.pxi"
 include "_columnar_names.pxi"
 include "_columnar_result.pxi"
 

@@ -59,7 +59,7 @@ cdef struct Step:
 
 
 cdef struct Buf
-cdef struct RowGuess  # skip_rows' guess of the next row (_columnar_rows.pxi)
+cdef struct RowGuess  # skip_rows' guess of the next row (_columnar_skip.pxi)
 
 
 cdef struct Plan:   # a plain struct's field in take_rows
