@@ -33,6 +33,23 @@ def pytest_configure(config) -> None:
     # Trailing bytes are a test failure. Added here, not in pyproject's filterwarnings: pytest applies those
     # while it reads its configuration, which imports kcodec before coverage starts.
     config.addinivalue_line("filterwarnings", "error::kcodec.TrailingBytesWarning")
+    # pytest-cov's marker, named here too: the wheel runs have no pytest-cov, and --strict-markers is on.
+    config.addinivalue_line("markers", "no_cover: run without coverage's tracing (pytest-cov)")
+
+
+# Tests run without coverage's tracing in the checkout run (--cov): tracing the reference's Python made them
+# 2-4 times slower, and the lines they reach other tests reach too, but for 22 of the reference's reader
+# (measured: benchmarks/NOTES.md, "CI's time", ci9). They still run, on both backends, in every CI run.
+UNTRACED = {
+    "tests/test_differential.py::test_instances_agree",
+    "tests/test_columnar.py::test_partition_rows_fast_loop_fails_alike",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if _repo_nodeid(item).split("[", 1)[0] in UNTRACED:
+            item.add_marker(pytest.mark.no_cover)
 
 
 # --- skips in CI (tests/needs.py) --------------------------------------------------------------------
