@@ -33,6 +33,24 @@ def pytest_configure(config) -> None:
     # Trailing bytes are a test failure. Added here, not in pyproject's filterwarnings: pytest applies those
     # while it reads its configuration, which imports kcodec before coverage starts.
     config.addinivalue_line("filterwarnings", "error::kcodec.TrailingBytesWarning")
+    # pytest-cov's marker, named here too: the wheel runs have no pytest-cov, and --strict-markers is on.
+    config.addinivalue_line("markers", "no_cover: run without coverage's tracing (pytest-cov)")
+
+
+# Tests run without coverage's tracing in the checkout run (--cov): tracing their Python made them
+# 2-4 times slower, and the lines they reach other tests reach too, but for ~38 (error paths the broker fuzz
+# alone reaches; measured: benchmarks/NOTES.md, "CI's time", ci9). They still run in every CI run.
+UNTRACED = {
+    "tests/broker/test_broker_fuzz.py::test_random_requests_are_answered",
+    "tests/test_differential.py::test_instances_agree",
+    "tests/test_columnar.py::test_partition_rows_fast_loop_fails_alike",
+}
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if _repo_nodeid(item).split("[", 1)[0] in UNTRACED:
+            item.add_marker(pytest.mark.no_cover)
 
 
 # --- skips in CI (tests/needs.py) --------------------------------------------------------------------
