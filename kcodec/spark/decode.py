@@ -8,7 +8,9 @@ fills an ``error`` column, so one bad frame never fails a job.
 from __future__ import annotations
 
 import collections
+import re
 import struct
+import sys
 from typing import Any, Optional
 
 import pyarrow as pa
@@ -121,18 +123,49 @@ def sasl_v0_token(conn: str, direction: int, data: bytes, state: dict[str, Any])
 
 
 _SHAPES: dict[type, tuple[bool, tuple[str, ...]]] = {}
+_HOLDS_CODES: dict[type, bool] = {}
+
+
+def _nested(cls: type) -> list[tuple[str, Optional[type]]]:
+    """The fields of ``cls`` that hold structs or lists of them, last first, each with its struct's class
+    (None where the annotation does not name one that resolves), from the generated annotations: a nested
+    struct is annotated by its message's name (``list[MetadataResponse.Topic]``)."""
+    owner = cls.__qualname__.split(".")[0]
+    top = getattr(sys.modules.get(cls.__module__), owner, None)
+    notes: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        notes.update({k: str(v) for k, v in getattr(klass, "__annotations__", {}).items()})
+    out: list[tuple[str, Optional[type]]] = []
+    for name in reversed(cls.__slots__):  # type: ignore[attr-defined]
+        m = re.search(rf"{owner}\.([\w.]+)", notes.get(name, ""))
+        if m is None:
+            continue
+        target: Any = top
+        for part in m.group(1).split("."):
+            target = getattr(target, part, None)
+        out.append((name, target if isinstance(target, type) else None))
+    return out
+
+
+def _holds_codes(cls: Optional[type]) -> bool:
+    """Whether a struct of ``cls`` can hold an ``error_code``, itself or in a struct under it (unknown: yes)."""
+    if cls is None:
+        return True
+    held = _HOLDS_CODES.get(cls)
+    if held is None:
+        _HOLDS_CODES[cls] = True  # a struct that nests itself: yes while it is being worked out
+        held = _HOLDS_CODES[cls] = ("error_code" in cls.__slots__  # type: ignore[attr-defined]
+                                    or any(_holds_codes(c) for _, c in _nested(cls)))
+    return held
 
 
 def _shape(cls: type) -> tuple[bool, tuple[str, ...]]:
-    """(has an error_code, the fields that hold structs or lists of them, last first), from the generated
-    annotations: a nested struct is annotated by its message's name (``list[MetadataResponse.Topic]``)."""
+    """(has an error_code, the fields to walk for codes, last first): the fields that hold structs or lists
+    of them, but not those whose structs can hold no error code (a Fetch response's partitions' aborted
+    transactions, diverging epoch, current leader and snapshot id: four walks a partition for nothing)."""
     shape = _SHAPES.get(cls)
     if shape is None:
-        owner = cls.__qualname__.split(".")[0] + "."
-        notes: dict[str, str] = {}
-        for klass in reversed(cls.__mro__):
-            notes.update({k: str(v) for k, v in getattr(klass, "__annotations__", {}).items()})
-        nested = tuple(n for n in reversed(cls.__slots__) if owner in notes.get(n, ""))  # type: ignore[attr-defined]
+        nested = tuple(name for name, c in _nested(cls) if _holds_codes(c))
         shape = _SHAPES[cls] = ("error_code" in cls.__slots__, nested)  # type: ignore[attr-defined]
     return shape
 
