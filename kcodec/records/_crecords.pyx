@@ -19,6 +19,12 @@ from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 
+cdef extern from "Python.h":
+    # a bare view of memory someone else keeps alive (a held Py_buffer, a new bytes object) for the length
+    # of one call: no memoryview of the owner and slice of it
+    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
+    int PyBUF_READ, PyBUF_WRITE
+
 from . import _pure
 from ._compression import CodecError, inflate
 from ._cwriter import BuilderBase, RecordsWriter, builder_classes, encode_records  # noqa: F401  (the writer half)
@@ -175,7 +181,8 @@ def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint z
             if (attributes & 7) > 4 or count < 0 or (not (attributes & 7) and <int64_t>count * 7 > length - 49):
                 break
             crc = be32(p + pos + 17)
-            if verify_crc and <uint32_t>crc_fn(view[pos + 21:end]) != crc:
+            if verify_crc and <uint32_t>crc_fn(PyMemoryView_FromMemory(<char*>p + pos + 21, end - pos - 21,
+                                                                        PyBUF_READ)) != crc:  # (pb holds p)
                 break
             h = <BatchHeader>cls.__new__(cls)
             h.base_offset = <int64_t>be64(p + pos)
