@@ -10,20 +10,15 @@ backends fail alike and the error text lives in one place.
 """
 
 cimport cython
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.memoryview cimport PyMemoryView_FromMemory  # bare views of memory held for one call
 from cpython.object cimport PyTypeObject
 from cpython.type cimport PyType_Modified
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
-
-cdef extern from "Python.h":
-    # a bare view of memory someone else keeps alive (a held Py_buffer, a new bytes object) for the length
-    # of one call: no memoryview of the owner and slice of it
-    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
-    int PyBUF_READ, PyBUF_WRITE
 
 from . import _pure
 from ._compression import CodecError, inflate
