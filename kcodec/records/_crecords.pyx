@@ -10,9 +10,10 @@ backends fail alike and the error text lives in one place.
 """
 
 cimport cython
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.buffer cimport PyBUF_READ, PyBUF_SIMPLE, PyBUF_WRITE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.memoryview cimport PyMemoryView_FromMemory  # bare views of memory held for one call
 from cpython.object cimport PyTypeObject
 from cpython.type cimport PyType_Modified
 from cpython.ref cimport Py_INCREF
@@ -175,7 +176,8 @@ def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint z
             if (attributes & 7) > 4 or count < 0 or (not (attributes & 7) and <int64_t>count * 7 > length - 49):
                 break
             crc = be32(p + pos + 17)
-            if verify_crc and <uint32_t>crc_fn(view[pos + 21:end]) != crc:
+            if verify_crc and <uint32_t>crc_fn(PyMemoryView_FromMemory(<char*>p + pos + 21, end - pos - 21,
+                                                                        PyBUF_READ)) != crc:  # (pb holds p)
                 break
             h = <BatchHeader>cls.__new__(cls)
             h.base_offset = <int64_t>be64(p + pos)

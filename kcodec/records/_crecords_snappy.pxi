@@ -5,7 +5,6 @@
 # memset in Python. Anything off (a cap passed, a malformed walk, cramjam refusing or missing) returns None,
 # and the reference inflates again to raise its error, so the error text lives in one place.
 
-from cpython.bytearray cimport PyByteArray_FromStringAndSize
 from libc.string cimport memcmp
 
 from . import _compression
@@ -28,7 +27,7 @@ cdef inline Py_ssize_t snappy_preamble(const unsigned char* p, Py_ssize_t n) noe
 
 
 cdef object unsnappy(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t cap):
-    """A read-only memoryview of the inflated records, or None (the reference then runs)."""
+    """The inflated records (bytes), or None (the reference then runs)."""
     cdef Py_buffer pb
     cdef const unsigned char* d
     cdef Py_ssize_t n, pos, size, total = 0, nb = 0, i, at = 0
@@ -36,7 +35,8 @@ cdef object unsnappy(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t ca
     cdef Py_ssize_t offs[XERIAL_BLOCKS]
     cdef Py_ssize_t lens[XERIAL_BLOCKS]
     cdef Py_ssize_t sizes[XERIAL_BLOCKS]
-    PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
+    cdef char* o
+    PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)  # held until the last block is read
     try:
         if not 0 <= start <= end <= pb.len:
             return None
@@ -69,18 +69,35 @@ cdef object unsnappy(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t ca
                 return None
             offs[0], lens[0], sizes[0] = 0, n, total
             nb = 1
-    finally:
-        PyBuffer_Release(&pb)
-    out = PyByteArray_FromStringAndSize(NULL, total)
-    try:
-        into = _compression._cramjam(2).snappy.decompress_raw_into
-        src = memoryview(buf)
-        dst = memoryview(out)
+        into = snappy_into()
+        if into is None:
+            return None
+        # A bytes object no one else has seen yet, filled in place; cramjam gets bare views of the memory
+        # (no memoryview of buf and slices of it per block: ~8 K instructions a batch), which do not outlive
+        # the call; pb keeps buf's memory alive and `out` its own.
+        out = PyBytes_FromStringAndSize(NULL, total)
+        o = PyBytes_AS_STRING(out)
         for i in range(nb):
-            if into(src[start + offs[i]:start + offs[i] + lens[i]], dst[at:at + sizes[i]]) != sizes[i]:
+            if into(PyMemoryView_FromMemory(<char*>d + offs[i], lens[i], PyBUF_READ),
+                    PyMemoryView_FromMemory(o + at, sizes[i], PyBUF_WRITE)) != sizes[i]:
                 return None
             at += sizes[i]
-        dst.release()
     except Exception:
         return None
-    return memoryview(out).toreadonly()
+    finally:
+        PyBuffer_Release(&pb)
+    return out
+
+
+cdef object _snappy_into = None
+
+
+cdef object snappy_into():
+    """cramjam's snappy.decompress_raw_into, looked up once (None while cramjam is missing)."""
+    global _snappy_into
+    if _snappy_into is None:
+        try:
+            _snappy_into = _compression._cramjam(2).snappy.decompress_raw_into
+        except Exception:
+            return None
+    return _snappy_into

@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from . import _legacy, _pure
-from ._checksum import crc32c
+from ._checksum import _crc32c, crc32c
 from ._compression import CodecError, inflate
 from ._select import backend
 from ._types import (COMPRESSION_MASK, CONTROL_BIT, DEFAULT_MAX_UNCOMPRESSED, DELETE_HORIZON_BIT, LOG_OVERHEAD,
@@ -185,7 +185,7 @@ def _scan(buf, verify_crc: bool, zero_copy: bool, max_uncompressed: int) -> Iter
     while pos < n:
         if fast is not None:  # the Cython twin reads well-formed v2 batches; anything else is read below
             batches, pos, index = fast(buf, view, pos, index, verify_crc, zero_copy, max_uncompressed, RecordBatch,
-                                       crc32c)
+                                       _crc32c)  # (the package's C function: no Python frame per batch)
             batches.reverse()
             while batches:  # handed over one by one, so that a batch the caller drops is freed
                 yield batches.pop()

@@ -452,6 +452,7 @@ def _snappy_payloads(records: bytes) -> dict:
         "preamble too long": XERIAL_MAGIC + struct.pack(">iii", 1, 1, 7) + b"\xff" * 7,
         "corrupt block": xerial[:30] + bytes(b ^ 0x5A for b in xerial[30:60]) + xerial[60:],
         "raw cut": raw[:len(raw) // 2], "raw preamble only": raw[:2], "empty": b"",
+        "raw of nothing": bytes(cramjam.snappy.compress_raw(b"")), "xerial of nothing": _xerial_of([b""]),
     }
 
 
@@ -468,6 +469,18 @@ def test_snappy_iteration_and_records_read_alike(cap):
         assert through_iteration == through_records, name
         if name in ("raw", "xerial", "xerial of one block", "many blocks", "concatenated") and cap > 20_000:
             assert through_iteration == [records[i * 305:(i + 1) * 305] for i in range(40)], name
+
+
+def test_snappy_zero_copy_views_outlive_their_batch():
+    """zero_copy keys and values of a snappy batch are read-only views of its inflated records (a new bytes
+    object the Cython twin fills in place), still right once the batch and its iterator are gone."""
+    b = BatchBuilder(compression=Compression.SNAPPY)
+    for i in range(300):
+        b.append(b"k%d" % i, b"%d" % i * 40, (), i)
+    data = b.build() * 3
+    views = [(r.key, r.value) for batch in iter_batches(data, zero_copy=True) for r in batch]
+    assert all(isinstance(v, memoryview) and v.readonly for kv in views for v in kv)
+    assert [(bytes(k), bytes(v)) for k, v in views] == [(b"k%d" % i, b"%d" % i * 40) for i in range(300)] * 3
 
 
 def test_a_limit_past_any_size_is_no_limit():
