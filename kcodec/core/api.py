@@ -12,7 +12,6 @@ from ..buffers import Buffers
 from ..exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
 from .ir import program_for
 from .coerce import as_size
-from .pure.read import flat_view
 
 M = TypeVar("M")
 SPLICE_THRESHOLD = 16384  # encode_buffers: bytes values at least this long are the caller's buffers

@@ -12,6 +12,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memmove
 
+from ..core.coerce import flat_view
 from ..exceptions import EncodeError
 from . import _pure
 from ._checksum import _crc32c
@@ -221,9 +222,9 @@ cdef class RecordsWriter:
         else:
             raise TypeError(f"timestamp must be an int (ms), not {type(timestamp).__name__}")
         if type(key) is memoryview and not key.c_contiguous:  # (copied, as the reference does: crash4)
-            key = bytes(key)
+            key = flat_view(key)
         if type(value) is memoryview and not value.c_contiguous:
-            value = bytes(value)
+            value = flat_view(value)
         try:
             kk = get_data(key, &kb, &kd, &kn, "key")
             vk = get_data(value, &vb, &vd, &vn, "value")
