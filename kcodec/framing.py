@@ -11,7 +11,8 @@ import struct
 from typing import Any, NamedTuple, Optional
 
 from . import definitions
-from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish, flat_view
+from .core.api import SPLICE_THRESHOLD, _check_message, _check_version, encode_buffers, finish
+from .core.coerce import as_bytes_view, flat_view
 from .core.backend import backend
 from .buffers import Buffers
 from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -162,9 +163,7 @@ def encode_response_buffers(msg: Any, version: int, correlation_id: int, *,
 
 def _frame_bounds(frame: Any, strict: bool) -> tuple[memoryview, int]:
     """The frame's bytes and the end of its body, from the size prefix (a non-contiguous frame copied)."""
-    mv = memoryview(frame)
-    if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B") if mv.c_contiguous else flat_view(mv)
+    mv = as_bytes_view(frame)
     if len(mv) < 4:
         raise DecodeError(f"expected a 4-byte size prefix, {len(mv)} bytes given", 0)
     try:

@@ -38,6 +38,7 @@ import numpy as np
 
 from .. import decode
 from ..core.api import _check_version, finish
+from ..core.coerce import flat_view
 from ..core.extension import load
 from ..exceptions import DecodeError
 from ..core.ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
@@ -373,7 +374,7 @@ def _run_cython(lay: _Layout, data: Any, strict: bool) -> Any:
         view = memoryview(data)
         if view.c_contiguous:
             raise
-        out = _columnar.tables(lay.cython, lay.result, view.tobytes())
+        out = _columnar.tables(lay.cython, lay.result, flat_view(view))
     if not out[0]:
         _, reason, offset, path = out
         raise DecodeError(reason, offset, _path_text(path), prog.message, prog.version)
@@ -504,7 +505,7 @@ def _tables(cls: type, data: Any, version: int, strict: bool, names_only: bool, 
     if view.nbytes > 0x7FFFFFFF:  # offsets and row numbers are int32, as a frame's size is
         raise ValueError("a Kafka body is under 2 GiB")
     if not view.c_contiguous:  # as the extension does: the object decode refuses such a buffer
-        data = view.tobytes()
+        data = flat_view(view)
     t = _assemble(lay, *_run_python(lay, cls, data, strict))
     if lay.names_only is not None:
         return TopicNames(t.topics[lay.names_only[0]], t.topics[lay.names_only[1]], t.root)

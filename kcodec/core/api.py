@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 import sys
 import warnings
 from typing import Any, Optional, TypeVar
@@ -12,7 +11,7 @@ from .backend import backend
 from ..buffers import Buffers
 from ..exceptions import DecodeError, EncodeError, TrailingBytesWarning, UnsupportedVersionError
 from .ir import program_for
-from .pure.read import flat_view
+from .coerce import as_size
 
 M = TypeVar("M")
 SPLICE_THRESHOLD = 16384  # encode_buffers: bytes values at least this long are the caller's buffers
@@ -59,11 +58,8 @@ def encode_buffers(msg: Any, version: int, *, threshold: int = SPLICE_THRESHOLD)
     Values of tagged fields are always copied."""
     cls = _check_message(msg)
     _check_version(version)
-    if type(threshold) is not int:  # (a float: TypeError from both backends, not only the compiled one)
-        threshold = operator.index(threshold)
-    if threshold > sys.maxsize:  # (no value is that long: the same as the compiled backend's largest size)
-        threshold = sys.maxsize
-    elif threshold < 0:  # (every value is that long: the same as 0, which the compiled backend can hold)
+    threshold = as_size(threshold)  # (a float: TypeError from both backends, not only the compiled one)
+    if threshold < 0:  # (every value is that long: the same as 0, which the compiled backend can hold)
         threshold = 0
     parts, size = backend.encode_buffers(program_for(cls, version), msg, threshold)
     return Buffers(parts, size)

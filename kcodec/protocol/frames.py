@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Optional
 
-from kcodec.core.api import flat_view
+from kcodec.core.coerce import flat_view
 from kcodec.exceptions import DecodeError
 from kcodec.framing import DEFAULT_MAX_FRAME
 

@@ -6,12 +6,11 @@ selected backend, and a compressed batch is decompressed once, on first use.
 
 from __future__ import annotations
 
-import operator
 import struct
-import sys
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from . import _legacy, _pure
+from ..core.coerce import as_size
 from ._checksum import _crc32c, crc32c
 from ._compression import CodecError, inflate
 from ._select import backend
@@ -175,11 +174,8 @@ def _scan(buf, verify_crc: bool, zero_copy: bool, max_uncompressed: int) -> Iter
         buf = view
     n = len(view)
     pos = index = 0
-    if type(max_uncompressed) is not int:  # (a float: TypeError from both backends, not only the compiled one)
-        max_uncompressed = operator.index(max_uncompressed)
-    if max_uncompressed > sys.maxsize:  # (no batch inflates that far: the same as the compiled backend's largest)
-        max_uncompressed = sys.maxsize
-    elif max_uncompressed < 0:
+    max_uncompressed = as_size(max_uncompressed)  # (a float: TypeError from both backends, not only the compiled one)
+    if max_uncompressed < 0:
         raise ValueError(f"max_uncompressed {max_uncompressed} is negative")
     fast = backend.scan_v2
     while pos < n:

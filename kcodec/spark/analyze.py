@@ -180,6 +180,11 @@ def run(args: Any) -> int:
             if archive is not None and archive.writing is not None:
                 print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
                 archive.finish(type(sc)._gateway)
+    except BaseException:  # interrupted or failed at any point: the JVM started here goes too (launch.STARTED)
+        launch.stop_jvms()
+        if archive is not None and archive.writing is not None:  # (a class archive it began to write)
+            archive.writing.unlink(missing_ok=True)
+        raise
     finally:
         if early is not None:
             early.close()

@@ -5,9 +5,11 @@ command starts Spark's JVM from here while a thread imports what the passes need
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from pyspark import SparkConf, SparkContext
 
@@ -58,12 +60,62 @@ def numpy_converters() -> None:
         for c in protocol.INPUT_CONVERTER]
 
 
+# The JVMs PySpark's launch_gateway started from this process (their Popen objects): PySpark starts its JVM
+# ignoring SIGINT and keeps the Popen to itself until the JVM is up, so a Ctrl-C while it waits left the JVM
+# running (its gateway server outlives the failed hand-over; stdin's end is watched only after it).
+STARTED: list[subprocess.Popen] = []  # type: ignore[type-arg]
+STOP_WAIT_S = 10  # SIGTERM first (Spark's shutdown hooks), then SIGKILL
+
+
+@contextlib.contextmanager
+def _jvms_recorded() -> Iterator[None]:
+    """While PySpark launches its gateway, each process it starts recorded in STARTED."""
+    from pyspark import java_gateway
+
+    popen = java_gateway.Popen
+
+    class Recorded(popen):  # type: ignore[valid-type, misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            STARTED.append(self)
+
+    java_gateway.Popen = Recorded  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = popen  # type: ignore[misc]
+
+
+def stop_jvms() -> None:
+    """Stop the JVMs this process started (STARTED, by their Popen: never another process)."""
+    while STARTED:
+        proc = STARTED.pop()
+        if proc.poll() is not None:
+            continue
+        proc.terminate()
+        try:
+            proc.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
+        finally:  # too slow, or a second Ctrl-C while it waited: killed
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
             quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkContext:
     """A SparkContext with ``pipeline.session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
-    DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start)."""
+    DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start). The JVM it starts is recorded
+    (``stop_jvms``); interrupted or failed before the context is up, it is stopped."""
     numpy_converters()
-    return SparkContext.getOrCreate(SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items())))
+    settings = SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items()))
+    try:
+        with _jvms_recorded():
+            return SparkContext.getOrCreate(settings)
+    except BaseException:
+        stop_jvms()
+        raise
 
 
 SMALL_INPUT = 256 << 20  # below this many bytes of local input, Spark's web UI stays off on a cluster's master too

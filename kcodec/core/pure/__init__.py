@@ -14,7 +14,6 @@ at the bottom, kcodec/core/pure/plan.py (each struct's IR grouped for Python) ov
 from __future__ import annotations
 
 import gc
-import operator
 from typing import Any, Callable
 
 from .gen import _fast_reader, _fast_writer, reader_source, writer_source  # noqa: F401
@@ -22,6 +21,7 @@ from .plan import _plans
 from .read import _KIND_TEXT, _Fail, _element, as_bytes_view, decode_struct, flat_view  # noqa: F401
 from .write import (_sequence, _uvarint_bytes, _writer_and_sizer, encode_struct, no_room,  # noqa: F401
                           size_struct, split_buffers, spliced_output, spliced_value, uvarint_size, writable_view)
+from ..coerce import as_index
 from ...exceptions import DecodeError, EncodeError
 from ..ir import BYTES, RECORDS, Program
 
@@ -49,7 +49,7 @@ def _decode(prog: Program, data: Any, pos: int, end: int | None, zero_copy: bool
     gc.disable()
     try:
         if type(pos) is not int or (end is not None and type(end) is not int):  # (as the compiled backend's Py_ssize_t)
-            pos, end = operator.index(pos), None if end is None else operator.index(end)
+            pos, end = as_index(pos), None if end is None else as_index(end)
         buf = as_bytes_view(data)
         if not buf.c_contiguous:  # (copied, as the compiled backend copies it)
             buf = flat_view(buf)

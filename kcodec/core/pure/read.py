@@ -12,6 +12,7 @@ import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..coerce import as_bytes_view, flat_view  # noqa: F401  (the reference's, used by the compiled backend too)
 from ..ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
                  UINT32, UUID, FieldOp, Program, default_of, min_field_size, other_tag)
 
@@ -303,18 +304,3 @@ def _read_tagged(plans, plan: _Plan, obj: Any, buf: memoryview, pos: int, end: i
         pos += size
     obj.unknown_tagged_fields = unknown
     return pos
-
-
-def flat_view(data: Any) -> memoryview:
-    """A memoryview of data's bytes; a non-contiguous buffer (``memoryview(b)[::2]``, a strided numpy array)
-    copied first, as the compiled backend, which reads contiguous memory, copies it (and kcodec.columnar)."""
-    mv = memoryview(data)
-    return mv if mv.c_contiguous else memoryview(mv.tobytes())
-
-
-def as_bytes_view(data: Any) -> memoryview:
-    """A flat unsigned-byte view of any buffer (bytes, bytearray, memoryview, mmap, numpy)."""
-    mv = memoryview(data)
-    if mv.format != "B" or mv.ndim != 1:
-        mv = mv.cast("B") if mv.c_contiguous else memoryview(mv.tobytes())
-    return mv

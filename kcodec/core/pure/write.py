@@ -4,12 +4,12 @@ only (see its docstring for the order of the reference's modules)."""
 
 from __future__ import annotations
 
-import operator
 import struct
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
 from .read import _FMT, _KIND_TEXT, MAX_STRING, _Fail, _I16, _I32, _element, as_bytes_view
+from ..coerce import as_index
 from ...buffers import Buffers
 from ...exceptions import EncodeError
 from ..ir import BOOL, BYTES, FIXED_SIZE, FLOAT64, RECORDS, STRING, STRUCT, UUID, FieldOp, Program, is_default, other_tag
@@ -501,8 +501,7 @@ def writable_view(buffer: Any, offset: int) -> memoryview:
     if not mv.c_contiguous:
         raise TypeError("encode_into needs a contiguous buffer")
     mv = mv.cast("B") if mv.format != "B" or mv.ndim != 1 else mv
-    if type(offset) is not int:  # (an array, a float: TypeError, as the compiled backend's Py_ssize_t says)
-        offset = operator.index(offset)
+    offset = as_index(offset)  # (an array, a float: TypeError, as the compiled backend's Py_ssize_t says)
     if not 0 <= offset <= len(mv):
         raise ValueError(f"offset {offset} lies outside the buffer's {len(mv)} bytes")
     return mv
