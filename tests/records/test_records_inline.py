@@ -1,4 +1,4 @@
-"""_crecords.pyx forces two of its functions in line by naming them as Cython names them in C (gcc kept the
+"""_crecords.pyx (with the .pxi files it includes) forces two of its functions in line by naming them as Cython names them in C (gcc kept the
 record walk out of line otherwise: ~40 instructions a record). Were Cython to name them otherwise, gcc would only
 warn and the walk would quietly slow down: the generated C must still define each name the .pyx forces."""
 
@@ -13,7 +13,7 @@ RECORDS = Path(__file__).resolve().parents[2] / "kcodec" / "records"
 
 
 def test_every_forced_name_is_a_function_cython_generates():
-    pyx = (RECORDS / "_crecords.pyx").read_text()
+    pyx = "".join(p.read_text() for p in [RECORDS / "_crecords.pyx", *sorted(RECORDS.glob("_crecords*.pxi"))])
     forced = re.findall(r"(__pyx_f_\w+)\([^;]*?__attribute__\(\(always_inline\)\)", pyx)
     assert len(forced) == 2, forced  # read_short and skip_record
     c_file = RECORDS / "_crecords.c"
