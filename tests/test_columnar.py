@@ -146,6 +146,16 @@ def errors_match(cls, data, version) -> str:
     return "ok"
 
 
+def every_cut_and_mutation(cls, body, version) -> set[str]:
+    """errors_match of every truncation of body and five mutations of each byte: {"ok", "error"} seen."""
+    seen = set()
+    for pos in range(len(body)):
+        seen.add(errors_match(cls, body[:pos], version))
+        for value in (0x00, 0x01, 0x80, 0xFF, body[pos] ^ 1):
+            seen.add(errors_match(cls, body[:pos] + bytes([value]) + body[pos + 1:], version))
+    return seen
+
+
 @pytest.mark.parametrize("version", [1, 12])
 def test_truncations_and_mutations_of_real_payloads(shared, version):
     data = payload(shared, version)

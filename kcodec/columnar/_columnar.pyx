@@ -8,7 +8,7 @@ is a table; a struct instance is a row. Nothing here makes a Python object per r
 layout asks for. Columns grow by extrapolating from the share of the buffer read so far, so they end
 close to their final size; they are handed to numpy without a copy (``np.frombuffer`` over ``Column``).
 Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi; skipped ones
-_columnar_skip.pxi), as have a names-only scan's topics (_columnar_names.pxi), and large blocks of dropped
+_columnar_skip.pxi), as have topics (_columnar_names.pxi, _columnar_topics.pxi), and large blocks of dropped
 columns are reused (_columnar_memory.pxi).
 
 The checks, their order, their messages and offsets are the reference backend's (kcodec/core/pure/__init__.py), so a
@@ -366,8 +366,13 @@ cdef class Walker:
                         i += take_rows(self, op.sub, n - i, &pos, row)
                         if i < n:  # a row for the full way: the batch's rows count in the columns first
                             flush_rows(self, op.sub)
-                    elif sub.named:
+                    elif sub.named == 1:
                         i += topic_rows(self, op.sub, n - i, &pos)
+                    elif sub.named:  # (pos -1: topic i failed past its partitions' count)
+                        i += table_topic_rows(self, op.sub, n - i, &pos)
+                        if pos < 0:
+                            self.path.append(i)
+                            return pos
                     if i < n:
                         pos = self.walk(op.sub, pos, row)
                         if pos < 0:
@@ -527,6 +532,7 @@ cdef class Walker:
 include "_columnar_rows.pxi"
 include "_columnar_skip.pxi"
 include "_columnar_names.pxi"
+include "_columnar_topics.pxi"
 include "_columnar_result.pxi"
 
 

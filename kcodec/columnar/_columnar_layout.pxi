@@ -22,10 +22,10 @@ DEF HOW_STR = 4     # a compact string
 DEF HOW_UUID = 5    # a uuid
 
 
-DEF TOPIC_KEPT = 4  # numbers a names-only topic may keep (topic_rows)
+DEF TOPIC_KEPT = 6  # fixed-size values a topic row may keep (topic_rows, table_topic_rows)
 
 
-cdef struct TopicShape:  # a topic of a names-only scan (_columnar_names.pxi): fixed bytes, a kept string,
+cdef struct TopicShape:  # a topic (_columnar_names.pxi, _columnar_topics.pxi): fixed bytes, a kept string,
     Py_ssize_t before    # fixed bytes, an array of skipped structs (partitions), fixed bytes
     Py_ssize_t between
     Py_ssize_t after
@@ -33,9 +33,13 @@ cdef struct TopicShape:  # a topic of a names-only scan (_columnar_names.pxi): f
     int name_col
     int parts_op         # the partitions' op
     int nkept            # kept numbers: in which run of fixed bytes, where in it, their op
+    int npre             # (those before the partitions first)
     int kept_part[TOPIC_KEPT]
     Py_ssize_t kept_off[TOPIC_KEPT]
     int kept_op[TOPIC_KEPT]
+    int kept_col[TOPIC_KEPT]
+    int kept_size[TOPIC_KEPT]   # bytes (16: a uuid)
+    int kept_kind[TOPIC_KEPT]
 
 
 cdef struct StructC:
@@ -47,7 +51,7 @@ cdef struct StructC:
     int plain       # only numbers and arrays of numbers, something kept: take_rows
     int first_step  # its steps in Layout.steps
     int nsteps
-    int named       # a topic of a names-only scan: topic_rows, by its shape (topic)
+    int named       # a topic: 1 of a names-only scan (topic_rows), 2 of tables (table_topic_rows); its shape
     TopicShape topic
 
 

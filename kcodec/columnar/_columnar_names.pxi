@@ -7,29 +7,33 @@
 
 
 cdef int topic_shape(Layout L, list ops, int s) except -1:
-    """Fills structs[s].topic and returns 1 when struct s is such a topic, else 0."""
+    """Fills structs[s].topic and returns 1 when struct s is such a topic, 2 when it is one of a tables
+    decode (its partitions a plain struct: table_topic_rows, _columnar_topics.pxi), else 0."""
     cdef StructC* st = &L.structs[s]
     cdef TopicShape* t = &st.topic
     cdef int part = 0  # 0: before the name, 1: before the partitions, 2: after them
     cdef Py_ssize_t run[3]
     cdef int k, kind, array, nullable, compact, sub, col, fixed
     run[0] = run[1] = run[2] = 0
-    t.nkept = 0
+    t.nkept = t.npre = 0
     if st.parent_col >= 0 or st.skip or st.plain or st.count == 0:
         return 0
     for k in range(st.first, st.first + st.count):
         kind, array, nullable, compact, sub, col, fixed = ops[k][:7]
-        if not array and (fixed > 0 or (kind == UUID and col < 0)):
+        if not array and (fixed > 0 or kind == UUID):
             if col >= 0:
                 if t.nkept == TOPIC_KEPT:
                     return 0
                 t.kept_part[t.nkept], t.kept_off[t.nkept], t.kept_op[t.nkept] = part, run[part], k
+                t.kept_col[t.nkept], t.kept_kind[t.nkept] = col, kind
+                t.kept_size[t.nkept] = fixed if fixed > 0 else 16
                 t.nkept += 1
+                t.npre += part < 2
             run[part] += fixed if fixed > 0 else 16
         elif part == 0 and not array and kind == STRING and col >= 0:
             t.name_compact, t.name_col = compact, col
             part = 1
-        elif part == 1 and array and kind == STRUCT and col < 0 and L.structs[sub].skip:
+        elif part == 1 and array and kind == STRUCT and (col < 0 and L.structs[sub].skip or L.structs[sub].plain):
             t.parts_op = k
             part = 2
         else:
@@ -37,7 +41,7 @@ cdef int topic_shape(Layout L, list ops, int s) except -1:
     if part != 2:
         return 0
     t.before, t.between, t.after = run[0], run[1], run[2]
-    return 1
+    return 2 if L.structs[ops[t.parts_op][4]].plain else 1
 
 
 cdef int64_t topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except -1:
