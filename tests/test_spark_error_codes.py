@@ -50,3 +50,22 @@ def test_the_codes_of_every_struct(cls, data):
     version = max(definitions.get(cls._KAFKA_NAME).versions)
     msg = data.draw(instances(cls, version))
     assert decode.error_codes(msg) == every_struct(msg)
+
+
+def test_a_list_of_leaves_is_read_in_one_loop_in_its_place():
+    from kcodec.messages import FetchResponse as F
+    assert decode._plan(F.FetchableTopicResponse) == (False, (("partitions", F.PartitionData),))
+    assert decode._plan(F) == (True, (("responses", None),))
+    msg = F(error_code=1, responses=[
+        F.FetchableTopicResponse(partitions=[F.PartitionData(error_code=c) for c in (2, 0, 3)]),
+        F.FetchableTopicResponse(partitions=[F.PartitionData(error_code=4)])])
+    assert decode.error_codes(msg) == every_struct(msg) == [1, 2, 3, 4]
+
+
+def test_a_struct_of_another_class_in_a_list_of_leaves_is_walked_whole():
+    from kcodec.messages import FetchResponse as F
+    from kcodec.messages import MetadataResponse as M
+    other = M.Topic(error_code=7, partitions=[M.Partition(error_code=8)])
+    msg = F(responses=[F.FetchableTopicResponse(partitions=[F.PartitionData(error_code=2), other,
+                                                            F.PartitionData(error_code=9)])])
+    assert decode.error_codes(msg) == every_struct(msg) == [2, 7, 8, 9]

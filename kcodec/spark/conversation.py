@@ -42,16 +42,19 @@ class Conversation:
         self.tables = tables
         self.pairer = pairing.Pairer()
         self.requests: dict[int, tuple[dict[str, Any], Optional[tuple[int, int]]]] = {}  # position -> (row, key/version)
-        self.responses: dict[int, dict[str, Any]] = {}  # held responses: position -> frame row
+        self.responses: dict[int, tuple[dict[str, Any], bytes]] = {}  # held responses: position -> (row, bytes)
 
-    def frame(self, f: dict[str, Any]) -> None:
+    def frame(self, f: dict[str, Any], data: Optional[bytes] = None) -> None:
+        """One frames row; its bytes are ``data`` when given (the frames table's row may be without them)."""
         direction, position = f["direction"], f["position"]
+        if data is None:
+            data = f["frame"]
         if direction == 0:
-            row, key_version = request_row(f, self.tables)
+            row, key_version = request_row(f, self.tables, data)
             self.requests[position] = (row, key_version)
             self._pairs(self.pairer.request(position, f["correlation_id"], f["acks"]), f)
         elif direction == 1:
-            self.responses[position] = f
+            self.responses[position] = (f, data)
             self._pairs(self.pairer.response(position, f["correlation_id"]), f)
 
     def finish(self) -> None:
@@ -62,12 +65,12 @@ class Conversation:
             response = self.responses.pop(resp) if resp is not None else None
             if req is None:
                 assert response is not None
-                row = orphan_row(response)
+                row = orphan_row(*response)
             else:
                 row, key_version = self.requests.pop(req)
                 row["pairing"] = status
                 if response is not None:
-                    response_columns(row, response, key_version, self.tables)
+                    response_columns(row, response[0], key_version, self.tables, response[1])
             self.tables.emit("exchanges", row)
 
 
@@ -132,10 +135,14 @@ def _batch_base(row: dict[str, Any], direction: str, ts_ns: int) -> dict[str, An
             "direction": direction, "ts_ns": ts_ns}
 
 
-def request_row(f: dict[str, Any], tables: Tables) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
+def request_row(f: dict[str, Any], tables: Tables, frame: Optional[bytes] = None
+                ) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
     """The exchange columns a request frame gives, and its api key and version when it decoded (its
-    answer is read with them). A Produce request's record batches go out now, from the same decode."""
-    key, version, frame = f["api_key"], f["api_version"], f["frame"]
+    answer is read with them). A Produce request's record batches go out now, from the same decode.
+    ``frame``: its bytes, when the row does not hold them."""
+    key, version = f["api_key"], f["api_version"]
+    if frame is None:
+        frame = f["frame"]
     row = _base(f)
     row.update(client_id=f["client_id"], api_key=key, api_name=decode.api_name(key), api_version=version,
                request_ts_ns=f["ts_ns"], request_bytes=len(frame))
@@ -155,18 +162,18 @@ def request_row(f: dict[str, Any], tables: Tables) -> tuple[dict[str, Any], Opti
     if key == decode.METADATA:
         row["metadata_all_topics"] = req.topics is None or (version == 0 and not req.topics)
     if produce:
-        for r in record_batches.message_rows(key, req):
-            b = dict(produce)
-            b.update(r)
-            tables.emit("batches", b)
+        for r in record_batches.message_rows(key, req):  # a fresh row a batch, sharing no key with produce
+            r.update(produce)
+            tables.emit("batches", r)
     return row, (key, version)
 
 
 def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Optional[tuple[int, int]],
-                     tables: Tables) -> None:
+                     tables: Tables, frame: Optional[bytes] = None) -> None:
     """Fill an exchange row with its response: bytes, time, and what the response says (when the
     request decoded); a Fetch response's record batches go out, a Metadata response's topic ids."""
-    frame = f["frame"]
+    if frame is None:
+        frame = f["frame"]
     row.update(response_ts_ns=f["ts_ns"], response_bytes=len(frame))
     if row.get("request_ts_ns") is not None:
         row["latency_ns"] = f["ts_ns"] - row["request_ts_ns"]
@@ -185,9 +192,8 @@ def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Option
                 tables.emit("topic_ids", {"topic_id": tid, "topic_name": name})
         if fetch:
             for r in record_batches.message_rows(key, resp):
-                b = dict(fetch)
-                b.update(r)
-                tables.emit("batches", b)
+                r.update(fetch)
+                tables.emit("batches", r)
     except Exception as e:
         what = _failure(e)
         row["decode_error"] = f"response: {what}"
@@ -195,10 +201,11 @@ def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Option
             tables.emit("batches", dict(fetch, error=f"fetched: {what}"))
 
 
-def orphan_row(f: dict[str, Any]) -> dict[str, Any]:
+def orphan_row(f: dict[str, Any], frame: Optional[bytes] = None) -> dict[str, Any]:
     """A response without its request: without it, its api key and version are unknown."""
     row = _base(f)
-    row.update(pairing=pairing.ORPHAN, response_ts_ns=f["ts_ns"], response_bytes=len(f["frame"]))
+    row.update(pairing=pairing.ORPHAN, response_ts_ns=f["ts_ns"],
+               response_bytes=len(f["frame"] if frame is None else frame))
     return row
 
 
@@ -263,14 +270,15 @@ class Connections:
         row = {"source": self.path, "capture": capture, "conn": conn, "position": position,
                "direction": direction + decode.SASL_TOKEN if token else direction, "ts_ns": ts,
                "correlation_id": corr, "api_key": key, "api_version": version, "client_id": client,
-               "size": len(data), "frame": data, "acks": acks, "error": error}
-        # without the bytes, the frames table's buffered row holds no reference to them
-        self.tables.emit("frames", row if self.frame_bytes else {**row, "frame": None})
+               "size": len(data), "acks": acks, "error": error}
+        if self.frame_bytes:  # without them, the frames table's buffered row holds no reference to the bytes
+            row["frame"] = data
+        self.tables.emit("frames", row)
         if self.decode and not token:
             c = self.conversations.get(conn)
             if c is None:
                 c = self.conversations[conn] = Conversation(conn, self.tables)
-            c.frame(row)
+            c.frame(row, data)
 
     def close(self) -> None:
         """The end of a connection key's rows: what reassembly still holds, then every conversation."""

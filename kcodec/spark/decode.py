@@ -170,24 +170,60 @@ def _shape(cls: type) -> tuple[bool, tuple[str, ...]]:
     return shape
 
 
+_PLANS: dict[type, tuple[bool, tuple[tuple[str, Optional[type]], ...]]] = {}
+
+
+def _leaf(cls: Optional[type]) -> Optional[type]:
+    """``cls`` when its structs hold an ``error_code`` and nothing under them can (a Fetch response's
+    partitions, most responses' innermost structs): a list of them is read in one loop."""
+    if cls is None or "error_code" not in cls.__slots__:  # type: ignore[attr-defined]
+        return None
+    return None if any(_holds_codes(c) for _, c in _nested(cls)) else cls
+
+
+def _plan(cls: type) -> tuple[bool, tuple[tuple[str, Optional[type]], ...]]:
+    """``_shape``'s, each field with the class of its structs when they are leaves (``_leaf``)."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        has_code, names = _shape(cls)
+        leaves = {name: _leaf(c) for name, c in _nested(cls)}
+        plan = _PLANS[cls] = (has_code, tuple((name, leaves.get(name)) for name in names))
+    return plan
+
+
 def error_codes(msg: Any) -> list[int]:
     """Every non-zero ``error_code`` in a message, depth first in field order. (Run for every response:
-    children go on the stack straight from each class's ``_shape``, last first, with no list per struct.)"""
+    children go on the stack straight from each class's ``_plan``, last first, with no list per struct; a
+    list of leaf structs goes on it whole, as a (class, list) tuple, and is read in one loop when its turn
+    comes, so the order stays depth first.)"""
     out: list[int] = []
     stack = [msg]
-    pop, push, extend, shapes = stack.pop, stack.append, stack.extend, _SHAPES
+    pop, push, extend, plans, append = stack.pop, stack.append, stack.extend, _PLANS, out.append
     while stack:
         v = pop()
         cls = type(v)
-        has_code, nested_names = shapes.get(cls) or _shape(cls)
+        if cls is tuple:  # a run of leaves, in order
+            leaf, items = v
+            for x in items:
+                if type(x) is leaf:
+                    code = x.error_code
+                    if code:
+                        append(code)
+                else:  # not the annotated class: walked whole, in its place
+                    out.extend(error_codes(x))
+            continue
+        has_code, nested = plans.get(cls) or _plan(cls)
         if has_code:
             code = v.error_code
             if code:
-                out.append(code)
-        for name in nested_names:
+                append(code)
+        for name, leaf in nested:
             value = getattr(v, name)
             if isinstance(value, list):
-                extend(value[::-1])
+                if leaf is not None:
+                    push((leaf, value))
+                else:
+                    extend(value[::-1])
             elif value is not None:
                 push(value)
     return out

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import heapq
 import json
+import operator
 import struct
-from typing import Any, BinaryIO, Iterable, Iterator, Optional
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
@@ -228,10 +230,38 @@ def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int
 def merged_rows(paths: list[str]) -> Iterator[tuple[Any, ...]]:
     """The SEGMENTS rows of a partition's files (each sorted) as one sorted stream of tuples: a merge
     that holds one batch per file."""
-    import heapq
 
     def rows(path: str) -> Iterator[tuple[Any, ...]]:
         for batch in storage.read_arrow(path):
             yield from zip(*[batch.column(i).to_pylist() for i in range(batch.num_columns)])
 
-    return heapq.merge(*(rows(p) for p in paths), key=lambda t: (t[0], t[1], t[2]))
+    return merge_runs([rows(p) for p in paths], operator.itemgetter(0, 1, 2))
+
+
+def merge_runs(iterators: list[Iterator[Any]], key: Callable[[Any], Any]) -> Iterator[Any]:
+    """``heapq.merge(*iterators, key=key)``'s stream (ties in the iterators' order), taking rows from the
+    first iterator for as long as they come before every other's next one: a connection's rows lie in
+    one file per range, one after the other, so the heap moves once a run, not once a row."""
+    heap: list[tuple[Any, int, Any, Iterator[Any]]] = []
+    for i, it in enumerate(iterators):
+        for row in it:
+            heap.append((key(row), i, row, it))
+            break
+    heapq.heapify(heap)
+    while len(heap) > 1:
+        _, i, row, it = heap[0]
+        bound = heap[1] if len(heap) == 2 or heap[1] < heap[2] else heap[2]  # the runner-up: a child of the top
+        bound_key, bound_i = bound[0], bound[1]
+        yield row
+        for row in it:
+            k = key(row)
+            if k < bound_key or (k == bound_key and i < bound_i):
+                yield row
+            else:
+                heapq.heapreplace(heap, (k, i, row, it))
+                break
+        else:
+            heapq.heappop(heap)
+    if heap:
+        yield heap[0][2]
+        yield from heap[0][3]

@@ -64,7 +64,7 @@ class _Buffers(Tables):
             add(row)
         rows = self.rows[table]
         rows.append(row)
-        if table == "frames" and row["frame"] is not None:
+        if table == "frames" and row.get("frame") is not None:
             self.bytes += row["size"]
         if len(rows) >= FLUSH_ROWS or self.bytes >= FLUSH_BYTES:
             self.flush(table)
