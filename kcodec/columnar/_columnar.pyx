@@ -9,7 +9,7 @@ layout asks for. Columns grow by extrapolating from the share of the buffer read
 close to their final size; they are handed to numpy without a copy (``np.frombuffer`` over ``Column``).
 Rows of structs made only of numbers (partitions) have their own loops (_columnar_rows.pxi; skipped ones
 _columnar_skip.pxi), as have topics (_columnar_names.pxi, _columnar_topics.pxi), and large blocks of dropped
-columns are reused (_columnar_memory.pxi).
+columns are reused (_columnar_memory.pxi); first allocations are sized from the last run (_columnar_sizing.pxi).
 
 The checks, their order, their messages and offsets are the reference backend's (kcodec/core/pure/__init__.py), so a
 bad buffer fails with the same DecodeError as the object decode. On failure ``tables`` returns the reason,
@@ -534,34 +534,7 @@ include "_columnar_skip.pxi"
 include "_columnar_names.pxi"
 include "_columnar_topics.pxi"
 include "_columnar_result.pxi"
-
-
-cdef void expect(Walker w, Py_ssize_t nbytes) noexcept:
-    """Each column's first allocation: as many items per byte as the layout's last whole run had (a poll
-    of the same cluster decodes the same shape), 5% more, in one step instead of a dozen; else it grows
-    as it goes. Capped at an item per input byte, so that a hint from another shape stays within the
-    input's size (a column that needs more grows as before)."""
-    cdef Layout L = w.L
-    cdef Buf* bufs[3]
-    cdef int i, k
-    cdef double x
-    for i in range(L.ncols):
-        bufs[0], bufs[1], bufs[2] = &w.data[i], &w.values[i], &w.nulls[i]
-        for k in range(3):
-            x = L.learned[3 * i + k] * nbytes * 1.05
-            bufs[k].first = <Py_ssize_t>min(x, <double>nbytes) + 1 if x > 0 else 0
-
-
-cdef void learn(Walker w, Py_ssize_t nbytes) noexcept:
-    """The items per byte of a whole run, for the next run's first allocations (expect)."""
-    cdef Layout L = w.L
-    cdef int i
-    if nbytes <= 0:
-        return
-    for i in range(L.ncols):
-        L.learned[3 * i] = <double>w.data[i].len / nbytes
-        L.learned[3 * i + 1] = <double>w.values[i].len / nbytes
-        L.learned[3 * i + 2] = <double>w.nulls[i].len / nbytes
+include "_columnar_sizing.pxi"
 
 
 cdef Py_ssize_t walk_buffer(Walker w, data) except -2:

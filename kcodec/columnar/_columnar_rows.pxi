@@ -133,11 +133,27 @@ cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
 DEF RUN_MAX = 8  # arrays a partition run keeps in locals (partition_shape allows up to 8)
 
 
+cdef extern from *:
+    """
+    /* partition_run taken whole into run3 and run5, A a constant in each: gcc otherwise keeps it out of line
+       for its size and, past six arguments, without its A propagated (the arrays' state then in memory: a
+       1k Metadata v12 tables call 1.65 -> 2.03 M instructions). The name is Cython's for the function below. */
+    #if defined(__GNUC__)
+    struct __pyx_t_6kcodec_8columnar_9_columnar_Plan;
+    static CYTHON_INLINE int64_t __pyx_f_6kcodec_8columnar_9_columnar_partition_run(unsigned char const *,
+        Py_ssize_t, struct __pyx_t_6kcodec_8columnar_9_columnar_Plan *, int const, int64_t, int64_t,
+        Py_ssize_t *, int32_t *, int32_t) __attribute__((always_inline));
+    #endif
+    """
+
+
 cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan* plans, const int A,
-                                  int64_t r, int64_t n, Py_ssize_t* at) noexcept nogil:
+                                  int64_t r, int64_t n, Py_ssize_t* at, int32_t* parents,
+                                  int32_t parent) noexcept nogil:
     """Rows r.. of take_rows' partition shape with A arrays (A a constant where it is inlined: the arrays'
     state then stays in registers, where the general loop reloads every Plan field after each store, since
-    extensions build with -fno-strict-aliasing); returns the row it stopped before, with at[0] there. It
+    extensions build with -fno-strict-aliasing), each row's parent with it (a store a row, where a loop of
+    its own after the run cost ~7); returns the row it stopped before, with at[0] there. It
     takes only rows whose arrays are empty or hold 1 to 4 ids with room for them, and never grows a column:
     any other row (null, longer, tagged, a short buffer, a column full) is left to take_rows' loop."""
     cdef Py_ssize_t q = at[0], p
@@ -185,6 +201,7 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
                 d1[r] = be32(buf + q + 2)
                 d2[r] = be32(buf + q + 6)
                 d3[r] = be32(buf + q + 10)
+                parents[r] = parent
                 for j in range(A):
                     vl[j] = nv[j]
                     offs[j][r] = <int32_t>nv[j]
@@ -196,6 +213,18 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
         plans[4 + j].vlen = vl[j]
     at[0] = q
     return r
+
+
+cdef int64_t run3(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t r, int64_t n, Py_ssize_t* at,
+                  int32_t* parents, int32_t parent) noexcept nogil:
+    """partition_run of Metadata v9+'s partitions (replicas, ISR, offline replicas)."""
+    return partition_run(buf, end, plans, 3, r, n, at, parents, parent)
+
+
+cdef int64_t run5(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t r, int64_t n, Py_ssize_t* at,
+                  int32_t* parents, int32_t parent) noexcept nogil:
+    """partition_run of DescribeTopicPartitions' partitions (and the two ELR lists)."""
+    return partition_run(buf, end, plans, 5, r, n, at, parents, parent)
 
 
 cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:
@@ -212,7 +241,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     cdef StructC* st = &w.L.structs[s]
     cdef Plan* plans = w.plans + st.first
     cdef Plan* f
-    cdef int nops = st.count, i, flexible = st.flexible, code, A, j
+    cdef int nops = st.count, i, flexible = st.flexible, code, A, j, run
     cdef uint8_t c
     cdef const unsigned char* buf = w.buf
     cdef Py_ssize_t end = w.end, q = at[0], p
@@ -250,11 +279,15 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
     A = plans[0].shape
     r = r0
     n += r0  # the row of the batch it stops before
+    # a run of usual rows in registers for Metadata v9+ (3 arrays) and DescribeTopicPartitions (5); it writes
+    # the parents' column too (a partition is a topic's: it has one)
+    run = A if parents != NULL and (A == 3 or A == 5) else 0
     while r < n:
-        if A == 3:  # Metadata v9+ (replicas, ISR, offline replicas): a run of usual rows in registers
-            r = partition_run(buf, end, plans, 3, r, n, &q)
-        elif A == 5:  # DescribeTopicPartitions (and the two ELR lists)
-            r = partition_run(buf, end, plans, 5, r, n, &q)
+        if run:
+            if run == 3:
+                r = run3(buf, end, plans, r, n, &q, parents, <int32_t>parent)
+            else:
+                r = run5(buf, end, plans, r, n, &q, parents, <int32_t>parent)
         if r == n:
             break
         p = q

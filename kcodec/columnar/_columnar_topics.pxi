@@ -94,14 +94,12 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
         if 0 < parts <= w.spare[sub] and (A == 3 or A == 5):  # take_rows' pointers have room: its run here
             # (without take_rows' set-up and close a call: ~80 instructions a topic), its rows counted as it would
             r0 = w.pending[sub]
-            if A == 3:
-                r = partition_run(buf, end, plans, 3, r0, r0 + parts, &q)
-            else:
-                r = partition_run(buf, end, plans, 5, r0, r0 + parts, &q)
-            i = r - r0
             parents = <int32_t*>w.data[sub_st.parent_col].data + w.data[sub_st.parent_col].len
-            for k in range(r0, r):
-                parents[k] = <int32_t>row
+            if A == 3:
+                r = run3(buf, end, plans, r0, r0 + parts, &q, parents, <int32_t>row)
+            else:
+                r = run5(buf, end, plans, r0, r0 + parts, &q, parents, <int32_t>row)
+            i = r - r0
             w.pending[sub] = r
             w.spare[sub] -= i
             w.rows[sub] += i
