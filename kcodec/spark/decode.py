@@ -122,7 +122,6 @@ def sasl_v0_token(conn: str, direction: int, data: bytes, state: dict[str, Any])
     return False
 
 
-_SHAPES: dict[type, tuple[bool, tuple[str, ...]]] = {}
 _HOLDS_CODES: dict[type, bool] = {}
 
 
@@ -163,11 +162,8 @@ def _shape(cls: type) -> tuple[bool, tuple[str, ...]]:
     """(has an error_code, the fields to walk for codes, last first): the fields that hold structs or lists
     of them, but not those whose structs can hold no error code (a Fetch response's partitions' aborted
     transactions, diverging epoch, current leader and snapshot id: four walks a partition for nothing)."""
-    shape = _SHAPES.get(cls)
-    if shape is None:
-        nested = tuple(name for name, c in _nested(cls) if _holds_codes(c))
-        shape = _SHAPES[cls] = ("error_code" in cls.__slots__, nested)  # type: ignore[attr-defined]
-    return shape
+    has_code, nested = _plan(cls)
+    return has_code, tuple(name for name, _ in nested)
 
 
 _PLANS: dict[type, tuple[bool, tuple[tuple[str, Optional[type]], ...]]] = {}
@@ -182,12 +178,12 @@ def _leaf(cls: Optional[type]) -> Optional[type]:
 
 
 def _plan(cls: type) -> tuple[bool, tuple[tuple[str, Optional[type]], ...]]:
-    """``_shape``'s, each field with the class of its structs when they are leaves (``_leaf``)."""
+    """(has an error_code, the fields to walk for codes, last first, each with the class of its structs when
+    they are leaves (``_leaf``), else None): ``_shape``'s fields, one cache for both."""
     plan = _PLANS.get(cls)
     if plan is None:
-        has_code, names = _shape(cls)
-        leaves = {name: _leaf(c) for name, c in _nested(cls)}
-        plan = _PLANS[cls] = (has_code, tuple((name, leaves.get(name)) for name in names))
+        has_code = "error_code" in cls.__slots__  # type: ignore[attr-defined]
+        plan = _PLANS[cls] = (has_code, tuple((name, _leaf(c)) for name, c in _nested(cls) if _holds_codes(c)))
     return plan
 
 
