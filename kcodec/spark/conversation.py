@@ -135,14 +135,11 @@ def _batch_base(row: dict[str, Any], direction: str, ts_ns: int) -> dict[str, An
             "direction": direction, "ts_ns": ts_ns}
 
 
-def request_row(f: dict[str, Any], tables: Tables, frame: Optional[bytes] = None
-                ) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
+def request_row(f: dict[str, Any], tables: Tables, frame: bytes) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
     """The exchange columns a request frame gives, and its api key and version when it decoded (its
     answer is read with them). A Produce request's record batches go out now, from the same decode.
-    ``frame``: its bytes, when the row does not hold them."""
+    ``frame``: its bytes (the row may be without them)."""
     key, version = f["api_key"], f["api_version"]
-    if frame is None:
-        frame = f["frame"]
     row = _base(f)
     row.update(client_id=f["client_id"], api_key=key, api_name=decode.api_name(key), api_version=version,
                request_ts_ns=f["ts_ns"], request_bytes=len(frame))
@@ -169,11 +166,9 @@ def request_row(f: dict[str, Any], tables: Tables, frame: Optional[bytes] = None
 
 
 def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Optional[tuple[int, int]],
-                     tables: Tables, frame: Optional[bytes] = None) -> None:
+                     tables: Tables, frame: bytes) -> None:
     """Fill an exchange row with its response: bytes, time, and what the response says (when the
     request decoded); a Fetch response's record batches go out, a Metadata response's topic ids."""
-    if frame is None:
-        frame = f["frame"]
     row.update(response_ts_ns=f["ts_ns"], response_bytes=len(frame))
     if row.get("request_ts_ns") is not None:
         row["latency_ns"] = f["ts_ns"] - row["request_ts_ns"]
@@ -201,11 +196,10 @@ def response_columns(row: dict[str, Any], f: dict[str, Any], key_version: Option
             tables.emit("batches", dict(fetch, error=f"fetched: {what}"))
 
 
-def orphan_row(f: dict[str, Any], frame: Optional[bytes] = None) -> dict[str, Any]:
+def orphan_row(f: dict[str, Any], frame: bytes) -> dict[str, Any]:
     """A response without its request: without it, its api key and version are unknown."""
     row = _base(f)
-    row.update(pairing=pairing.ORPHAN, response_ts_ns=f["ts_ns"],
-               response_bytes=len(f["frame"] if frame is None else frame))
+    row.update(pairing=pairing.ORPHAN, response_ts_ns=f["ts_ns"], response_bytes=len(frame))
     return row
 
 
