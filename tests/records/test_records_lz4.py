@@ -161,3 +161,22 @@ def test_a_bad_batch_is_a_records_error():
     cut[-10] ^= 0xFF  # inside the lz4 frame, CRC not checked here
     with pytest.raises(RecordsError, match="lz4"):
         read_records(bytes(cut), verify_crc=False)
+
+
+def test_threads_share_the_route():
+    """One kept context serves every thread (used with the GIL held, nothing in between): concurrent reads
+    of different framings, some failing, each get their own bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [GOOD[name] for name in ("linked blocks", "content checksum", "several frames")] * 20
+    jobs += [(BAD["corrupt block"], None)] * 10
+
+    def one(job):
+        packed, data = job
+        try:
+            return decompress(Compression.LZ4, packed, 10**6) == data
+        except CodecError:
+            return data is None
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(one, jobs))
