@@ -48,6 +48,13 @@ class Result:
     loop_s: float = float("nan")
     loop_cpu_s: float = float("nan")
     loop_cpu_wait_s: float = float("nan")
+    # the consume() loop likewise: its thread's CPU and wait for a CPU; the rest of consume_s it was blocked in
+    # consume(), waiting for librdkafka to have messages (the broker's answers, or the client's parsing of them)
+    consume_loop_cpu_s: float = float("nan")
+    consume_cpu_wait_s: float = float("nan")
+    client_threads_cpu_s: float = float("nan")  # librdkafka's own threads meanwhile (fetching, parsing answers)
+    # the client's minor page faults meanwhile: fresh memory for the messages librdkafka holds ahead of consume()
+    client_faults: int = -1
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.messages / seconds, self.messages * self.size / seconds / 1e6
@@ -63,7 +70,10 @@ class Result:
         out = (f"  {self.broker} {self.size} B x {self.partitions}: broker CPU produce {self.produce_cpu_s:.2f} s, "
                f"consume {self.consume_cpu_s:.2f} s; produce() loop {self.loop_s:.2f} s = its thread's CPU "
                f"{self.loop_cpu_s:.2f} s + waiting for a CPU {self.loop_cpu_wait_s:.2f} s; "
-               f"first message {self.first_s * 1e3:.0f} ms")
+               f"first message {self.first_s * 1e3:.0f} ms; consume() loop {self.consume_s:.2f} s = its thread's CPU "
+               f"{self.consume_loop_cpu_s:.2f} s + waiting for a CPU {self.consume_cpu_wait_s:.2f} s + for messages "
+               f"{self.consume_s - self.consume_loop_cpu_s - self.consume_cpu_wait_s:.2f} s, librdkafka's threads' "
+               f"CPU meanwhile {self.client_threads_cpu_s:.2f} s, the client's page faults {self.client_faults:,}")
         f = self.fetches
         if f:
             out += (f"; {f['count']} Fetch responses, {f['median_kb']:,.0f} KB median (max {f['max_kb']:,.0f}), "
@@ -130,10 +140,19 @@ def thread_schedstat() -> tuple[float, float]:
     return int(run_ns) / 1e9, int(wait_ns) / 1e9
 
 
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (the state first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and its reaped children so far (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return sum(int(x) for x in _stat(pid)[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def minor_faults(pid: int) -> int:
+    """Minor page faults of a process so far: each first touch of fresh memory."""
+    return int(_stat(pid)[7])
 
 
 @contextlib.contextmanager
@@ -236,6 +255,9 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, t
             got = 0
             first = float("nan")
             since = time.time()
+            sched2 = thread_schedstat()
+            client0 = cpu_seconds(os.getpid())
+            faults0 = minor_faults(os.getpid())
             t0 = time.perf_counter()
             deadline = t0 + 120
             while got < n and time.perf_counter() < deadline:
@@ -247,6 +269,9 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, t
                         raise RuntimeError(f"{kind}: {m.error()}")
                     got += 1
             consume_s = time.perf_counter() - t0
+            sched3 = thread_schedstat()
+            client1 = cpu_seconds(os.getpid())
+            faults1 = minor_faults(os.getpid())
             cpu2 = cpu_seconds(pid)
             c.close()
         del p, admin  # before the broker stops: no reconnect attempts logged
@@ -254,7 +279,8 @@ def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, t
             raise RuntimeError(f"{kind}: consumed {got} of {n}")
         return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid), first,
                       cpu1 - cpu0, cpu2 - cpu1, fetch_trace(log, since) if log is not None else {}, loop_s,
-                      sched1[0] - sched0[0], sched1[1] - sched0[1])
+                      sched1[0] - sched0[0], sched1[1] - sched0[1], sched3[0] - sched2[0], sched3[1] - sched2[1],
+                      client1 - client0 - (sched3[0] - sched2[0]), faults1 - faults0)
 
 
 HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS | broker CPU |\n"

@@ -23,13 +23,14 @@ if TYPE_CHECKING:
     from .cluster import Cluster as Cluster
     from .groups import GroupSettings as GroupSettings
     from .listeners import Listener as Listener
-    from .state import AdminError as AdminError, ClusterState as ClusterState, Topic as Topic
+    from .state import AdminError as AdminError, ClusterState as ClusterState
+    from .topic import Topic as Topic
     from .telemetry import TelemetryPush as TelemetryPush
     from .txn import TransactionSettings as TransactionSettings
 
 __all__ = ["Acl", "AdminError", "Cluster", "ClusterState", "GroupSettings", "Listener", "TelemetryPush", "Topic",
            "TransactionSettings"]
-_WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "state",
+_WHERE = {"Acl": "acl", "Cluster": "cluster", "AdminError": "state", "ClusterState": "state", "Topic": "topic",
           "GroupSettings": "groups", "Listener": "listeners", "TelemetryPush": "telemetry",
           "TransactionSettings": "txn"}
 

@@ -32,7 +32,8 @@ from .isr import run_isr_expiration, shrink_isr
 from .faults import InterceptFn, Interceptor, api_key_of, dropping, failing
 from .replicas import replica_selector as selector_class
 from .server import BrokerServer
-from .state import ClusterState, Topic
+from .state import ClusterState
+from .topic import Topic
 from .telemetry import DEFAULT_TELEMETRY_MAX_BYTES, TelemetryPush
 
 log = logging.getLogger("kcodec_broker")

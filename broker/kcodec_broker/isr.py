@@ -20,7 +20,8 @@ from kcodec.errors import ErrorCode
 from .broker_configs import topic_value
 
 if TYPE_CHECKING:
-    from .state import ClusterState, Topic
+    from .state import ClusterState
+    from .topic import Topic
 
 
 def shrink_isr(state: "ClusterState") -> bool:

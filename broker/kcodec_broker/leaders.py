@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional,
 from kcodec.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from .state import Topic
+    from .topic import Topic
 
 NO_LEADER = -1
 

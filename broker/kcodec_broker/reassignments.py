@@ -21,7 +21,7 @@ from .admin_error import AdminError
 from .assignments import validate_target
 
 if TYPE_CHECKING:
-    from .state import Topic
+    from .topic import Topic
 
 
 @dataclass

@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
-    from .state import ClusterState, Topic
+    from .state import ClusterState
+    from .topic import Topic
 
 RACK_AWARE = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
 LEADER_SELECTOR = "org.apache.kafka.common.replica.LeaderSelector"  # Kafka's explicit "always the leader"

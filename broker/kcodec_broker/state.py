@@ -12,7 +12,6 @@ import glob
 import json
 import logging
 import os
-import re
 import tempfile
 import threading
 import uuid
@@ -37,38 +36,13 @@ from .log import DEFAULT_MAX_PARTITION_BYTES, DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 from .log.store import now_ms
 from .quorum import Quorum
 from .reassignments import Reassignment, completed, plan_cancel, plan_change
+from .topic import SYSTEM_TOPICS, Topic, system_topic_configs, validate_topic_name
 
 log = logging.getLogger("kcodec_broker")
 
-# KIP-619: the system-defined internal topics, present from the start, never deletable.
-SYSTEM_TOPICS = ("__consumer_offsets", "__transaction_state")
-MAX_TOPIC_NAME = 249
-_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 STATE_FORMAT = 1
 # A topic's partitions live in memory: a request for two billion of them must be refused, not tried.
 MAX_PARTITIONS_PER_TOPIC = 10_000
-
-
-@dataclass
-class Topic:
-    name: str
-    topic_id: uuid.UUID
-    replicas: list[list[int]]          # per partition, the leader first
-    configs: dict[str, str] = field(default_factory=dict)  # overrides only
-    reassigning: dict[int, Reassignment] = field(default_factory=dict)  # partition index: one in progress
-
-    @property
-    def system(self) -> bool:
-        return self.name in SYSTEM_TOPICS
-
-    @property
-    def internal(self) -> bool:
-        """KIP-619: system topics and topics whose config says internal=true."""
-        return self.system or cfg.is_internal(self.configs)
-
-    @property
-    def replication_factor(self) -> int:
-        return len(self.replicas[0]) if self.replicas else 0
 
 
 @dataclass(frozen=True)
@@ -82,30 +56,6 @@ class BrokerInfo:
     def endpoint(self, listener: str) -> Optional[tuple[str, int]]:
         """Where a client of ``listener`` reaches this broker; None: the broker lacks that listener."""
         return self.endpoints.get(listener) if self.endpoints else (self.host, self.port)
-
-
-def validate_topic_name(name: Optional[str]) -> str:
-    """Kafka's Topic.validate, in its order and words (Kafka 4.4), as an AdminError with INVALID_TOPIC_EXCEPTION."""
-    if not name:
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed")
-    if name in (".", ".."):
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' is not allowed")
-    if len(name.encode("utf-16-le")) // 2 > MAX_TOPIC_NAME:  # Java's String.length: UTF-16 units
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: the length of '{name}' is "
-                         f"longer than the max allowed length {MAX_TOPIC_NAME}")
-    if not _LEGAL_NAME.fullmatch(name):
-        raise AdminError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: '{name}' contains one or more "
-                         "characters other than ASCII alphanumerics, '.', '_' and '-'")
-    return name
-
-
-def system_topic_configs(name: str, brokers: int) -> dict[str, str]:
-    """The configs Kafka's coordinators create their topics with (GroupCoordinator's and TransactionLog's
-    defaults: offsets.topic.*, transaction.state.log.*, the minimum ISR capped by the broker count)."""
-    if name == "__consumer_offsets":
-        return {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
-    return {"cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": str(min(2, brokers)),
-            "segment.bytes": "104857600", "unclean.leader.election.enable": "false"}
 
 
 class ClusterState:

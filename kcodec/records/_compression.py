@@ -10,7 +10,8 @@ with one decompression context per thread (in the [zstd] and [lz4] extras; cramj
 109 batches: zstd 2.1 ms against 0.58 ms, lz4 0.69 ms against 0.32 ms). zstd writes of a small batch
 go through a kept zstandard context too (the same bytes as cramjam's; a 9.6 KB batch in 12 µs instead of
 30); a batch of 16 KiB or more gets a fresh context, as the Java client's and librdkafka's each get one
-(see _ZSTD_KEPT_BELOW).
+(see _ZSTD_KEPT_BELOW). The compiled backend reads lz4 through liblz4 itself, into the bytes it keeps
+(``native_lz4``, kcodec/records/_crecords_lz4.pxi), and hands what it refuses to ``_unlz4``.
 Before snappy, lz4 or zstd inflate anything, the frame structure is walked to bound the output from its
 declared sizes (snappy's length preamble, lz4 and zstd block headers and maximum block sizes), so a bomb is
 refused before any large allocation.
@@ -22,7 +23,7 @@ import struct
 import threading
 import zlib
 from types import ModuleType
-from typing import Optional
+from typing import Any, Callable, Optional
 
 try:
     import cramjam
@@ -45,6 +46,9 @@ except ImportError:  # pragma: no cover - likewise for lz4
 from ._types import Compression
 
 
+# The compiled backend's lz4 route (_crecords.inflate_lz4: liblz4 into the bytes kept, None when it passes a
+# batch to _unlz4), installed by _select when that backend runs; None under KCODEC_PURE=1.
+native_lz4: Optional[Callable[[Any, int, int], Optional[bytes]]] = None
 _contexts = threading.local()  # zstandard's contexts are not to be shared between threads
 
 
@@ -160,7 +164,8 @@ def inflate(codec: int, data, cap: int, magic: int = 2):
         if codec == _SNAPPY:
             return _unsnappy(memoryview(data), cap)
         if codec == _LZ4:
-            return _unlz4(memoryview(data), cap, magic)
+            out = native_lz4(data, cap, magic) if native_lz4 is not None else None
+            return out if out is not None else _unlz4(memoryview(data), cap, magic)
         if codec == _ZSTD:
             return _unzstd(memoryview(data), cap)
     except CodecError:

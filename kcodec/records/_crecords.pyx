@@ -146,6 +146,7 @@ cdef inline uint64_t be64(const unsigned char* p) noexcept nogil:
 
 
 include "_crecords_snappy.pxi"
+include "_crecords_lz4.pxi"
 
 
 def scan_v2(buf, view, Py_ssize_t pos, Py_ssize_t index, bint verify_crc, bint zero_copy,
@@ -402,8 +403,10 @@ def iter_batch(BatchHeader h not None):
     it.batch = h
     if h.attributes & 0x07:
         payload = h._payload
-        if payload is None and h.attributes & 0x07 == 2:  # snappy: walked in C (None when anything is off)
+        if payload is None and h.attributes & 0x07 == 2:  # snappy, lz4: walked in C (None when anything is off)
             payload = unsnappy(h._buf, h._start, h._end, h._max)
+        elif payload is None and h.attributes & 0x07 == 3:
+            payload = unlz4(h._buf, h._start, h._end, h._max, 2)
         if payload is None:  # inflated here from the C fields; on any fault the batch's payload() raises
             try:
                 payload = inflate(h.attributes & 0x07, memoryview(h._buf)[h._start:h._end], h._max)

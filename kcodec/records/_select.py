@@ -9,7 +9,7 @@ import os
 from types import ModuleType
 
 from ..core.extension import load
-from . import _pure
+from . import _compression, _pure
 
 
 def available() -> dict[str, ModuleType]:
@@ -25,3 +25,5 @@ def available() -> dict[str, ModuleType]:
 _PURE = os.environ.get("KCODEC_PURE", "") not in ("", "0")
 BACKEND = "cython" if not _PURE and "cython" in available() else "python"
 backend: ModuleType = available()[BACKEND]
+if BACKEND == "cython":  # lz4 batches inflated by liblz4 into the bytes kept (kcodec/records/_crecords_lz4.pxi)
+    _compression.native_lz4 = backend.inflate_lz4

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kcodec_broker import ClusterState
-from kcodec_broker.state import Topic
+from kcodec_broker.topic import Topic
 from kcodec_broker.acl import ANY, LITERAL, MATCH, PREFIXED, Acl, acl_filter
 
 

@@ -18,7 +18,8 @@ from .. import client_metrics as cm
 from .. import configs as cfg
 from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
-from ..state import AdminError, Topic
+from ..state import AdminError
+from ..topic import Topic
 from . import handles
 
 CLUSTER_DENIED = KAFKA_MESSAGES[ErrorCode.CLUSTER_AUTHORIZATION_FAILED]

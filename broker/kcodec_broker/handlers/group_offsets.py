@@ -17,7 +17,8 @@ from kcodec.messages import (OffsetCommitRequest, OffsetCommitResponse, OffsetDe
 
 from ..context import Context
 from ..groups.offsets import Committed
-from ..state import AdminError, Topic
+from ..state import AdminError
+from ..topic import Topic
 from . import handles
 from .groups import group_error
 from .metadata import ZERO_UUID

@@ -9,7 +9,8 @@ from kcodec.messages import (DescribeTopicPartitionsRequest, DescribeTopicPartit
                              ListTopicsResponse)
 
 from ..context import Context
-from ..state import AdminError, validate_topic_name
+from ..state import AdminError
+from ..topic import validate_topic_name
 from . import handles
 from .metadata import ZERO_UUID, partitions_of
 

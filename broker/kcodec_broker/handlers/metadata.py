@@ -12,7 +12,8 @@ from kcodec.errors import ErrorCode
 from kcodec.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
 
 from ..context import Context
-from ..state import AdminError, Topic, validate_topic_name
+from ..state import AdminError
+from ..topic import Topic, validate_topic_name
 from . import handles
 
 log = logging.getLogger("kcodec_broker")

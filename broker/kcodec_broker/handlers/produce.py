@@ -27,7 +27,7 @@ from ..context import Context
 from ..isr import acks_all_result, refuse_append
 from ..log.validator import (NO_LOG_START, Rules, check_request, producer_id_cut_off, scan_request,
                              validate_append)
-from ..state import Topic
+from ..topic import Topic
 from . import CLOSE_CONNECTION, NO_RESPONSE, Later, handles
 from .metadata import current_leader
 from .transactions import epoch_error

@@ -13,7 +13,8 @@ from kcodec.messages import (CreatePartitionsRequest, CreatePartitionsResponse, 
 from .. import broker_configs as bc
 from ..admin_error import KAFKA_MESSAGES
 from ..context import Context
-from ..state import AdminError, Topic
+from ..state import AdminError
+from ..topic import Topic
 from . import handles
 
 ZERO_UUID = uuid.UUID(int=0)
