@@ -8,8 +8,8 @@ offsets, codec, producer and flags; its records are summed with ``record_summary
 column or object per record), which gives the record count, key and value bytes and timestamp range and
 checks that the records are what the header claims. A compressed batch is inflated for that: its key and
 value bytes, its timestamps and its inflated size are inside; offsets, counts and flags are read from the
-header alone; a batch a worker summed lately is not inflated again (``_Summaries``). CRCs are checked
-apart (``crc_valid``) so that a batch with a bad checksum is still described. A batch that does not decode gets an ``error``; a records field that
+header alone. CRCs are checked apart (``crc_valid``) so that a batch with a
+bad checksum is still described. A batch that does not decode gets an ``error``; a records field that
 cannot be walked further gets one row for the rest (``position`` onwards); a Fetch response cut at its
 max bytes ends in a ``partial`` row (not an error: brokers do this). Nothing here raises for bad input.
 """
@@ -18,19 +18,17 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from collections import OrderedDict
 from typing import Any, Iterator, Optional
 
 import pyarrow as pa
 
 import kcodec
-from kcodec.records import Compression, RecordsError, RecordSummary, crc32, crc32c, iter_batches, record_summary
+from kcodec.records import Compression, RecordsError, crc32, crc32c, iter_batches, record_summary
 
 from .decode import api_name
 
 PRODUCE, FETCH, METADATA = 0, 1, 3
 V2_CRC_START, LEGACY_CRC_START, V2_HEADER = 21, 16, 61
-V2_MAGIC_AT = 16  # a v2 batch from its magic on: what its summary depends on (not its base offset or leader epoch)
 LOG_OVERHEAD = 12  # offset and length (v2) / size (magic 0/1) before every batch or message
 LEGACY_HEADER = {0: 14, 1: 22}  # crc, magic, attributes, (timestamp,) key and value lengths
 NIL_UUID = uuid.UUID(int=0)
@@ -82,43 +80,6 @@ def _crc_valid(b: Any, view: memoryview) -> bool:
     return bool(crc32(view[b.offset + LEGACY_CRC_START:end]) == b.crc)
 
 
-class _Summaries:
-    """The uncompressed size and ``record_summary`` of the compressed v2 batches seen last, by their bytes
-    from the magic on. A Fetch response hands out the very bytes a Produce request sent (the broker rewrites
-    only the base offset and the leader epoch, before the magic), so a capture holding both the produce and
-    the fetch of a batch (or its fetch by several consumers or followers) needs it inflated and summed once.
-    Exact: a hit is the same bytes, compared whole (CRC and size only find the candidate); a batch whose CRC
-    does not match or whose records are malformed is not kept. At most ``max_bytes`` of batches are kept
-    (the least recently used go first), so a worker's memory stays bounded."""
-
-    def __init__(self, max_bytes: int = 16 << 20) -> None:
-        self.max_bytes, self.bytes = max_bytes, 0
-        self.kept: "OrderedDict[tuple[int, int], tuple[bytes, int, RecordSummary]]" = OrderedDict()
-
-    def get(self, b: Any, view: memoryview) -> Optional[tuple[int, RecordSummary]]:
-        """The kept (uncompressed size, summary) of a batch of ``view`` with the same bytes, or None."""
-        hit = self.kept.get((b.crc, b.size))
-        if hit is None or hit[0] != view[b.offset + V2_MAGIC_AT:b.offset + b.size].tobytes():
-            return None
-        self.kept.move_to_end((b.crc, b.size))
-        return hit[1], hit[2]
-
-    def put(self, b: Any, view: memoryview, uncompressed: int, s: RecordSummary) -> None:
-        data = view[b.offset + V2_MAGIC_AT:b.offset + b.size].tobytes()
-        if len(data) > self.max_bytes:
-            return
-        old = self.kept.pop((b.crc, b.size), None)
-        if old is not None:
-            self.bytes -= len(old[0])
-        self.kept[(b.crc, b.size)] = (data, uncompressed, s)
-        self.bytes += len(data)
-        while self.bytes > self.max_bytes:
-            self.bytes -= len(self.kept.popitem(last=False)[1][0])
-
-
-_SUMS = _Summaries()  # a worker's, across its tasks (as decode.metadata_what_if's cache)
-
-
 CODECS = tuple(c.name.lower() for c in sorted(Compression, key=int))  # by the attributes' low 3 bits
 
 
@@ -137,16 +98,9 @@ def batch_row(b: Any, view: memoryview) -> dict[str, Any]:
         row.update(producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence)
     try:
         compressed = codec != Compression.NONE
-        keep = magic >= 2 and compressed and row["crc_valid"]
-        kept = _SUMS.get(b, view) if keep else None
-        if kept is not None:
-            row["uncompressed_bytes"], s = kept
-        else:
-            if magic >= 2:  # inflated once here; record_summary reads the same inflated bytes
-                row["uncompressed_bytes"] = V2_HEADER + len(b.payload()) if compressed else size
-            s = record_summary(b)
-            if keep:
-                _SUMS.put(b, view, row["uncompressed_bytes"], s)
+        if magic >= 2:  # inflated once here; record_summary reads the same inflated bytes
+            row["uncompressed_bytes"] = V2_HEADER + len(b.payload()) if compressed else size
+        s = record_summary(b)
         row["key_bytes"], row["value_bytes"] = s.key_bytes, s.value_bytes
         if s.records:
             row["first_timestamp"], row["max_timestamp"] = s.min_timestamp, s.max_timestamp
