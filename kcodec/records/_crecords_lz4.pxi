@@ -1,13 +1,14 @@
-# Included by _crecords.pyx: an lz4 batch's records inflated by liblz4's frame decoder (LZ4F_decompress)
-# straight into the bytes object kept, as _compression's _unlz4 inflates them. python-lz4's decompress_chunk
-# inflates into a malloc'd buffer of the frame's bound and copies that into a new bytes object (1.09 G of
-# instructions, memcpy, in a 9.2 G partition of `kcodec analyze`'s pass 2). Here the frames are walked in C
-# (the same bounds as _lz4_frames), one bytes of the walked bound is filled frame after frame by one kept
-# decompression context, and shrunk to what was made (_PyBytes_Resize: realloc in place, no copy). A frame
-# gets the room it may fill (its declared size, else its blocks' bound, counting a compressed block as its
-# frame's whole block size, as Kafka's writers leave the size out): LZ4F then always has a block's room and
-# decodes into the bytes, not into its own buffer (a sized frame's last block goes through that buffer). Checksums (header, block, content) are checked by LZ4F as
-# python-lz4's decoder checks them; magic 0's header checksum (KAFKA-3160) is recomputed first.
+# Included by _crecords.pyx: an lz4 batch's records inflated by liblz4's frame decoder (LZ4F_decompress) straight
+# into the bytes object kept, as _compression's _unlz4 inflates them. python-lz4's decompress_chunk inflates into a
+# malloc'd buffer of the frame's bound and copies that into a new bytes object (1.09 G of instructions, memcpy, in a
+# 9.2 G partition of `kcodec analyze`'s pass 2). Here the frames are walked in C (the same bounds as _lz4_frames),
+# one bytes of the walked bound is filled frame after frame by a kept decompression context (the GIL released from
+# 16 KiB, as python-lz4 released it), and shrunk to what was made (_PyBytes_Resize: realloc in place, no copy). A
+# frame gets the room it may fill (its declared size, else its blocks' bound, counting a compressed block as its
+# frame's whole block size, as Kafka's writers leave the size out): LZ4F then always has a block's room and decodes
+# into the bytes, not into its own buffer (a sized frame's last block goes through that buffer). Checksums (header,
+# block, content) are checked by LZ4F as python-lz4's decoder checks them; magic 0's header checksum (KAFKA-3160) is
+# recomputed first.
 #
 # liblz4 is the one python-lz4 brings: its extension module lz4.frame._frame exports the LZ4F_* functions,
 # found at first use through ctypes and kept as C function pointers. Where they are not exported (a build
@@ -27,24 +28,31 @@ cdef extern from "Python.h":
 cdef enum:
     LZ4_FRAMES = 16  # walked here up to this many; more go through the reference
     LZ4F_VERSION = 100
+    LZ4_NOGIL = 16384  # from this many bytes of room the GIL is released while inflating (its release and
+                       # retake cost ~0.1-0.2 us, a small batch's inflating a few; hashlib does the same)
 
 ctypedef size_t (*lz4f_create_t)(void** dctx, unsigned version) noexcept nogil
 ctypedef size_t (*lz4f_decompress_t)(void* dctx, void* dst, size_t* dst_size, const void* src, size_t* src_size,
                                      const void* options) noexcept nogil
 ctypedef unsigned (*lz4f_is_error_t)(size_t code) noexcept nogil
 ctypedef void (*lz4f_reset_t)(void* dctx) noexcept nogil
+ctypedef size_t (*lz4f_free_t)(void* dctx) noexcept nogil
 
 cdef lz4f_decompress_t _lz4f_decompress = NULL
 cdef lz4f_is_error_t _lz4f_is_error = NULL
 cdef lz4f_reset_t _lz4f_reset = NULL
-cdef void* _lz4_dctx = NULL  # one context, used with the GIL held and no Python run in between: never shared
+cdef lz4f_create_t _lz4f_create = NULL
+cdef lz4f_free_t _lz4f_free = NULL
+# A one-context pool: a call takes it out (with the GIL), inflates without the GIL, and puts it back, or frees
+# its own when another thread's call put one back first; so no two calls share a context and a thread-heavy
+# reader makes at most one context a concurrent call.
+cdef void* _lz4_dctx = NULL
 cdef int _lz4_state = 0  # 0: not looked up yet, 1: liblz4's functions found, -1: the reference runs
 
 
 cdef bint lz4_native() noexcept:
     """Whether liblz4's frame decoder is at hand (looked up once)."""
-    global _lz4_state, _lz4f_decompress, _lz4f_is_error, _lz4f_reset, _lz4_dctx
-    cdef lz4f_create_t create
+    global _lz4_state, _lz4f_decompress, _lz4f_is_error, _lz4f_reset, _lz4f_create, _lz4f_free, _lz4_dctx
     if _lz4_state == 0:
         _lz4_state = -1
         try:
@@ -53,11 +61,12 @@ cdef bint lz4_native() noexcept:
             lib = ctypes.CDLL(_frame.__file__)  # (already loaded: the same handle, nothing loaded twice)
             addr = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0 for name in
                     ("LZ4F_createDecompressionContext", "LZ4F_decompress", "LZ4F_isError",
-                     "LZ4F_resetDecompressionContext")}
+                     "LZ4F_resetDecompressionContext", "LZ4F_freeDecompressionContext")}
         except Exception:  # lz4 missing, or a build that does not export its C functions
             return False
-        create = <lz4f_create_t><uintptr_t>addr["LZ4F_createDecompressionContext"]
-        if create(&_lz4_dctx, LZ4F_VERSION) != 0 or _lz4_dctx == NULL:
+        _lz4f_create = <lz4f_create_t><uintptr_t>addr["LZ4F_createDecompressionContext"]
+        _lz4f_free = <lz4f_free_t><uintptr_t>addr["LZ4F_freeDecompressionContext"]
+        if _lz4f_create(&_lz4_dctx, LZ4F_VERSION) != 0 or _lz4_dctx == NULL:
             return False
         _lz4f_decompress = <lz4f_decompress_t><uintptr_t>addr["LZ4F_decompress"]
         _lz4f_is_error = <lz4f_is_error_t><uintptr_t>addr["LZ4F_isError"]
@@ -75,6 +84,34 @@ cdef inline uint32_t le32(const unsigned char* p) noexcept nogil:
     return <uint32_t>p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
 
 
+cdef size_t inflate_frames(void* ctx, unsigned char* o, size_t total, const unsigned char* d, Py_ssize_t nf,
+                           const Py_ssize_t* starts, const Py_ssize_t* ends, const Py_ssize_t* heads,
+                           const uint64_t* mosts, const unsigned char* fixed, int magic) noexcept nogil:
+    """The walked frames inflated by ctx into o (total bytes of room): how many bytes were made, or -1 (the
+    context reset: a context left mid-frame is reset before its next use)."""
+    cdef size_t at = 0, dst_size, src_size, ret
+    cdef Py_ssize_t i, pos
+    for i in range(nf):
+        if magic == 0:  # the fixed header, then the frame after it
+            src_size, dst_size = heads[i] + 1 - starts[i], 0
+            ret = _lz4f_decompress(ctx, o + at, &dst_size, fixed + i * 19, &src_size, NULL)
+            if _lz4f_is_error(ret) or dst_size != 0 or src_size != <size_t>(heads[i] + 1 - starts[i]):
+                _lz4f_reset(ctx)
+                return <size_t>-1
+            pos = heads[i] + 1
+        else:
+            pos = starts[i]
+        # the room a frame may fill, within the cap: one that lies about its size stops there
+        src_size, dst_size = ends[i] - pos, min(mosts[i], total - at)
+        ret = _lz4f_decompress(ctx, o + at, &dst_size, d + pos, &src_size, NULL)
+        # 0: the frame ended (content size and checksums checked); else it wants more input or room
+        if ret != 0 or src_size != <size_t>(ends[i] - pos):
+            _lz4f_reset(ctx)
+            return <size_t>-1
+        at += dst_size
+    return at
+
+
 cdef object unlz4(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t cap, int magic):
     """The inflated records (bytes) of buf[start:end], or None (the reference then runs; end -1: the buffer's
     end)."""
@@ -88,9 +125,12 @@ cdef object unlz4(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t cap, 
     cdef Py_ssize_t ends[LZ4_FRAMES]
     cdef Py_ssize_t heads[LZ4_FRAMES]  # the header checksum's position (magic 0 feeds a fixed header first)
     cdef uint64_t mosts[LZ4_FRAMES]
-    cdef unsigned char fixed[LZ4_FRAMES][19]
-    cdef size_t dst_size, src_size, at = 0, ret
+    cdef unsigned char fixed[LZ4_FRAMES * 19]  # frame i's header at i * 19
+    cdef size_t at = 0
+    cdef void* ctx
+    cdef unsigned char* o
     cdef PyObject* raw
+    global _lz4_dctx
     if cap < 0 or not lz4_native():
         return None
     PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)  # held until the last frame is read
@@ -121,8 +161,8 @@ cdef object unlz4(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t cap, 
             block_max = 1 << (8 + 2 * ((d[pos + 5] >> 4) & 0x07))
             starts[nf], heads[nf] = pos, desc_end
             if magic == 0:
-                memcpy(fixed[nf], d + pos, desc_end - pos)
-                fixed[nf][desc_end - pos] = (_compression._xxh32(d[pos + 4:desc_end]) >> 8) & 0xFF
+                memcpy(fixed + nf * 19, d + pos, desc_end - pos)
+                fixed[nf * 19 + desc_end - pos] = (_compression._xxh32(d[pos + 4:desc_end]) >> 8) & 0xFF
             pos = desc_end + 1
             frame_bound = 0
             while True:
@@ -148,28 +188,25 @@ cdef object unlz4(object buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t cap, 
             total = cap
         if total == 0:
             return None
-        # Made before the first LZ4F call (an allocation may run the collector, and Python code): from here to
-        # the last frame nothing but LZ4F runs, so the one context is this call's alone.
         out = PyBytes_FromStringAndSize(NULL, <Py_ssize_t>total)
-        o = PyBytes_AS_STRING(out)
-        for i in range(nf):
-            if magic == 0:  # the fixed header, then the frame after it
-                src_size, dst_size = heads[i] + 1 - starts[i], 0
-                ret = _lz4f_decompress(_lz4_dctx, o + at, &dst_size, fixed[i], &src_size, NULL)
-                if _lz4f_is_error(ret) or dst_size != 0 or src_size != <size_t>(heads[i] + 1 - starts[i]):
-                    _lz4f_reset(_lz4_dctx)
-                    return None
-                pos = heads[i] + 1
-            else:
-                pos = starts[i]
-            # the room a frame may fill, within the cap: one that lies about its size stops there
-            src_size, dst_size = ends[i] - pos, min(mosts[i], total - at)
-            ret = _lz4f_decompress(_lz4_dctx, o + at, &dst_size, d + pos, &src_size, NULL)
-            # 0: the frame ended (content size and checksums checked); else it wants more input or room
-            if ret != 0 or src_size != <size_t>(ends[i] - pos):
-                _lz4f_reset(_lz4_dctx)  # (a context left mid-frame is reset before its next use)
-                return None
-            at += dst_size
+        ctx = _lz4_dctx  # taken out of the pool (with the GIL), or a new one if another call holds it
+        _lz4_dctx = NULL
+        if ctx == NULL and _lz4f_create(&ctx, LZ4F_VERSION) != 0:
+            if ctx != NULL:
+                _lz4f_free(ctx)
+            return None
+        o = <unsigned char*>PyBytes_AS_STRING(out)
+        if total >= LZ4_NOGIL:
+            with nogil:
+                at = inflate_frames(ctx, o, total, d, nf, starts, ends, heads, mosts, fixed, magic)
+        else:
+            at = inflate_frames(ctx, o, total, d, nf, starts, ends, heads, mosts, fixed, magic)
+        if _lz4_dctx == NULL:  # back to the pool, unless another call put one back meanwhile
+            _lz4_dctx = ctx
+        else:
+            _lz4f_free(ctx)
+        if at == <size_t>-1:
+            return None
     except Exception:
         return None
     finally:
