@@ -4,7 +4,9 @@
 `kcodec broker`, a consumer in a group reading them back, and an admin listing topics. ``replicate(base,
 path, size)`` writes a capture of about ``size`` bytes made of copies of it, each copy on its own client
 address (127.1.x.y: distinct connections) and started 1 ms after the previous one, so that the copies'
-packets interleave as many clients' would (every byte range of the file holds every connection).
+packets interleave as many clients' would (every byte range of the file holds every connection), and each
+copy's record batches its own (``capture_batches``: copy k's timestamps k ms later, checksums redone), so
+that no batch repeats another copy's bytes, as in a real capture of many clients.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 from typing import Iterator
 
 from kcodec.tap import pcapfile
+
+from capture_batches import Batches, patched
 
 MESSAGES = 200_000
 
@@ -135,14 +139,18 @@ def _moved(packet: bytes, client: bytes, port: int) -> bytes:
 
 
 def replicate(base: Path, path: Path, size: int, port: int) -> dict[str, int]:
-    """A pcap of about ``size`` bytes: copies of ``base``, each its own client address and 1 ms later."""
+    """A pcap of about ``size`` bytes: copies of ``base``, each its own client address, 1 ms later and its
+    batches' timestamps ``k`` ms later (so every copy's batches are its own)."""
     data = base.read_bytes()
     packets = [(p.ts_ns, p.data) for p in pcapfile.packets(data)]
+    batches = Batches([p for _, p in packets], port)
     copies = max(1, round(size / len(data)))
 
     def copy(k: int) -> Iterator[tuple[int, int, bytes]]:
         client = bytes([127, 1, k >> 8, k & 0xFF])
-        for ts, pkt in packets:
+        patches = batches.shift(k) if k else {}
+        for i, (ts, pkt) in enumerate(packets):
+            pkt = patched(pkt, patches[i]) if i in patches else pkt
             yield ts + k * 1_000_000, k, _moved(pkt, client, port)
 
     n = 0
@@ -152,7 +160,8 @@ def replicate(base: Path, path: Path, size: int, port: int) -> dict[str, int]:
             f.write(struct.pack("<IIII", ts // 1_000_000_000, ts % 1_000_000_000 // 1000, len(pkt), len(pkt)))
             f.write(pkt)
             n += 1
-    return {"copies": copies, "packets": n, "bytes": path.stat().st_size}
+    return {"copies": copies, "packets": n, "bytes": path.stat().st_size, "batches": len(batches.found),
+            "magic0": batches.legacy0}
 
 
 if __name__ == "__main__":
