@@ -27,9 +27,16 @@ from libc.string cimport memcpy, memmove, memset
 
 cdef extern from "Python.h":
     object PyUnicode_New(Py_ssize_t size, uint32_t maxchar)
-    void* PyUnicode_DATA(object s)
     int PyTraceMalloc_Track(unsigned int domain, uintptr_t ptr, size_t size)
     int PyTraceMalloc_Untrack(unsigned int domain, uintptr_t ptr)
+
+cdef extern from *:
+    """
+    /* The characters of a compact ASCII string (PyUnicode_New(n, 127) makes one): right after its header,
+       as PyUnicode_DATA finds them after its tests of the kind and the layout. */
+    #define kc_ascii_data(s) ((void *)(((PyASCIIObject *)(s)) + 1))
+    """
+    void* ascii_data "kc_ascii_data"(object s) noexcept
 
 # tracemalloc sees the columns (as it sees numpy's own arrays): peak-memory measurements stay honest.
 DEF TRACE_DOMAIN = 0x6b63
@@ -82,10 +89,10 @@ cdef inline bint ascii(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     return (seen & 0x8080808080808080ULL) == 0
 
 
-cdef int append_ascii(list objects, const unsigned char* p, Py_ssize_t n) except -1:
+cdef inline int append_ascii(list objects, const unsigned char* p, Py_ssize_t n) except -1:
     """An ASCII string, copied (no decoder), onto a column of strings."""
     cdef object text = PyUnicode_New(n, 127)
-    memcpy(PyUnicode_DATA(text), p, n)
+    memcpy(ascii_data(text), p, n)
     objects.append(text)
     return 0
 

@@ -178,8 +178,7 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
         # n - r rows, checked here once instead of per array and row. One without (an array empty so far
         # has no memory) takes only empty rows here; take_rows' loop grows it at the first ids, by the
         # buffer's share read, so the next call has room for the rest.
-        m = plans[4 + j].vcap - 4 - vl[j]
-        most[j] = 4 if m >= 0 and m // 4 + 1 >= n - r else 0
+        most[j] = 4 if vl[j] + 4 * (n - r) <= plans[4 + j].vcap else 0  # (n - r is bounded by the buffer)
     while r < n and q <= last:  # (its numbers, then arrays of at most 4 ids each)
         prefetch(buf + q + PREFETCH_AHEAD)
         p = q + 14

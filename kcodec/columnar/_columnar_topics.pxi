@@ -2,11 +2,12 @@
 # A topic of the shape topic_shape finds (fixed bytes, the name, fixed bytes, the partitions, fixed bytes, the
 # tags' byte), whose partitions are a plain struct, is read here without walk's per-field dispatch: its
 # numbers and name are stored straight into their columns and its partitions handed to take_rows' run of
-# usual rows (partition_run, called here while take_rows' column pointers have room, else take_rows). Up to the
-# partitions' length nothing is stored, and anything unusual there (a null, long or non-ASCII name, a long or
-# null count, a short buffer) stops the loop before the row, for walk to take it the full way. From there on
-# the row is finished here whatever comes, by the full path's own steps (walk per partition take_rows stops
-# at, scalar and tagged for the rest), so the rows and the errors are walk's.
+# usual rows (partition_run, called here while take_rows' column pointers have room, else take_rows). Up to
+# the partitions' length (topic_head, _columnar_names.pxi) nothing is stored, and anything unusual there (a
+# null, long or non-ASCII name, a long or null count, a short buffer) stops the loop before the row, for
+# walk to take it the full way. From there on the row is finished here whatever comes, by the full path's
+# own steps (walk per partition take_rows stops at, scalar and tagged for the rest), so the rows and the
+# errors are walk's.
 
 
 cdef inline int keep(Walker w, const TopicShape* t, int j, const unsigned char* p) except -1:
@@ -35,8 +36,9 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
     cdef const OpC* arr = &w.L.ops[t.parts_op]
     cdef int sub = arr.sub
     cdef const unsigned char* buf = w.buf
-    cdef Py_ssize_t end = w.end, q, name, start, mid
-    cdef int64_t done = 0, m, parts, i, row
+    cdef Py_ssize_t end = w.end, q, start
+    cdef int64_t done = 0, parts, i, row
+    cdef TopicHead h
     cdef int j, k
     cdef list names = <list>PyList_GET_ITEM(w.objects, t.name_col)
     cdef const StructC* sub_st = &w.L.structs[sub]
@@ -45,51 +47,18 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
     cdef int64_t r0, r
     cdef int32_t* parents
     while done < n:
-        start = q = at[0]
-        if t.before > end - q:
+        start = at[0]
+        if not topic_head(buf, end, t, arr, start, &h):
             break
-        q += t.before
-        if t.name_compact:
-            if q >= end or <uint8_t>(buf[q] - 1) >= 0x7F:  # null, or a multi-byte length
-                break
-            m = buf[q] - 1
-            q += 1
-        else:
-            if 2 > end - q:
-                break
-            m = <int16_t>be16(buf + q)
-            if m < 0:
-                break
-            q += 2
-        if m > end - q or not ascii(buf + q, m):
-            break
-        name = q
-        q += m
-        mid = q
-        if t.between > end - q:
-            break
-        q += t.between
-        if arr.compact:
-            if q >= end or <uint8_t>(buf[q] - 1) >= 0x7F:
-                break
-            parts = buf[q] - 1
-            q += 1
-        else:
-            if 4 > end - q:
-                break
-            parts = <int32_t>be32(buf + q)
-            if parts < 0:
-                break
-            q += 4
-        if parts * arr.elem_min > end - q:
-            break
+        q = h.q
+        parts = h.parts
         # the row is walk's from here (its parent row, where it began, its values before the partitions)
         row = w.rows[s]
         w.rows[s] = row + 1
         w.at = start
         for j in range(t.npre):
-            keep(w, t, j, buf + (start if t.kept_part[j] == 0 else mid) + t.kept_off[j])
-        append_ascii(names, buf + name, m)
+            keep(w, t, j, buf + (start if t.kept_part[j] == 0 else h.mid) + t.kept_off[j])
+        append_ascii(names, buf + h.name, h.m)
         i = 0
         if 0 < parts <= w.spare[sub] and (A == 3 or A == 5):  # take_rows' pointers have room: its run here
             # (without take_rows' set-up and close a call: ~80 instructions a topic), its rows counted as it would
