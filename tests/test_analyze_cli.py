@@ -213,6 +213,43 @@ def test_the_context_stops_beside_the_report_and_its_errors_are_raised():
         broken.join()
 
 
+def test_a_stopped_context_s_jvm_is_released_only_when_asked():
+    """analyze.Stopping(release=True): once the context is stopped, the JVM this command started is told to
+    exit (its stdin closed: PySpark's gateway JVM exits when it ends) while the report renders, not after the
+    command; without ``release`` (spark-submit's JVM, or a run writing the class archive) it is left alone."""
+    import io
+
+    def context_class() -> type:
+        class Proc:
+            stdin = io.BytesIO()
+
+        class Gateway:
+            proc = Proc()
+
+        class Context:
+            _gateway = Gateway()
+            stopped = 0
+
+            def stop(self) -> None:
+                assert not self._gateway.proc.stdin.closed  # stopped first, then released
+                type(self).stopped += 1
+
+        return Context
+
+    released = context_class()
+    stopping = analyze.Stopping(released(), release=True)
+    stopping.start()
+    stopping.join()
+    assert released.stopped == 1 and released._gateway.proc.stdin.closed
+    kept = context_class()
+    stopping = analyze.Stopping(kept())
+    stopping.start()
+    stopping.join()
+    assert kept.stopped == 1 and not kept._gateway.proc.stdin.closed
+    analyze.release(released)  # already closed: nothing to do
+    analyze.release(object)  # no gateway (Spark Connect, a context never started): nothing to do
+
+
 def test_the_numpy_converters_are_asked_about_numpy_values_only():
     """launch.numpy_converters: py4j asks every input converter about every argument; PySpark's numpy ones
     imported pyspark.testing.utils, and with it pandas, to answer about a list of strings. Wrapped, they answer

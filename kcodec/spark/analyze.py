@@ -171,7 +171,8 @@ def run(args: Any) -> int:
         sc = launch.context(master, quiet=not verbose, conf=settings)
         if not verbose:
             sc.setLogLevel("ERROR")
-        stopping = Stopping(sc)
+        # a JVM started here exits once stopped (not after the command), unless it still writes the archive
+        stopping = Stopping(sc, release=local and not under_submit and (archive is None or archive.writing is None))
         try:
             analyze(sc, args.captures, Path(args.out), args.tables, ports, progress=Progress(),
                     frame_bytes=getattr(args, "keep_frame_bytes", False), done=stopping.start, early=early)
@@ -198,16 +199,22 @@ class Stopping:
     """The context stopped in a thread while the report renders (``start``: the tables are written, nothing
     else runs on Spark): the JVM winds its scheduler, executor and Python workers down on its own core,
     0.2-0.5 s, while the driver draws the plots on the other, not after them. ``join`` waits for it (and
-    stops the context here if ``start`` never came: the job failed), and raises what ``stop`` raised."""
+    stops the context here if ``start`` never came: the job failed), and raises what ``stop`` raised.
+    ``release``: the JVM (started by this command) is then told to exit, not left until the command's
+    process ends: its exit (shutdown hooks, temporary files; 0.4-0.8 s, holding the console's streams)
+    overlaps the report instead of following it."""
 
-    def __init__(self, sc: Any) -> None:
+    def __init__(self, sc: Any, release: bool = False) -> None:
         self.sc = sc
+        self.release = release
         self.thread: Optional[threading.Thread] = None
         self.error: Optional[BaseException] = None
 
     def _run(self) -> None:
         try:
             stop(self.sc)
+            if self.release:
+                release(type(self.sc))
         except BaseException as e:  # noqa: BLE001 (raised again by join, in the command's thread)
             self.error = e
 
@@ -236,6 +243,15 @@ def stop(sc: Any) -> None:
         server.server_shutdown = True  # the handler leaves its loop at its next poll
         server.handle_error = _quiet  # or reads the JVM's closed socket first: nothing to say about it
     sc.stop()
+
+
+def release(context_class: Any) -> None:
+    """Let the stopped context's JVM exit now: PySpark's gateway JVM exits when its stdin ends, which is
+    otherwise when this process does (the JVM's exit then came after the report). Nothing else of the
+    command calls the JVM after ``stop``; a JVM whose stdin is not ours (spark-submit's) is left alone."""
+    proc = getattr(getattr(context_class, "_gateway", None), "proc", None)
+    if proc is not None and proc.stdin is not None and not proc.stdin.closed:
+        proc.stdin.close()
 
 
 def _quiet(*_: Any) -> None:
