@@ -246,8 +246,10 @@ def test_a_stopped_context_s_jvm_is_released_only_when_asked():
     stopping.start()
     stopping.join()
     assert kept.stopped == 1 and not kept._gateway.proc.stdin.closed
-    analyze.release(released)  # already closed: nothing to do
-    analyze.release(object)  # no gateway (Spark Connect, a context never started): nothing to do
+    from kcodec.spark.jvm import let_exit
+
+    assert let_exit(released._gateway) is released._gateway.proc  # already closed: nothing more to do
+    assert let_exit(None) is None  # no gateway (Spark Connect, a context never started): nothing to do
 
 
 def test_the_numpy_converters_are_asked_about_numpy_values_only():

@@ -213,8 +213,9 @@ class Stopping:
     def _run(self) -> None:
         try:
             stop(self.sc)
-            if self.release:
-                release(type(self.sc))
+            if self.release:  # (nothing of the command calls the JVM after stop)
+                from .jvm import let_exit
+                let_exit(getattr(type(self.sc), "_gateway", None))
         except BaseException as e:  # noqa: BLE001 (raised again by join, in the command's thread)
             self.error = e
 
@@ -243,15 +244,6 @@ def stop(sc: Any) -> None:
         server.server_shutdown = True  # the handler leaves its loop at its next poll
         server.handle_error = _quiet  # or reads the JVM's closed socket first: nothing to say about it
     sc.stop()
-
-
-def release(context_class: Any) -> None:
-    """Let the stopped context's JVM exit now: PySpark's gateway JVM exits when its stdin ends, which is
-    otherwise when this process does (the JVM's exit then came after the report). Nothing else of the
-    command calls the JVM after ``stop``; a JVM whose stdin is not ours (spark-submit's) is left alone."""
-    proc = getattr(getattr(context_class, "_gateway", None), "proc", None)
-    if proc is not None and proc.stdin is not None and not proc.stdin.closed:
-        proc.stdin.close()
 
 
 def _quiet(*_: Any) -> None:

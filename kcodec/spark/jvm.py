@@ -27,6 +27,17 @@ def _cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kcodec"
 
 
+def let_exit(gateway: Any) -> Any:
+    """Tell PySpark's gateway JVM to exit now (it exits when its stdin ends, otherwise with this process);
+    its process, or None when its stdin is not ours (spark-submit's JVM)."""
+    proc = getattr(gateway, "proc", None)
+    if proc is None or proc.stdin is None:
+        return None
+    if not proc.stdin.closed:
+        proc.stdin.close()
+    return proc
+
+
 def default_path(java_options: str) -> Optional[Path]:
     """Where the archive of this Java, this PySpark and these JVM options is kept; None without a java."""
     import pyspark
@@ -66,10 +77,9 @@ class Archive:
         archive as it exits), wait for it and put the archive in place. True when an archive was kept."""
         if self.writing is None or self.path is None:
             return False
-        proc = getattr(gateway, "proc", None)
         try:
-            if proc is not None and proc.stdin is not None:
-                proc.stdin.close()  # PySpark's gateway JVM exits when its stdin ends
+            proc = let_exit(gateway)
+            if proc is not None:
                 proc.wait(WAIT_S)
             if self.writing.is_file() and self.writing.stat().st_size:
                 os.replace(self.writing, self.path)
