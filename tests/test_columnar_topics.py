@@ -70,3 +70,32 @@ def test_topic_loop_fails_alike(cls, version):
     body = kcodec.encode(_topics(cls, version), version)
     assert every_cut_and_mutation(cls, body, version) == {"ok", "error"}
 
+
+
+def _run_of_topics(cls, version: int, wide: bool = True):
+    """Ordinary topics whose partitions partition_run reads with its state kept from topic to topic, broken by
+    a topic finished field by field (the state kept across it), one whose second partition take_rows takes
+    its general way (six replicas: the state written back, then loaded again) and one of 130 partitions."""
+    T, P = cls.Topic, cls.Partition
+    elr = {"eligible_leader_replicas": [4], "last_known_elr": []} if cls is DescribeTopicPartitionsResponse else {}
+    topics = [T(name=f"t{i}", error_code=i, partitions=[
+        P(partition_index=k, leader_id=i, replica_nodes=[i, k, 3][: 1 + (i + k) % 3], isr_nodes=[k] * (k % 2),
+          **elr) for k in range(1 + i % 3)]) for i in range(12)]
+    topics[4].partitions[1].replica_nodes = [1, 2, 3, 4, 5, 6]
+    if wide:
+        topics[8].partitions = [P(partition_index=k, replica_nodes=[k, k + 1], **elr) for k in range(130)]
+    if cls is DescribeTopicPartitionsResponse or version >= 9:
+        topics[5].unknown_tagged_fields = {5: b"ab"}
+    return cls(topics=topics)
+
+
+@pytest.mark.parametrize("cls,version", CASES, ids=IDS)
+def test_run_state_kept_across_topics_alike(cls, version):
+    msg = _run_of_topics(cls, version)
+    body = kcodec.encode(msg, version)
+    assert errors_match(cls, body, version) == "ok"
+    t = both(cls, body, version)
+    assert t.partitions["replica_nodes"].tolist() == [p.replica_nodes for x in msg.topics for p in x.partitions]
+    assert t.partitions["topic_index"].tolist() == [i for i, x in enumerate(msg.topics) for _ in x.partitions]
+    assert every_cut_and_mutation(cls, kcodec.encode(_run_of_topics(cls, version, wide=False), version),
+                                  version) == {"ok", "error"}

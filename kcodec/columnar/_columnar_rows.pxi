@@ -140,27 +140,61 @@ cdef extern from *:
        1k Metadata v12 tables call 1.65 -> 2.03 M instructions). The name is Cython's for the function below. */
     #if defined(__GNUC__)
     struct __pyx_t_6kcodec_8columnar_9_columnar_Plan;
+    struct __pyx_t_6kcodec_8columnar_9_columnar_RunState;
     static CYTHON_INLINE int64_t __pyx_f_6kcodec_8columnar_9_columnar_partition_run(unsigned char const *,
-        Py_ssize_t, struct __pyx_t_6kcodec_8columnar_9_columnar_Plan *, int const, int64_t, int64_t,
+        Py_ssize_t, struct __pyx_t_6kcodec_8columnar_9_columnar_RunState *, int const, int64_t, int64_t,
         Py_ssize_t *, int32_t *, int32_t) __attribute__((always_inline));
     #endif
     """
 
 
-cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan* plans, const int A,
+cdef struct RunState:  # partition_run's columns, kept in the caller's locals across its calls (a topic each)
+    uint16_t* d0
+    uint32_t* d1
+    uint32_t* d2
+    uint32_t* d3
+    int32_t* offs[RUN_MAX]
+    uint32_t* vals[RUN_MAX]
+    int64_t vl[RUN_MAX]
+    Py_ssize_t vcap[RUN_MAX]
+
+
+cdef inline void run_load(RunState* S, const Plan* plans, const int A) noexcept nogil:
+    """The run's state from take_rows' plans (valid while w.spare has room: the pointers do not move)."""
+    cdef int j
+    S.d0 = <uint16_t*>plans[0].dst
+    S.d1 = <uint32_t*>plans[1].dst
+    S.d2 = <uint32_t*>plans[2].dst
+    S.d3 = <uint32_t*>plans[3].dst
+    for j in range(A):
+        S.offs[j] = <int32_t*>plans[4 + j].dst
+        S.vals[j] = <uint32_t*>plans[4 + j].vdata
+        S.vl[j] = plans[4 + j].vlen
+        S.vcap[j] = plans[4 + j].vcap
+
+
+cdef inline void run_store(const RunState* S, Plan* plans, const int A) noexcept nogil:
+    """The values' lengths back in the plans, before take_rows or walk take a row (they may grow a column)."""
+    cdef int j
+    for j in range(A):
+        plans[4 + j].vlen = S.vl[j]
+
+
+cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, RunState* S, const int A,
                                   int64_t r, int64_t n, Py_ssize_t* at, int32_t* parents,
                                   int32_t parent) noexcept nogil:
     """Rows r.. of take_rows' partition shape with A arrays (A a constant where it is inlined: the arrays'
     state then stays in registers, where the general loop reloads every Plan field after each store, since
     extensions build with -fno-strict-aliasing), each row's parent with it (a store a row, where a loop of
-    its own after the run cost ~7); returns the row it stopped before, with at[0] there. It
-    takes only rows whose arrays are empty or hold 1 to 4 ids with room for them, and never grows a column:
-    any other row (null, longer, tagged, a short buffer, a column full) is left to take_rows' loop."""
+    its own after the run cost ~7); returns the row it stopped before, with at[0] there and S's lengths
+    after its rows (run_load / run_store move them from and to the plans). It takes only rows whose arrays
+    are empty or hold 1 to 4 ids with room for them, and never grows a column: any other row (null, longer,
+    tagged, a short buffer, a column full) is left to take_rows' loop."""
     cdef Py_ssize_t q = at[0], p
-    cdef uint16_t* d0 = <uint16_t*>plans[0].dst
-    cdef uint32_t* d1 = <uint32_t*>plans[1].dst
-    cdef uint32_t* d2 = <uint32_t*>plans[2].dst
-    cdef uint32_t* d3 = <uint32_t*>plans[3].dst
+    cdef uint16_t* d0 = S.d0
+    cdef uint32_t* d1 = S.d1
+    cdef uint32_t* d2 = S.d2
+    cdef uint32_t* d3 = S.d3
     cdef int32_t* offs[RUN_MAX]
     cdef uint32_t* vals[RUN_MAX]
     cdef int64_t vl[RUN_MAX]
@@ -171,14 +205,14 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
     cdef uint8_t c
     cdef Py_ssize_t last = end - (15 + 17 * A)  # the last row start whose longest usual row is in the buffer
     for j in range(A):
-        offs[j] = <int32_t*>plans[4 + j].dst
-        vals[j] = <uint32_t*>plans[4 + j].vdata
-        vl[j] = plans[4 + j].vlen
+        offs[j] = S.offs[j]
+        vals[j] = S.vals[j]
+        vl[j] = S.vl[j]
         # A row adds at most 4 ids to an array (copy4 writes 4 from its last one): whether its room takes all
         # n - r rows, checked here once instead of per array and row. One without (an array empty so far
         # has no memory) takes only empty rows here; take_rows' loop grows it at the first ids, by the
         # buffer's share read, so the next call has room for the rest.
-        most[j] = 4 if vl[j] + 4 * (n - r) <= plans[4 + j].vcap else 0  # (n - r is bounded by the buffer)
+        most[j] = 4 if vl[j] + 4 * (n - r) <= S.vcap[j] else 0  # (n - r is bounded by the buffer)
     while r < n and q <= last:  # (its numbers, then arrays of at most 4 ids each)
         prefetch(buf + q + PREFETCH_AHEAD)
         p = q + 14
@@ -209,7 +243,7 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
                 continue
         break
     for j in range(A):
-        plans[4 + j].vlen = vl[j]
+        S.vl[j] = vl[j]
     at[0] = q
     return r
 
@@ -217,13 +251,21 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, Plan
 cdef int64_t run3(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t r, int64_t n, Py_ssize_t* at,
                   int32_t* parents, int32_t parent) noexcept nogil:
     """partition_run of Metadata v9+'s partitions (replicas, ISR, offline replicas)."""
-    return partition_run(buf, end, plans, 3, r, n, at, parents, parent)
+    cdef RunState S
+    run_load(&S, plans, 3)
+    r = partition_run(buf, end, &S, 3, r, n, at, parents, parent)
+    run_store(&S, plans, 3)
+    return r
 
 
 cdef int64_t run5(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t r, int64_t n, Py_ssize_t* at,
                   int32_t* parents, int32_t parent) noexcept nogil:
     """partition_run of DescribeTopicPartitions' partitions (and the two ELR lists)."""
-    return partition_run(buf, end, plans, 5, r, n, at, parents, parent)
+    cdef RunState S
+    run_load(&S, plans, 5)
+    r = partition_run(buf, end, &S, 5, r, n, at, parents, parent)
+    run_store(&S, plans, 5)
+    return r
 
 
 cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t parent) except -1:

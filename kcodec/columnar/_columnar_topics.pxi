@@ -46,6 +46,8 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
     cdef int A = plans[0].shape if sub_st.parent_col >= 0 else 0
     cdef int64_t r0, r
     cdef int32_t* parents
+    cdef RunState S
+    cdef int loaded = 0
     while done < n:
         start = at[0]
         if not topic_head(buf, end, t, arr, start, &h):
@@ -61,17 +63,27 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
         append_ascii(names, buf + h.name, h.m)
         i = 0
         if 0 < parts <= w.spare[sub] and (A == 3 or A == 5):  # take_rows' pointers have room: its run here
-            # (without take_rows' set-up and close a call: ~80 instructions a topic), its rows counted as it would
+            # (without take_rows' set-up and close a call), its rows counted as it would; the run's state
+            # is loaded once for the topics up to the next row take_rows or walk takes (S, loaded)
+            if not loaded:  # (A a constant in each: the state's arrays then in locals)
+                if A == 3:
+                    run_load(&S, plans, 3)
+                else:
+                    run_load(&S, plans, 5)
+                loaded = 1
             r0 = w.pending[sub]
             parents = <int32_t*>w.data[sub_st.parent_col].data + w.data[sub_st.parent_col].len
             if A == 3:
-                r = run3(buf, end, plans, r0, r0 + parts, &q, parents, <int32_t>row)
+                r = partition_run(buf, end, &S, 3, r0, r0 + parts, &q, parents, <int32_t>row)
             else:
-                r = run5(buf, end, plans, r0, r0 + parts, &q, parents, <int32_t>row)
+                r = partition_run(buf, end, &S, 5, r0, r0 + parts, &q, parents, <int32_t>row)
             i = r - r0
             w.pending[sub] = r
             w.spare[sub] -= i
             w.rows[sub] += i
+        if i < parts and loaded:  # take_rows and walk read and grow the plans: the lengths back first
+            run_store(&S, plans, A)
+            loaded = 0
         while i < parts:  # as Walker.array's loop
             i += take_rows(w, sub, parts - i, &q, row)
             if i < parts:
@@ -96,13 +108,15 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
                 q = w.scalar(&w.L.ops[k], q, w.L.ops[k].col, row)
                 if q < 0:
                     w.path.append(w.L.attrs[k])
-                    at[0] = -1
-                    return done
-            if st.flexible:
-                q = w.tagged(q)
-                if q < 0:
-                    at[0] = -1
-                    return done
+                    break
+            else:
+                if st.flexible:
+                    q = w.tagged(q)
+            if q < 0:
+                at[0] = -1
+                break
         at[0] = q
         done += 1
+    if loaded:
+        run_store(&S, plans, A)
     return done
