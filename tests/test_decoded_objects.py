@@ -124,6 +124,35 @@ def test_shared_int32_arrays_are_told_apart_by_every_word():
     msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
     assert [list(p.replica_nodes) for p in msg.topics[0].partitions] == arrays * 2
 
+def test_a_structs_equal_int32_arrays_are_one_tuple_and_never_mix():
+    """Within a partition, an int32 array with the bytes of the one before it (an ISR that is the replica
+    set) is that tuple, also past the cache's 8 ints; one that differs in any one word, or in its length,
+    keeps its own values; the pure reference decodes the same values."""
+    backends = dict(BACKENDS)
+    sets = [[9] * n for n in (1, 3, 8, 9, 12)] + [list(range(100, 100 + n)) for n in (2, 9, 16)]
+    parts, want = [], []
+    for r in sets:
+        parts.append(MR.Partition(replica_nodes=r, isr_nodes=list(r), offline_replicas=list(r)))
+        for k in range(len(r)):  # one word different, each place: never the replicas' tuple
+            parts.append(MR.Partition(replica_nodes=r, isr_nodes=r[:k] + [r[k] + 1] + r[k + 1:]))
+        parts.append(MR.Partition(replica_nodes=r, isr_nodes=r[:-1], offline_replicas=r + [0]))
+    for i, p in enumerate(parts):
+        p.partition_index = i
+        want.append((list(p.replica_nodes), list(p.isr_nodes), list(p.offline_replicas)))
+    built = MR(topics=[MR.Topic(name="t", partitions=parts)])
+    prog = program_for(MR, 12)
+    for name, backend in backends.items():
+        msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
+        got = msg.topics[0].partitions
+        assert [(list(p.replica_nodes), list(p.isr_nodes), list(p.offline_replicas)) for p in got] == want
+        assert msg == built
+        if name == "cython":
+            same = [p for p in got if p.isr_nodes == p.replica_nodes]
+            assert len(same) == len(sets) and all(
+                p.isr_nodes is p.replica_nodes and p.offline_replicas is p.replica_nodes for p in same)
+            assert not any(gc.is_tracked(p.isr_nodes) for p in got)
+
+
 def test_one_int_for_every_topics_int32_min(shared):
     """On the 1,000-topic payload each topic's INT32_MIN authorized operations is one shared int, also
     across two decodes."""

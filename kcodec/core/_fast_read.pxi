@@ -295,6 +295,9 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
     cdef Py_ssize_t i, p, n
     cdef int kind, d = r.depth
     cdef bint slots = plan.slots
+    cdef const unsigned char* last_b = NULL  # the struct's last non-empty int32 array: bytes, count, tuple
+    cdef Py_ssize_t last_n = -1  # (n is never -1 there: no compare before a first one)
+    cdef PyObject* last_t = NULL
     if slots:
         obj = kc_alloc(plan.cls)
     else:
@@ -316,7 +319,15 @@ cdef object decode_struct(_Reader r, Py_ssize_t index, Py_ssize_t* pos, Py_ssize
                     n = <Py_ssize_t>kc_be32(r.buf + p)
                     p += 4
                 if 0 <= n and n <= (end - p) // 4:
-                    kc_put_new(obj, op.offset, kc_int32_tuple_new_ref(r.buf + p, n))
+                    if n == last_n and kc_same_words(last_b, r.buf + p, n):  # ISR = replicas: one tuple
+                        kc_put_new(obj, op.offset, kc_same_tuple(last_t))
+                    elif n > 0:  # (the last one is borrowed from obj's slot, which keeps it to the end)
+                        last_t = kc_int32_tuple_new_ref(r.buf + p, n)
+                        kc_put_new(obj, op.offset, last_t)
+                        last_b = r.buf + p
+                        last_n = n
+                    else:
+                        kc_put_new(obj, op.offset, kc_int32_tuple_new_ref(r.buf + p, 0))
                     pos[0] = p + 4 * n
                     continue
             v = read_array(r, op, pos, end)

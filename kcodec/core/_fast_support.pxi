@@ -144,6 +144,10 @@ cdef extern from *:
         memcpy(e->key, b, (size_t)len);
         return t;
     }
+    /* A struct's int32 array whose bytes are those of the struct's last one (a partition's ISR that is
+       its replica set, as in a healthy cluster) takes the same tuple, found by a compare of the bytes just
+       read: no hash, no cache entry (so it cannot evict another set), no new object. */
+    static inline PyObject* kc_same_tuple(PyObject* t) { Py_INCREF(t); return t; }
     static inline void kc_untrack(PyObject* o) { PyObject_GC_UnTrack(o); }
     /* A new reference put in a new object's empty slot (the reference is the slot's now). */
     static inline void kc_put_new(PyObject* o, Py_ssize_t off, PyObject* v) { *(PyObject**)((char*)o + off) = v; }
@@ -226,6 +230,8 @@ cdef extern from *:
     PyObject* kc_small[262]
     tuple kc_int32_tuple(const unsigned char* b, Py_ssize_t n)
     PyObject* kc_int32_tuple_new_ref "kc_int32_tuple"(const unsigned char* b, Py_ssize_t n) except NULL
+    bint kc_same_words(const unsigned char* a, const unsigned char* b, Py_ssize_t n)
+    PyObject* kc_same_tuple(PyObject* t)
     void kc_put_new(object o, Py_ssize_t off, PyObject* v)
     void kc_untrack(object o)
     bint kc_compact_long(object v, long long* out)
