@@ -19,6 +19,8 @@ cdef inline void put_kept(int size, int kind, const unsigned char* p, char* out)
         (<uint32_t*>out)[0] = be32(p)
     elif size == 16:
         memcpy(out, p, 16)
+    elif size == 1:
+        (<uint8_t*>out)[0] = (p[0] != 0) if kind == BOOL else p[0]
     else:
         store(kind, p, out)
 
@@ -93,6 +95,7 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
     cdef int kkind[TOPIC_KEPT]
     cdef Py_ssize_t koff[TOPIC_KEPT]
     cdef int kpart[TOPIC_KEPT]
+    cdef const unsigned char* base[2]  # a kept value's run of fixed bytes: before the name, or after it
     for j in range(nkept):
         ksize[j], kkind[j], koff[j], kpart[j] = t.kept_size[j], t.kept_kind[j], t.kept_off[j], t.kept_part[j]
     K.pre = K.mid = K.post = 0
@@ -110,15 +113,16 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
             kept_sync(w, t, pcol, &K)
             kroom = kept_room(w, t, pcol, &K)
         fast = kroom > 0
+        base[0], base[1] = buf + start, buf + h.mid
         if fast:  # room for the whole row: its values stored, counted at kept_sync
             kroom -= 1
             for j in range(npre):
-                put_kept(ksize[j], kkind[j], buf + (start if kpart[j] == 0 else h.mid) + koff[j], K.dst[j])
+                put_kept(ksize[j], kkind[j], base[kpart[j]] + koff[j], K.dst[j])
                 K.dst[j] += ksize[j]
             K.pre += 1
         else:  # a column without room: keep grows it (and the next row refills K)
             for j in range(npre):
-                keep(w, t, j, buf + (start if kpart[j] == 0 else h.mid) + koff[j])
+                keep(w, t, j, base[kpart[j]] + koff[j])
         append_ascii(names, buf + h.name, h.m)
         i = 0
         if 0 < parts <= w.spare[sub] and (A == 3 or A == 5):  # take_rows' pointers have room: its run here
