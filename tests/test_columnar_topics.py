@@ -99,3 +99,39 @@ def test_run_state_kept_across_topics_alike(cls, version):
     assert t.partitions["topic_index"].tolist() == [i for i, x in enumerate(msg.topics) for _ in x.partitions]
     assert every_cut_and_mutation(cls, kcodec.encode(_run_of_topics(cls, version, wide=False), version),
                                   version) == {"ok", "error"}
+
+
+def _many_topics(cls, version: int):
+    """300 topics: the kept columns' room taken once for many rows and refilled as they grow (the first row
+    by keep, without room), every 37th finished field by field (tagged fields after its partitions: the
+    lengths written back before it), every 50th with a partition of six replicas (take_rows' general way)."""
+    T, P = cls.Topic, cls.Partition
+    flexible = cls is DescribeTopicPartitionsResponse or version >= 9
+    topics = []
+    for i in range(300):
+        t = T(name=f"topic-{i}", error_code=i % 7, is_internal=i % 3 == 0,
+              partitions=[P(partition_index=k, leader_id=i, replica_nodes=[k, i]) for k in range(i % 4)])
+        if i % 50 == 7 and t.partitions:
+            t.partitions[0].replica_nodes = [1, 2, 3, 4, 5, 6]
+        if flexible:
+            t.topic_id = uuid.UUID(int=i * 7919 + 1)
+            t.topic_authorized_operations = -i
+            if i % 37 == 36:
+                t.unknown_tagged_fields = {5: b"ab"}
+        topics.append(t)
+    return cls(topics=topics)
+
+
+@pytest.mark.parametrize("cls,version", CASES, ids=IDS)
+def test_kept_values_room_taken_once_alike(cls, version):
+    msg = _many_topics(cls, version)
+    t = both(cls, kcodec.encode(msg, version), version)
+    assert t.topics["name"] == [x.name for x in msg.topics]
+    assert t.topics["error_code"].tolist() == [x.error_code for x in msg.topics]
+    assert t.topics["is_internal"].tolist() == [x.is_internal for x in msg.topics]
+    assert t.partitions["topic_index"].tolist() == [i for i, x in enumerate(msg.topics) for _ in x.partitions]
+    assert t.partitions["replica_nodes"].tolist() == [p.replica_nodes for x in msg.topics for p in x.partitions]
+    if cls is DescribeTopicPartitionsResponse or version >= 9:
+        assert t.topics["topic_authorized_operations"].tolist() == [x.topic_authorized_operations
+                                                                    for x in msg.topics]
+        assert [bytes(u) for u in t.topics["topic_id"]] == [x.topic_id.bytes for x in msg.topics]
