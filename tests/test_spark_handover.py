@@ -143,6 +143,21 @@ def test_sigterm_to_sparks_daemon_reaches_the_taken_one():
         pending.close()
 
 
+def test_sparks_daemon_before_the_pending_one_runs_itself_at_once():
+    from kcodec.spark import handover
+
+    pending = handover.Pending({})  # a Python job before the early pass ended: nothing started yet
+    try:
+        t0 = time.monotonic()
+        shim, parent = _spark_daemon(_env(pending))
+        assert parent == shim.pid and time.monotonic() - t0 < handover.WAIT  # no wait for one to come
+        pending.start()  # the early pass ends: the claim is Spark's daemon's, so nothing starts
+        assert pending.proc is None
+        _stop(shim)
+    finally:
+        pending.close()
+
+
 def test_close_before_start_starts_nothing():
     from kcodec.spark import handover
 

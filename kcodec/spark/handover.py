@@ -34,6 +34,7 @@ from typing import Any, Optional
 from .daemon import BLAS_THREADS
 
 ENV = "KCODEC_DAEMON_HANDOVER"  # the pending daemon's socket, given to Spark's daemon as an executor variable
+CLAIM = "claim"  # beside the socket: made first by the driver (it starts the pending daemon) or by Spark's daemon
 WAIT = 10.0  # seconds the shim waits for a pending daemon still importing, then starts its own
 # read as the interpreter starts (PYTHONxxx) or as the preloads import (pyspark's serializers, worker_util)
 _STARTUP = re.compile(r"PYTHON[A-Z]+|PYTHON_(GIL|CPU_COUNT|FROZEN_MODULES|PERF_JIT_SUPPORT)")
@@ -92,10 +93,11 @@ class Pending:
                 return
             fd = self._listener.fileno()
             try:
-                self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "kcodec.spark.daemon", "--kcodec-pending", str(fd), str(os.getpid())],
-                    env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                    pass_fds=(fd,))
+                if _claim(self.path):  # else Spark's daemon came first and runs itself: nothing to start
+                    self.proc = subprocess.Popen(
+                        [sys.executable, "-m", "kcodec.spark.daemon", "--kcodec-pending", str(fd), str(os.getpid())],
+                        env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        pass_fds=(fd,))
             except OSError:
                 pass  # Spark's daemon finds no listener and runs itself
             self._listener.close()
@@ -129,6 +131,11 @@ def _described() -> dict[str, Any]:
 def hand_over(path: str, wait: float = WAIT) -> bool:
     """In the daemon Spark started: hand its streams to the pending daemon at ``path``; True once that one
     runs as the daemon (then returns when it ends), False if this process must run the daemon itself."""
+    try:
+        if _claim(path):  # no pending daemon started yet (a Python job before the early pass ended): none will be
+            return False
+    except OSError:
+        return False
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         s.settimeout(wait)
@@ -159,6 +166,17 @@ def hand_over(path: str, wait: float = WAIT) -> bool:
             pass
     except OSError:
         pass
+    return True
+
+
+def _claim(path: str) -> bool:
+    """Whether this process made the claim beside the socket at ``path`` (one of the driver and Spark's daemon
+    does, once): a Spark daemon that comes before the pending one is started runs itself at once, rather than
+    waiting up to ``WAIT`` for a daemon that starts only when the early pass ends."""
+    try:
+        os.close(os.open(os.path.join(os.path.dirname(path), CLAIM), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
     return True
 
 
