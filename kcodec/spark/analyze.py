@@ -166,6 +166,8 @@ def run(args: Any) -> int:
 
         tables = args.tables or str(Path(args.out).resolve() / "tables")
         early = early_.start(args.captures, tables, settings, master or "")
+        if early is not None and early.pending is not None:  # Spark's daemon hands over to it
+            settings.update(early.pending.settings())
     try:
         threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
         sc = launch.context(master, quiet=not verbose, conf=settings)

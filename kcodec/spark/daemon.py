@@ -90,6 +90,17 @@ def without_pandas() -> None:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--kcodec-pending"]:  # started ahead by the driver (``handover.Pending``)
+        from .handover import serve
+
+        serve(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    handover = os.environ.get("KCODEC_DAEMON_HANDOVER")
+    if handover:
+        from .handover import hand_over
+
+        if hand_over(handover):
+            return
     sys.path[:] = unzipped(sys.path)
     preload(PRELOAD + (("numpy",) if single_threaded_blas() else ()))
     without_pandas()

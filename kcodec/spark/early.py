@@ -15,9 +15,10 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import threading
 from typing import Any, Optional
 
-from . import storage
+from . import handover, storage
 
 _GLOB = re.compile(r"[*?\[\]{}\\]")
 
@@ -105,9 +106,11 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
 
 class Early:
     """The forked child doing plan and pass 1 (``start``); ``spilled`` waits for it and hands its
-    files over when its plan is the driver's; ``close`` ends it (by its pid) and removes what it left."""
+    files over when its plan is the driver's; ``close`` ends it (by its pid) and removes what it left.
+    ``pending``: the Python workers' daemon is started as soon as the child is done (``handover``)."""
 
-    def __init__(self, paths: list[str], scratch: str, settings: dict[str, str], master: str) -> None:
+    def __init__(self, paths: list[str], scratch: str, settings: dict[str, str], master: str,
+                 pending: bool = True) -> None:
         ctx = multiprocessing.get_context("fork")
         self.scratch = scratch
         self._made = _missing_dirs(os.path.dirname(storage.local_path(scratch) or scratch))
@@ -117,13 +120,29 @@ class Early:
         self._proc.start()
         child_conn.close()
         self._taken = False
+        self._got: Any = None
+        # the workers' daemon started as the child's pass 1 ends, while the JVM still starts (``handover``)
+        self.pending: Optional[handover.Pending] = None
+        if pending:
+            try:
+                self.pending = handover.Pending(settings)
+            except OSError:  # no socket here: Spark starts its daemon as before
+                pass
+        self._watch = threading.Thread(target=self._receive, name="kcodec-early-wait", daemon=True)
+        self._watch.start()
+
+    def _receive(self) -> None:
+        try:
+            self._got = self._conn.recv()
+        except (EOFError, OSError):  # the child died
+            self._got = None
+        if self.pending is not None:
+            self.pending.start()
 
     def spilled(self, plan: Any, partitions: int, scratch: str) -> Optional[list[tuple[int, Any]]]:
         """The child's pass-1 output, or None (the driver runs pass 1 on Spark, in a clean scratch)."""
-        try:
-            got = self._conn.recv()
-        except (EOFError, OSError):  # the child died
-            got = None
+        self._watch.join()
+        got = self._got
         self._proc.join()
         if got is None or scratch != self.scratch or got[0] != plan or got[1] != partitions:
             storage.remove_dir(self.scratch)
@@ -132,9 +151,12 @@ class Early:
         return got[2]
 
     def close(self) -> None:
+        if self.pending is not None:  # first: a child killed below is not the cue to start it
+            self.pending.close()
         if self._proc.is_alive():
             self._proc.kill()
         self._proc.join()
+        self._watch.join()
         self._conn.close()
         if not self._taken:  # once taken, the pass removes the scratch itself
             storage.remove_dir(self.scratch)
@@ -164,7 +186,8 @@ def start(paths: list[str], tables: str, settings: dict[str, str], master: str) 
     listed = local_listing(paths)
     if listed is None or sum(n for _, n in listed) < _split(settings):
         return None
-    return Early(paths, f"{tables}/_shuffle", settings, master)
+    return Early(paths, f"{tables}/_shuffle", settings, master,
+                 handover.wanted(settings) and os.environ.get("KCODEC_PRESTART", "1") != "0")
 
 
 def _split(settings: dict[str, str]) -> int:
