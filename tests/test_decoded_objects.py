@@ -124,6 +124,7 @@ def test_shared_int32_arrays_are_told_apart_by_every_word():
     msg, _ = backend.decode(prog, backend.encode(prog, built), 0, None, False)
     assert [list(p.replica_nodes) for p in msg.topics[0].partitions] == arrays * 2
 
+
 def test_a_structs_equal_int32_arrays_are_one_tuple_and_never_mix():
     """Within a partition, an int32 array with the bytes of the one before it (an ISR that is the replica
     set) is that tuple, also past the cache's 8 ints; one that differs in any one word, or in its length,
