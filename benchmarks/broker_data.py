@@ -1,7 +1,8 @@
 """confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
 `kcodec broker`, Tansu 0.6.0 (in memory) or Apache Kafka 4.4 (one KRaft node, tests/kafka/real_kafka.py),
 measured alike. `python benchmarks/broker_data.py` prints a table (`--brokers kcodec,kafka` picks brokers,
-`--rounds N` alternates them N times, `--cases 100x1,100x12` picks cases, `--pin` puts the broker and the
+`--rounds N` runs every case N times, the brokers' order in each round from `schedule()`, `--cases
+100x1,100x12` picks cases, `--pin` puts the broker and the
 client on a CPU each, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's fetch log of each
 consume and says per run what its Fetch requests were); benchmarks/test_broker_data.py
 runs the same under pytest-benchmark."""
@@ -23,10 +24,37 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kafka"))
 from broker_load import start_broker  # noqa: E402
 
+from kcodec.sizes.timing import round_order  # noqa: E402
+
 TOPIC = "bench-data"
 BROKERS = ("kcodec", "tansu", "kafka")
-CASES = [(100, 1), (100, 12), (1000, 1), (1000, 12)]  # (message bytes, partitions)
+Case = tuple[int, int]  # (message bytes, partitions)
+CASES: list[Case] = [(100, 1), (100, 12), (1000, 1), (1000, 12)]
 TOTAL_BYTES = 50_000_000  # per case: 500,000 messages of 100 bytes, 50,000 of 1 KB
+# Rounds of each case in benchmarks/test_broker_data.py (KCODEC_BROKER_ROUNDS): one round of the four cases
+# through the three brokers takes about 30 s, and a single sample moved a kcodec ÷ Tansu ratio across 1 from
+# run to run; three rounds keep the suite near 1.5 minutes (benchmarks/NOTES.md, broker10).
+ROUNDS_DEFAULT = 3
+
+
+def rounds_wanted() -> int:
+    """KCODEC_BROKER_ROUNDS, else ROUNDS_DEFAULT."""
+    got = os.environ.get("KCODEC_BROKER_ROUNDS", "")
+    if not got:
+        return ROUNDS_DEFAULT
+    if not got.isdigit() or int(got) < 1:
+        raise ValueError(f"KCODEC_BROKER_ROUNDS: a whole number of rounds, at least 1, not {got!r}")
+    return int(got)
+
+
+def schedule(kinds: list[str], cases: list[Case], rounds: int) -> Iterator[tuple[int, Case, str]]:
+    """(round, case, broker) in the order to run them: round after round, every case in each, the brokers'
+    order in a round from ``round_order`` (each broker first equally often and right after every other equally
+    often), so that no broker always runs on a machine the same neighbour has just left."""
+    for turn in range(rounds):
+        for case in cases:
+            for i in round_order(len(kinds), turn):
+                yield turn, case, kinds[i]
 
 
 @dataclass
@@ -294,7 +322,8 @@ def main(argv: list[str]) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--brokers", default="kcodec,tansu", help=f"comma-separated, of {', '.join(BROKERS)}")
-    p.add_argument("--rounds", type=int, default=1, help="each case this many times, the brokers alternated")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="each case this many times, the brokers' order per round from schedule()")
     p.add_argument("--json", metavar="FILE", help="write every result here")
     p.add_argument("--what", default="", help="a line saying how and where it ran, kept in the JSON")
     p.add_argument("--cases", default=",".join(f"{s}x{n}" for s, n in CASES),
@@ -316,13 +345,11 @@ def main(argv: list[str]) -> int:
     if args.trace is not None:
         args.trace.mkdir(parents=True, exist_ok=True)
     print(HEADER)
-    for _ in range(args.rounds):
-        for size, partitions in cases:
-            for kind in kinds:
-                r = run(kind, size, partitions, trace=args.trace, pin=args.pin)
-                results.append(r)
-                print(r.row(), flush=True)
-                details.append(r.detail())
+    for _, (size, partitions), kind in schedule(kinds, cases, args.rounds):
+        r = run(kind, size, partitions, trace=args.trace, pin=args.pin)
+        results.append(r)
+        print(r.row(), flush=True)
+        details.append(r.detail())
     print("\n".join(["", *details]))
     if args.json:
         Path(args.json).write_text(json.dumps({"what": args.what, "total_bytes_per_case": TOTAL_BYTES,

@@ -141,6 +141,43 @@ def test_broker_sections_from_recorded_cases(tmp_path):
         sections.render("broker-load", results)
 
 
+def test_broker_sections_from_rounds(tmp_path):
+    """A case measured in rounds (test_broker_data.py since broker10): the median of every round's rate makes
+    the ratio, and the last run's table gives the rounds' min-max beside it."""
+    results = tmp_path / "results"
+    results.mkdir()
+    head = {k: v for k, v in _run("2026-01-01T00:00:00Z", 1, 1).items() if k != "cases"}
+    rates = {"kcodec": [900.0, 3000.0, 2000.0], "tansu": [4000.0, 1000.0, 1500.0]}  # medians 2000 and 1500
+    cases = [{"id": f"{d}[{s}B x {p}p]", "bytes": s, "rounds": 3, "params": {}, "impls": {
+        b: store.stats(xs, unit="msg/s", peak_rss_mib=80.0, cpu_s=0.3, messages=1000) for b, xs in rates.items()}}
+        for d in ("produce", "consume") for s, p in ((100, 1), (100, 12), (1000, 1), (1000, 12))]
+    (results / "broker-data.jsonl").write_text(json.dumps({**head, "suite": "broker-data", "cases": cases}) + "\n")
+    text = sections.render("broker-tansu", results)
+    assert "Rates: each run's median over 3 rounds per case" in text
+    assert "| consume, 100 B × 1 partition | ≥ 1× | 1.33 | met in 1 of 1 run |" in text
+    assert "| tansu | 1000 B | 12 | 1,500 msg/s (2 MB/s), 1,000-4,000 | 1,500 msg/s (2 MB/s), 1,000-4,000 |" in text
+
+
+def test_broker_rounds_take_turns(monkeypatch):
+    """benchmarks/broker_data.py's schedule (its CLI and test_broker_data.py): every case each round, each
+    broker once in it, first as often as every other and right after every other as often (6 rounds of 3)."""
+    import broker_data
+
+    order = list(broker_data.schedule(["a", "b", "c"], [(100, 1), (1000, 12)], 6))
+    assert len(order) == 36 and {(t, c) for t, c, _ in order} == {(t, c) for t in range(6) for c in ((100, 1),
+                                                                                               (1000, 12))}
+    rounds = [[k for t, c, k in order if (t, c) == (turn, (100, 1))] for turn in range(6)]
+    assert all(sorted(r) == ["a", "b", "c"] for r in rounds)
+    assert sorted(r[0] for r in rounds) == ["a", "a", "b", "b", "c", "c"]
+    pairs = [(r[i], r[i + 1]) for r in rounds for i in range(2)]
+    assert {pairs.count(p) for p in set(pairs)} == {2} and len(set(pairs)) == 6
+    monkeypatch.setenv("KCODEC_BROKER_ROUNDS", "0")
+    with pytest.raises(ValueError, match="KCODEC_BROKER_ROUNDS: a whole number of rounds, at least 1, not '0'"):
+        broker_data.rounds_wanted()
+    monkeypatch.setenv("KCODEC_BROKER_ROUNDS", "")
+    assert broker_data.rounds_wanted() == broker_data.ROUNDS_DEFAULT
+
+
 def test_a_run_is_described_when_it_starts(tmp_path):
     store.start(tmp_path)
     store.write_partial(tmp_path, "records", "cython", [{"id": "b", "impls": {"k": store.stats([5])}}])

