@@ -7,15 +7,16 @@ frame reader's buffer (``asyncio.BufferedProtocol``; asyncio's TLS layer decrypt
 request is the socket's bytes in place. The protocol stays a StreamReaderProtocol, so that the connection's
 StreamWriter (``drain``, ``start_tls``) works as before; its StreamReader only ever sees the end of the stream.
 
-As Kafka mutes a connection while its request is served, reading pauses once a whole request waits and
-resumes when every waiting one was answered (``served``): a client that pipelines requests makes the broker
-hold one unfinished frame beyond them, never more.
+As Kafka mutes a connection while its request is served, reading pauses once a whole request waits while
+the connection's task is busy, and resumes when the task waits again: a client that pipelines requests makes
+the broker hold one whole frame beyond the one served (and at most a chunk of the next), never more. A
+request the waiting task takes at once pauses nothing: a client with one request in flight (librdkafka's
+Produce) costs no pause and resume, two system calls and asyncio's reader handle a request.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any, Callable, Optional
 
 import kcodec
@@ -36,6 +37,8 @@ class Inbound(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
         self._room: Optional[memoryview] = None
         self._waiter: Optional[asyncio.Future[None]] = None
         self._muted: Optional[Any] = None  # the transport paused while requests wait
+        self._timer: Optional[asyncio.TimerHandle] = None  # the idle timer (_idle)
+        self._mark: tuple[int, float, float] = (0, 0.0, 0.0)  # (received, since, timeout) of the idle span
 
     # -- the transport's side ----------------------------------------------------------------------------
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -51,8 +54,10 @@ class Inbound(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
             self.conn.buffer_updated(nbytes)
         except kcodec.DecodeError as e:  # a bad size prefix: the stream cannot go on
             self.error = e
-        if self.conn.frames_waiting or self.error is not None:
+        waiting = self.conn.frames_waiting
+        if waiting > (self._waiter is not None) or self.error is not None:
             self._pause()
+        if waiting or self.error is not None:
             self._wake()
 
     def eof_received(self) -> Optional[bool]:
@@ -62,38 +67,62 @@ class Inbound(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Optional[Exception]) -> None:
         self.eof = True
+        if self._timer is not None:  # the loop's timer would keep this connection's buffers alive
+            self._timer.cancel()
+            self._timer = None
         if exc is not None and self.error is None:
             self.error = exc
         self._wake()
         super().connection_lost(exc)
 
     # -- the connection's task -----------------------------------------------------------------------------
-    async def wait(self, timeout: float) -> None:
+    async def wait(self, timeout: float) -> bool:
         """Until a whole request waits, the stream ended or failed (``eof``, ``error``); TimeoutError after
-        ``timeout`` seconds of nothing."""
+        ``timeout`` seconds of nothing. Whether it waited on the event loop (the connection's task then
+        took a turn behind every other ready one)."""
         if not self.conn.frames_waiting and self.error is None and self.conn.reader.pending >= 4:
             try:  # a bad size prefix the frames before it were handed out ahead of: it fails now, not at more bytes
                 self.conn.buffer_updated(0)
             except kcodec.DecodeError as e:
                 self.error = e
         if self.conn.frames_waiting or self.eof or self.error is not None:
-            return
+            return False
         self._resume()
-        while True:
-            received = self.received
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                if sys.version_info >= (3, 11):  # a cancel scope, cheaper than wait_for's task
-                    async with asyncio.timeout(timeout):
-                        await self._waiter
-                else:
-                    await asyncio.wait_for(self._waiter, timeout)
-                return
-            except asyncio.TimeoutError:
-                if self.received == received:  # idle: nothing came, not even part of a request
-                    raise
-            finally:
-                self._waiter = None
+        loop = asyncio.get_running_loop()
+        self._waiter = loop.create_future()
+        # one idle timer a connection, moved on only when it fires (_idle): not a timer made and cancelled
+        # at every request
+        self._mark = (self.received, loop.time(), timeout)
+        if self._timer is None or self._timer.when() > self._mark[1] + timeout:
+            self._arm(loop, self._mark[1] + timeout)
+        try:
+            await self._waiter
+            return True
+        finally:
+            self._waiter = None
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._idle)
+
+    def _idle(self) -> None:
+        """The idle timer: TimeoutError for the waiting task after ``timeout`` seconds in which nothing came,
+        not even part of a request; else the timer moves to the end of the present such span."""
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # not waiting: the next wait arms it again
+        received, since, timeout = self._mark
+        loop = waiter.get_loop()
+        now = loop.time()
+        if self.received != received:  # something came: a new span from now
+            self._mark = (self.received, now, timeout)
+            self._arm(loop, now + timeout)
+        elif now - since >= timeout:
+            waiter.set_exception(asyncio.TimeoutError())
+        else:
+            self._arm(loop, since + timeout)
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():

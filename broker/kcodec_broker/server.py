@@ -161,7 +161,7 @@ class BrokerServer:
             if not listener.sasl:  # Kafka: a verified client certificate names the principal, unless SASL does
                 session.principal = self._tls_principal(writer, listener) or session.principal
             while True:
-                await inbound.wait(self.runtime.idle_timeout)
+                turned = await inbound.wait(self.runtime.idle_timeout)
                 if tls_unchecked and inbound.head:
                     tls_unchecked = False
                     if looks_like_tls(inbound.head):
@@ -174,8 +174,11 @@ class BrokerServer:
                 while conn.frames_waiting:
                     # Kafka mutes a connection while its request is served and round-robins connections:
                     # each request yields first, so a connection with many buffered (pipelined) requests
-                    # takes one turn among all that have one ready, never the loop.
-                    await asyncio.sleep(0)
+                    # takes one turn among all that have one ready, never the loop. A request the task was
+                    # woken for has had its turn: no second one (an event loop pass a request saved)
+                    if not turned:
+                        await asyncio.sleep(0)
+                    turned = False
                     await self._answer(conn, session)  # a long-polling fetch: later requests wait their turn
                     if pre_auth and session.sasl is not None and session.sasl.authenticated:
                         conn.max_frame_size, pre_auth = self.runtime.max_frame_size, False

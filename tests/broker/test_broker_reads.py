@@ -1,6 +1,7 @@
 """The broker receives requests straight into each connection's frame buffer (kcodec_broker/inbound.py):
 a Produce's batch reaches the log from the bytes the socket wrote, requests split or joined any way are
-answered in order, and reading pauses while a whole request waits, as Kafka mutes a connection."""
+answered in order, and reading pauses while a whole request waits on a busy task, as Kafka mutes a
+connection."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def _receive(inbound: Inbound, data: bytes) -> None:
     inbound.buffer_updated(len(data))
 
 
-def test_reading_pauses_while_a_whole_request_waits_and_resumes_when_the_task_waits_again():
+def test_reading_pauses_while_a_whole_request_waits_on_a_busy_task_and_resumes_when_it_waits_again():
     async def go() -> None:
         conn = ServerConnection()
         inbound = Inbound(conn, lambda reader, writer: None)
@@ -106,6 +107,9 @@ def test_reading_pauses_while_a_whole_request_waits_and_resumes_when_the_task_wa
         assert transport.reading and not waiting.done()  # nothing waits: reading again, until the rest comes
         _receive(inbound, frame[3:])
         await asyncio.wait_for(waiting, 1.0)
+        assert conn.frames_waiting == 1 and transport.reading  # the waiting task takes it at once: not muted
+        conn.next_event()  # served meanwhile:
+        _receive(inbound, frame)  # a pipelined request waits behind it
         assert conn.frames_waiting == 1 and not transport.reading
     asyncio.run(go())
 
