@@ -185,6 +185,35 @@ def test_the_daemons_workers_go_without_pandas():
     assert out == ["True", "False", "False"], out
 
 
+def test_under_coverage_the_daemons_workers_save_after_each_task():
+    """A reused worker never exits by itself (SIGHUP or SIGKILL ends it): under coverage (started in the daemon
+    by pyproject's ``[run] patch``) it saves its data after every task, even a failed one; without coverage, or
+    with coverage imported but not measuring, PySpark's worker is left as it is."""
+    from types import SimpleNamespace
+
+    from kcodec.spark.daemon import save_coverage_per_task
+
+    saved: list[int] = []
+    measuring = SimpleNamespace(Coverage=SimpleNamespace(current=lambda: SimpleNamespace(save=lambda: saved.append(1))))
+
+    def worker(sock: str, authenticated: bool) -> int:
+        if sock == "gone":
+            raise OSError("the JVM went away")
+        return 7
+
+    daemon = SimpleNamespace(worker=worker)
+    save_coverage_per_task(daemon, {"coverage": measuring})
+    assert daemon.worker("sock", True) == 7 and saved == [1]
+    with pytest.raises(OSError, match="went away"):
+        daemon.worker("gone", False)
+    assert saved == [1, 1]
+    idle = SimpleNamespace(Coverage=SimpleNamespace(current=lambda: None))
+    for modules in ({}, {"coverage": idle}):
+        untouched = SimpleNamespace(worker=worker)
+        save_coverage_per_task(untouched, modules)
+        assert untouched.worker is worker
+
+
 def test_the_context_stops_beside_the_report_and_its_errors_are_raised():
     """analyze.Stopping: ``start`` stops the context in a thread (the report renders meanwhile), ``join``
     waits for it and raises what ``stop`` raised; without ``start`` (the job failed) ``join`` stops it."""

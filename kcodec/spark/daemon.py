@@ -89,6 +89,27 @@ def without_pandas() -> None:
         sys.meta_path.insert(0, _WithoutPandas())  # type: ignore[arg-type]
 
 
+def save_coverage_per_task(pyspark_daemon: Any, modules: Any = sys.modules) -> None:
+    """Under coverage (started in this daemon by the tests' ``[run] patch``, pyproject.toml), each worker saves
+    its data after every task: a reused worker never exits by itself (the daemon's SIGHUP or Spark's SIGKILL
+    ends it), so coverage's exit hooks never run in it. PySpark's own coverage runs wrap ``worker`` alike.
+    Without coverage nothing changes."""
+    coverage = modules.get("coverage")
+    if coverage is None or coverage.Coverage.current() is None:
+        return
+    worker = pyspark_daemon.worker
+
+    def saving(*args: Any) -> Any:
+        try:
+            return worker(*args)
+        finally:
+            cov = coverage.Coverage.current()  # the forked worker's own (``patch = fork``)
+            if cov is not None:
+                cov.save()
+
+    pyspark_daemon.worker = saving
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--kcodec-pending"]:  # started ahead by the driver (``handover.Pending``)
         from .handover import serve
@@ -106,6 +127,7 @@ def main() -> None:
     without_pandas()
     from pyspark import daemon
 
+    save_coverage_per_task(daemon)
     daemon.manager()
 
 

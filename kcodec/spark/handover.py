@@ -252,4 +252,5 @@ def serve(fd: int, parent: int) -> None:
     sys.path[:] = got["path"]
     if got["sigint_ignored"]:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    daemon.save_coverage_per_task(pyspark_daemon)
     pyspark_daemon.manager()  # keeps ``conn`` open until it exits: the shim waits on it
