@@ -3,8 +3,6 @@ and a console summary."""
 
 from __future__ import annotations
 
-import os
-import traceback
 from pathlib import Path
 from typing import Any, Optional
 
@@ -33,24 +31,15 @@ def plotting() -> Any:
     return plt
 
 
-# Drawn by a forked child while the command draws the rest (``_forked_plots``): about half the drawing each
-# (layout and rendering, 1 GB run: versions 0.08, records_by_topic 0.06, batch_sizes 0.09 CPU s against
-# bytes_by_api 0.10, metadata 0.07, errors 0.04; building every figure, which both do, 0.08).
-CHILD_PLOTS = frozenset({"versions.png", "records_by_topic.png", "batch_sizes.png"})
-
-
-def _plots(agg: dict[str, Any], out: Path, child: Optional[bool] = None) -> dict[str, str]:
-    """The PNGs, and their titles by name in the report's order; ``child``: True lays out and renders only
-    ``CHILD_PLOTS``, False all but those (the others are built, not drawn: their titles still come out)."""
+def _plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
     plt = plotting()
 
     made: dict[str, str] = {}
 
     def save(fig: Any, name: str, title: str) -> None:
-        if child is None or child == (name in CHILD_PLOTS):
-            fig.tight_layout()
-            fig.set_layout_engine(None)  # laid out: else savefig draws the whole figure once more before it renders
-            fig.savefig(out / name, dpi=100)
+        fig.tight_layout()
+        fig.set_layout_engine(None)  # laid out: else savefig draws the whole figure once more before it renders
+        fig.savefig(out / name, dpi=100)
         plt.close(fig)
         made[name] = title
 
@@ -128,35 +117,9 @@ def savings(r: dict[str, Any]) -> Optional[float]:
     return 1 - r["list_topics_v1_bytes"] / r["metadata_bytes"] if r.get("metadata_bytes") else None
 
 
-def _forked_plots(agg: dict[str, Any], out: Path) -> dict[str, str]:
-    """``_plots``, its drawing split between this process and a forked child (the report is the command's
-    last step, single-threaded, while the other core has only the JVM's stop); one core, or
-    ``KCODEC_REPORT_FORK=0``: all here. A child that fails fails the report (its traceback on stderr)."""
-    if not hasattr(os, "fork") or len(os.sched_getaffinity(0)) < 2 or os.environ.get("KCODEC_REPORT_FORK") == "0":
-        return _plots(agg, out)
-    pid = os.fork()
-    if pid == 0:  # the child: draws and leaves at once (no atexit, no inherited buffers flushed)
-        code = 1
-        try:
-            _plots(agg, out, child=True)
-            code = 0
-        except BaseException:  # noqa: BLE001 (reported through the exit status)
-            traceback.print_exc()
-        finally:
-            os._exit(code)
-    try:
-        made = _plots(agg, out, child=False)
-    finally:
-        _, status = os.waitpid(pid, 0)
-    if status:
-        raise RuntimeError(f"kcodec analyze: the report's figures {sorted(CHILD_PLOTS)} were not drawn in {out} "
-                           f"(the process drawing them ended with status {status:#x})")
-    return made
-
-
 def write(agg: dict[str, Any], out: Path, captures: list[str], backend: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    plots = _forked_plots(agg, out)
+    plots = _plots(agg, out)
     t = agg["total"]
     md = ["# Kafka traffic report\n\n",
           f"Captures: {', '.join(captures)}  \nDecoded with kcodec ({backend} backend) on Spark.\n",
