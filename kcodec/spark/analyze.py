@@ -104,14 +104,17 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
-        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes, early, named=False)
+        # on a local master the driver names the batches' topics once Spark stops (below); a cluster's job does it
+        local = pipeline.is_local(spark)
+        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes, early, named=not local)
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
         agg = written["aggregates"]
     if done is not None:
         done()
-    pipeline.name_batches(tables, written["topic_names"])  # no Spark job: beside the JVM's stop
+    if local:
+        pipeline.name_batches(tables, written["topic_names"])  # no Spark job: beside the JVM's stop
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")

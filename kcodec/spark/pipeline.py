@@ -126,7 +126,7 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
     merged = aggregates.merge(parts["aggregates"])
     names = aggregates.topic_names(merged) if merged.c.get("b_unnamed") else {}
     if named:
-        name_batches(tables, names)
+        name_batches(tables, names, spark)
     rows: dict[str, int] = {}
     for counts in parts["rows"]:
         for k, v in counts.items():
@@ -135,14 +135,26 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
             "aggregates": aggregates.finish(merged, summaries), "topic_names": names}
 
 
-def name_batches(tables: str, names: dict[str, str]) -> None:
-    """The batches table's topics known by id only named (``tasks.name_topics``), file by file in the driver:
-    ~0.03 CPU s for the 1 GB capture's four files, where a Spark job of a task a file cost 0.15-0.2 s of wall
-    (its scheduling and the Python workers' round trips); with no Spark needed, `kcodec analyze` runs it while
-    the JVM stops (``names``: ``write_tables``' ``topic_names``)."""
-    if names:
-        for uri in storage.parquet_files(f"{tables}/batches"):
-            tasks.name_topics(uri, names)
+def name_batches(tables: str, names: dict[str, str], spark: Optional[Spark] = None) -> None:
+    """The batches table's topics known by id only named (``tasks.name_topics``). On a local master (or with no
+    ``spark``) file by file in the driver: ~0.03 CPU s for the 1 GB capture's four files, where a Spark job of a
+    task a file cost 0.15-0.2 s of wall (its scheduling and the Python workers' round trips), and with no Spark
+    needed `kcodec analyze` runs it while the JVM stops (``names``: ``write_tables``' ``topic_names``). On a
+    cluster, a Spark job of a task a file, as the files are many there and the executors near them."""
+    if not names:
+        return
+    files = storage.parquet_files(f"{tables}/batches")
+    if spark is not None and not is_local(spark):
+        spark_context(spark).parallelize(files, max(1, len(files))).foreach(
+            functools.partial(tasks.name_topics, names=names))
+        return
+    for uri in files:
+        tasks.name_topics(uri, names)
+
+
+def is_local(spark: Spark) -> bool:
+    """Whether the job runs on a local master (``local``, ``local[N]``, ``local[*]``...)."""
+    return str(spark_context(spark).master).startswith("local")
 
 
 def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
