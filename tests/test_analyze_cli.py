@@ -254,6 +254,11 @@ def test_a_stopped_context_s_jvm_is_released_only_when_asked():
 
         class Gateway:
             proc = Proc()
+            shut = False
+
+            def shutdown(self) -> None:
+                assert not self.proc.stdin.closed  # py4j's threads out of native code before the JVM exits
+                type(self).shut = True
 
         class Context:
             _gateway = Gateway()
@@ -269,12 +274,12 @@ def test_a_stopped_context_s_jvm_is_released_only_when_asked():
     stopping = analyze.Stopping(released(), release=True)
     stopping.start()
     stopping.join()
-    assert released.stopped == 1 and released._gateway.proc.stdin.closed
+    assert released.stopped == 1 and released._gateway.proc.stdin.closed and released._gateway.shut
     kept = context_class()
     stopping = analyze.Stopping(kept())
     stopping.start()
     stopping.join()
-    assert kept.stopped == 1 and not kept._gateway.proc.stdin.closed
+    assert kept.stopped == 1 and not kept._gateway.proc.stdin.closed and not kept._gateway.shut
     from kcodec.spark.jvm import let_exit
 
     assert let_exit(released._gateway) is released._gateway.proc  # already closed: nothing more to do

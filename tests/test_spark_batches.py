@@ -188,3 +188,26 @@ def test_the_report_totals(analyzed):
     assert any(line.startswith("  record batches:") and "2 did not decode" in line for line in lines)
     assert any(line.startswith("  topic orders:") for line in lines)
     assert len(list(iter_batches(batch()))) == 1  # the helper builds what it says
+
+
+@pytest.mark.spark
+def test_topics_known_by_id_named_by_a_spark_job_off_a_local_master(spark, conversation, tmp_path, monkeypatch):
+    """A local master's driver names the batches' topics itself (``kcodec analyze``, once Spark stops); on a
+    cluster a Spark job does it, a task a file (``pipeline.name_batches`` given the session)."""
+    from kcodec.spark import pipeline
+
+    tables = str(tmp_path / "tables")
+    written = pipeline.write_tables(spark, [str(conversation[0] / "*.kcap")], tables, named=False)
+    assert written["topic_names"] == {str(TOPIC_ID): "by-id"}
+    unnamed = spark.read.parquet(f"{tables}/batches").where("topic_id is not null").toPandas()
+    assert unnamed.topic.isna().all()
+    monkeypatch.setattr(pipeline, "is_local", lambda s: False)
+    sc = pipeline.spark_context(spark)
+    sc.setJobGroup("kcodec-naming-test", "naming")
+    try:
+        pipeline.name_batches(tables, written["topic_names"], spark)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert sc.statusTracker().getJobIdsForGroup("kcodec-naming-test")  # a Spark job named them
+    named = spark.read.parquet(f"{tables}/batches").where("topic_id is not null").toPandas()
+    assert list(named.topic) == ["by-id"]

@@ -89,7 +89,8 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
     """The whole job on a SparkSession or a SparkContext; returns the aggregates the report shows.
     ``progress``: where bars go on a terminal (kcodec.cli.progress.Progress); stage lines go to ``print_``
     otherwise. ``frame_bytes``: the frames table keeps the frames' bytes (``--keep-frame-bytes``).
-    ``done``: called once the tables are written, before the report, which needs Spark no more.
+    ``done``: called once Spark's part is over (the driver then names the batches' topics known by id), before
+    the report, which needs Spark no more.
     ``early``: pass 1 already under way (``kcodec.spark.early``)."""
     import kcodec
 
@@ -103,13 +104,17 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
 
     with StageProgress(spark, print_, progress):
         step(1, f"reading {len(captures)} capture path(s) into {tables}: frames, exchanges, record batches")
-        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes, early)
+        # on a local master the driver names the batches' topics once Spark stops (below); a cluster's job does it
+        local = pipeline.is_local(spark)
+        written = pipeline.write_tables(spark, captures, tables, ports, frame_bytes, early, named=not local)
         for path, summary in sorted(written["files"].items()):
             if summary.get("kind") == "empty" or (summary.get("error") and "duplicate_of" not in summary):
                 print_(f"    {path}: {summary['error']}", flush=True)
         agg = written["aggregates"]
     if done is not None:
         done()
+    if local:
+        pipeline.name_batches(tables, written["topic_names"])  # no Spark job: beside the JVM's stop
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")

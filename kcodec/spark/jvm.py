@@ -29,11 +29,17 @@ def _cache() -> Path:
 
 def let_exit(gateway: Any) -> Any:
     """Tell PySpark's gateway JVM to exit now (it exits when its stdin ends, otherwise with this process);
-    its process, or None when its stdin is not ours (spark-submit's JVM)."""
+    its process, or None when its stdin is not ours (spark-submit's JVM). py4j's server and connections are
+    closed first: their threads sit in native accept() and read(), and a JVM exiting with threads in native
+    code waits 0.3 s for them (HotSpot's ``VM_Exit``), which the exit took 0.39-0.50 s with and 0.08-0.10 s
+    without (stdin closed after a stopped context, 3 runs each; strace: the shutdown hooks were done in 0.09 s)."""
     proc = getattr(gateway, "proc", None)
     if proc is None or proc.stdin is None:
         return None
     if not proc.stdin.closed:
+        shutdown = getattr(gateway, "shutdown", None)
+        if shutdown is not None:
+            shutdown()  # (py4j's: errors logged, not raised; nothing calls the JVM after this)
         proc.stdin.close()
     return proc
 

@@ -91,13 +91,14 @@ def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "", frame
 
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
                  ports: Optional[Iterable[int]] = None, frame_bytes: bool = False,
-                 early: Optional[Any] = None) -> dict[str, Any]:
+                 early: Optional[Any] = None, named: bool = True) -> dict[str, Any]:
     """Every table of `kcodec analyze` written to ``tables`` in one pass over the captures: frames,
     exchanges, batches and files (and topic_ids). ``frame_bytes``: the frames table keeps the frames'
     bytes (a ``frame`` column, a copy of the captures' Kafka bytes; off, as tshark's field extraction
     copies none). ``early``: a ``kcodec.spark.early.Early`` whose pass 1, done while the JVM started, is
-    taken if its plan is this one. Returns what the tasks reported: ``files`` (path -> summary) and ``rows``
-    (per table)."""
+    taken if its plan is this one. ``named=False``: the batches' topics known by id only are left for the caller to
+    name (``name_batches(tables, result["topic_names"])``), e.g. once Spark is stopping. Returns what the tasks
+    reported: ``files`` (path -> summary), ``rows`` (per table) and ``aggregates``, and ``topic_names``."""
     unsplit: frozenset[str] = frozenset()
     for _ in range(2):  # a second time only if a file's ranges did not join up: then that file is read whole
         p = plan(spark, paths, unsplit)
@@ -123,17 +124,37 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
          pa.array([ranges.as_json(summaries[k]) for k in sorted(summaries)], pa.string())], schema=FILES))
     files_table.close()
     merged = aggregates.merge(parts["aggregates"])
-    names = aggregates.topic_names(merged)
-    if merged.c.get("b_unnamed") and names:
-        files = storage.parquet_files(f"{tables}/batches")
-        spark_context(spark).parallelize(files, max(1, len(files))).foreach(
-            functools.partial(tasks.name_topics, names=names))
+    names = aggregates.topic_names(merged) if merged.c.get("b_unnamed") else {}
+    if named:
+        name_batches(tables, names, spark)
     rows: dict[str, int] = {}
     for counts in parts["rows"]:
         for k, v in counts.items():
             rows[k] = rows.get(k, 0) + v
     return {"files": summaries, "rows": rows, "unsplit": sorted(unsplit),
-            "aggregates": aggregates.finish(merged, summaries)}
+            "aggregates": aggregates.finish(merged, summaries), "topic_names": names}
+
+
+def name_batches(tables: str, names: dict[str, str], spark: Optional[Spark] = None) -> None:
+    """The batches table's topics known by id only named (``tasks.name_topics``). On a local master (or with no
+    ``spark``) file by file in the driver: ~0.03 CPU s for the 1 GB capture's four files, where a Spark job of a
+    task a file cost 0.15-0.2 s of wall (its scheduling and the Python workers' round trips), and with no Spark
+    needed `kcodec analyze` runs it while the JVM stops (``names``: ``write_tables``' ``topic_names``). On a
+    cluster, a Spark job of a task a file, as the files are many there and the executors near them."""
+    if not names:
+        return
+    files = storage.parquet_files(f"{tables}/batches")
+    if spark is not None and not is_local(spark):
+        spark_context(spark).parallelize(files, max(1, len(files))).foreach(
+            functools.partial(tasks.name_topics, names=names))
+        return
+    for uri in files:
+        tasks.name_topics(uri, names)
+
+
+def is_local(spark: Spark) -> bool:
+    """Whether the job runs on a local master (``local``, ``local[N]``, ``local[*]``...)."""
+    return str(spark_context(spark).master).startswith("local")
 
 
 def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,

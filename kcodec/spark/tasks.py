@@ -148,7 +148,9 @@ def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_give
 
 def name_topics(uri: str, names: dict[str, str]) -> None:
     """One Parquet file of the batches table with the topics its rows knew by id only (Fetch and Produce
-    v13+) named, from the captures' Metadata responses (``names``: topic id -> name): rewritten in place."""
+    v13+) named, from the captures' Metadata responses (``names``: topic id -> name): rewritten in place.
+    (Python lists, not Arrow's compute kernels: the driver runs it, and importing pyarrow.compute there cost
+    more than the lists: ~0.03 s for the 1 GB capture's 18,432 rows.)"""
     table = storage.read_table(uri)
     topics, ids = table.column("topic").to_pylist(), table.column("topic_id").to_pylist()
     named = [names.get(i) if t is None and i is not None else t for t, i in zip(topics, ids)]
