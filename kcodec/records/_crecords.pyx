@@ -18,7 +18,7 @@ from cpython.object cimport PyTypeObject
 from cpython.type cimport PyType_Modified
 from cpython.ref cimport Py_INCREF
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 
 from . import _pure
 from ._compression import CodecError, inflate
