@@ -163,7 +163,9 @@ def test_sigterm_reaches_a_taken_daemon_whose_handler_exit_was_lost(tmp_path):
         shim, parent = _spark_daemon(_env(pending))  # the daemon forked the worker: in the hook
         assert parent == pending.proc.pid
         shim.send_signal(signal.SIGTERM)
-        assert pending.proc.wait(10) == -signal.SIGTERM  # the shim's second SIGTERM (fatal), GRACE s after the first
+        # ended by the shim's second SIGTERM (fatal), GRACE s after the first, or by its SIGKILL where a loaded
+        # machine ran PySpark's handler only after the second came (not PySpark's exit 1)
+        assert pending.proc.wait(10) in (-signal.SIGTERM, -signal.SIGKILL)
         shim.wait(10)
         shim.stdin.close()
         shim.stdout.close()
