@@ -16,6 +16,7 @@ from typing import Optional
 
 import pytest
 
+from needs import missing
 from test_spark_split import captures  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.spark]
@@ -137,6 +138,35 @@ def test_sigterm_to_sparks_daemon_reaches_the_taken_one():
         shim.send_signal(signal.SIGTERM)  # Spark's Process.destroy
         shim.wait(10)
         assert pending.proc.wait(10) is not None
+        shim.stdin.close()
+        shim.stdout.close()
+    finally:
+        pending.close()
+
+
+# An at-fork hook in Python, as logging's ``_releaseLock``, that the daemon is still in when the SIGTERM comes
+# (here up to 30 s after each fork, as the machine's load made logging's last): PySpark's handler runs inside it
+# and its ``sys.exit`` is lost, leaving the daemon running with SIGTERM at its default.
+_SLOW_AT_FORK = "import os, time\nos.register_at_fork(after_in_parent=lambda: time.sleep(30))\n"
+
+
+def test_sigterm_reaches_a_taken_daemon_whose_handler_exit_was_lost(tmp_path):
+    from kcodec.spark import handover
+
+    if not hasattr(os, "pidfd_open"):
+        missing("os.pidfd_open (Linux 5.3+), by which the shim watches the taken daemon's end")
+    (tmp_path / "sitecustomize.py").write_text(_SLOW_AT_FORK)
+    pending = handover.Pending({})
+    pending.env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])
+    try:
+        pending.start()
+        shim, parent = _spark_daemon(_env(pending))  # the daemon forked the worker: in the hook
+        assert parent == pending.proc.pid
+        shim.send_signal(signal.SIGTERM)
+        # ended by the shim's second SIGTERM (fatal), GRACE s after the first, or by its SIGKILL where a loaded
+        # machine ran PySpark's handler only after the second came (not PySpark's exit 1)
+        assert pending.proc.wait(10) in (-signal.SIGTERM, -signal.SIGKILL)
+        shim.wait(10)
         shim.stdin.close()
         shim.stdout.close()
     finally:

@@ -7,7 +7,7 @@ starts the same daemon then, from the driver, and it does those imports while th
 later launches its daemon, that process (the "shim", ``hand_over``) passes its stdin, stdout, stderr,
 environment, working directory and arguments to the pending one over a Unix socket (``serve``), which then
 runs PySpark's daemon loop in their place: Spark talks to it as to the daemon it started. The shim stays,
-forwarding SIGTERM (Spark's ``destroy``) and ending when the daemon does.
+forwarding SIGTERM (Spark's ``destroy``; ``end`` makes sure it ends the daemon) and ending when the daemon does.
 
 The pending daemon takes over only where it is the daemon Spark would have started: the same interpreter,
 the same module path once Spark's zips are off it (``daemon.unzipped``), and the same values of what the
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -36,6 +37,7 @@ from .daemon import BLAS_THREADS
 ENV = "KCODEC_DAEMON_HANDOVER"  # the pending daemon's socket, given to Spark's daemon as an executor variable
 CLAIM = "claim"  # beside the socket: made first by the driver (it starts the pending daemon) or by Spark's daemon
 WAIT = 10.0  # seconds the shim waits for a pending daemon still importing, then starts its own
+GRACE = 2.0  # seconds the taken daemon has to end after a forwarded SIGTERM before the next signal (``end``)
 # read as the interpreter starts (PYTHONxxx) or as the preloads import (pyspark's serializers, worker_util)
 _STARTUP = re.compile(r"PYTHON[A-Z]+|PYTHON_(GIL|CPU_COUNT|FROZEN_MODULES|PERF_JIT_SUPPORT)")
 STARTUP_EXTRA = BLAS_THREADS + ("PYSPARK_ENABLE_NAMEDTUPLE_PATCH", "SPARK_TESTING")
@@ -147,12 +149,10 @@ def hand_over(path: str, wait: float = WAIT) -> bool:
         if answer[:1] != b"1":
             return False
         pid = struct.unpack(">i", answer[1:])[0]
+        pidfd = _pidfd(pid)  # opened while it runs: the signals below cannot reach a reused pid
 
         def forward(signum: int, _: Any) -> None:  # Spark's ``destroy``
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except OSError:
-                pass
+            end(pid, pidfd)
             os._exit(0)
 
         signal.signal(signal.SIGTERM, forward)
@@ -167,6 +167,31 @@ def hand_over(path: str, wait: float = WAIT) -> bool:
     except OSError:
         pass
     return True
+
+
+def _pidfd(pid: int) -> Optional[int]:
+    try:
+        return os.pidfd_open(pid)  # Linux 5.3+
+    except (AttributeError, OSError):
+        return None
+
+
+def end(pid: int, pidfd: Optional[int], grace: float = GRACE) -> None:
+    """End the taken daemon on Spark's SIGTERM. PySpark's handler leaves by ``sys.exit``, which is lost when the
+    handler runs inside a Python at-fork hook (logging's ``_releaseLock``, as the daemon forks a worker: the
+    SIGTERM came just after a task's worker was forked): the daemon then goes on, its SIGTERM back at the default,
+    until its stdin ends. So where its end can be watched (a pidfd), a daemon not gone after ``grace`` seconds
+    gets a second SIGTERM (then fatal), then a SIGKILL; elsewhere one SIGTERM, as before."""
+    for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGKILL):
+        try:
+            if pidfd is None:
+                os.kill(pid, sig)
+            else:
+                signal.pidfd_send_signal(pidfd, sig)
+        except OSError:
+            return  # gone
+        if pidfd is None or select.select([pidfd], [], [], grace)[0]:
+            return
 
 
 def _claim(path: str) -> bool:
