@@ -198,7 +198,9 @@ def fill_columns(list jobs, dict cols):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= nrows
+        # (count <= nrows - row, not row + count <= nrows: a huge row and count wrap that sum and the rows are
+        # written unchecked)
+        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and count <= nrows - row
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf
