@@ -198,7 +198,9 @@ def fill_columns(list jobs, dict cols):
             has_append = append_time is not None
             at = append_time if has_append else 0
         pos = start
-        ok = count >= 0 and count * 7 <= end - pos and row >= 0 and row + count <= nrows
+        # (count <= nrows - row, not row + count <= nrows: a huge row and count wrap that sum and the rows are
+        # written unchecked)
+        ok = count >= 0 and count <= (end - pos) // 7 and row >= 0 and count <= nrows - row
         if ok:
             PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
             p = <const unsigned char*>pb.buf
@@ -237,7 +239,7 @@ def summarize(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t bas
     cdef Py_ssize_t i = 0, start = pos
     cdef Py_buffer pb
     cdef const unsigned char* p
-    cdef bint ok = count >= 0 and count * 7 <= end - pos
+    cdef bint ok = count >= 0 and count <= (end - pos) // 7  # (not count * 7: a huge count wraps it)
     if ok:
         PyObject_GetBuffer(buf, &pb, PyBUF_SIMPLE)
         p = <const unsigned char*>pb.buf
