@@ -232,6 +232,7 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     (tmp_path / "kcodec/spark").mkdir()
     (tmp_path / "kcodec/spark/job.py").write_text("1\n")  # an application: no counted call runs it
+    (tmp_path / "benchmarks/broker_data.py").write_text("1\n")  # a timed-only harness
     git("add", ".")
     git("commit", "-q", "-m", "an application")
     second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
@@ -240,6 +241,11 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     git("commit", "-q", "-am", "code")
     third = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert store.measured_change(second, third) == ["kcodec/x.py"]
+    (tmp_path / "benchmarks/test_records.py").write_text("1\n")  # a counted suite
+    git("add", ".")
+    git("commit", "-q", "-m", "counted")
+    fourth = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert store.measured_change(third, fourth) == ["benchmarks/test_records.py"]
 
 
 COUNTED = """

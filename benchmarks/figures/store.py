@@ -152,6 +152,10 @@ COUNTED = ".callgrind"  # the label of an instruction pass's partials (benchmark
 # them, as tests/test_layers.py keeps the codec from importing them.
 APPLICATIONS = ("kcodec/cli", "kcodec/client", "kcodec/showcase", "kcodec/sizes", "kcodec/spark", "kcodec/tap",
                 "broker")
+# The harnesses of the timed-only suites (brokers, `kcodec analyze`, captures): benchmarks/callgrind.py counts the
+# Metadata and record batch cases through payloads.py, test_metadata.py and test_records.py, never these.
+UNCOUNTED = ("benchmarks/broker_*.py", "benchmarks/test_broker_*.py", "benchmarks/analyze_*.py",
+             "benchmarks/capture_batches.py", "benchmarks/test_spark_scale.py")
 
 
 def measured_change(a: str, b: str) -> list[str]:
@@ -163,7 +167,7 @@ def measured_change(a: str, b: str) -> list[str]:
     try:
         got = subprocess.run(["git", "diff", "--name-only", a, b, "--", ".", *_NOT_MEASURED, ":!tests",
                               ":!CHANGELOG.md", ":!benchmarks/NOTES.md", ":!benchmarks/figures",
-                              *(f":!{app}" for app in APPLICATIONS)], cwd=ROOT, capture_output=True,
+                              *(f":!{app}" for app in APPLICATIONS + UNCOUNTED)], cwd=ROOT, capture_output=True,
                              text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return ["(git failed)"]
