@@ -1,18 +1,21 @@
 """confluent-kafka produces (acks=all) and then consumes N messages through a broker subprocess:
 `kcodec broker`, Tansu 0.6.0 (in memory) or Apache Kafka 4.4 (one KRaft node, tests/kafka/real_kafka.py),
-measured alike. `python benchmarks/broker_data.py` prints a table (`--brokers kcodec,kafka` picks brokers,
-`--rounds N` runs every case N times, the brokers' order in each round from `schedule()`, `--cases
-100x1,100x12` picks cases, `--pin` puts the broker and the
-client on a CPU each, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's fetch log of each
-consume and says per run what its Fetch requests were); benchmarks/test_broker_data.py
-runs the same under pytest-benchmark."""
+measured alike, the client (topic, producer, consumer) a fresh Python process each round
+(benchmarks/broker_client.py), started alike for every broker. `python benchmarks/broker_data.py` prints a
+table (`--brokers kcodec,kafka` picks brokers, `--rounds N` runs every case N times, the brokers' order in
+each round from `schedule()`, `--cases 100x1,100x12` picks cases, `--pin` puts the broker and the client on a
+CPU each, `--json FILE` writes every result, `--trace DIR` keeps librdkafka's fetch log of each consume and
+says per run what its Fetch requests were); benchmarks/test_broker_data.py runs the same under
+pytest-benchmark."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -22,6 +25,8 @@ from typing import Any, Iterator, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "kafka"))
+import broker_client  # noqa: E402
+from broker_client import cpu_seconds  # noqa: E402
 from broker_load import start_broker  # noqa: E402
 
 from kcodec.sizes.timing import round_order  # noqa: E402
@@ -35,6 +40,9 @@ TOTAL_BYTES = 50_000_000  # per case: 500,000 messages of 100 bytes, 50,000 of 1
 # through the three brokers takes about 30 s, and a single sample moved a kcodec ÷ Tansu ratio across 1 from
 # run to run; three rounds keep the suite near 1.5 minutes (benchmarks/NOTES.md, broker10).
 ROUNDS_DEFAULT = 3
+# A round's client may take 20 s to create the topic, 30 s for its first message, 120 s to flush and 120 s to
+# consume (broker_client.measure()): past this its process is killed and the round fails
+CLIENT_TIMEOUT_S = 360.0
 
 
 def rounds_wanted() -> int:
@@ -83,6 +91,9 @@ class Result:
     client_threads_cpu_s: float = float("nan")  # librdkafka's own threads meanwhile (fetching, parsing answers)
     # the client's minor page faults meanwhile: fresh memory for the messages librdkafka holds ahead of consume()
     client_faults: int = -1
+    # the client's process start and imports (broker_client.py, a fresh process each round), before the timed
+    # spans: what running the client apart adds to a round's time
+    client_start_s: float = float("nan")
 
     def rate(self, seconds: float) -> tuple[float, float]:
         return self.messages / seconds, self.messages * self.size / seconds / 1e6
@@ -101,7 +112,8 @@ class Result:
                f"first message {self.first_s * 1e3:.0f} ms; consume() loop {self.consume_s:.2f} s = its thread's CPU "
                f"{self.consume_loop_cpu_s:.2f} s + waiting for a CPU {self.consume_cpu_wait_s:.2f} s + for messages "
                f"{self.consume_s - self.consume_loop_cpu_s - self.consume_cpu_wait_s:.2f} s, librdkafka's threads' "
-               f"CPU meanwhile {self.client_threads_cpu_s:.2f} s, the client's page faults {self.client_faults:,}")
+               f"CPU meanwhile {self.client_threads_cpu_s:.2f} s, the client's page faults {self.client_faults:,}, its "
+               f"process start and imports {self.client_start_s:.2f} s")
         f = self.fetches
         if f:
             out += (f"; {f['count']} Fetch responses, {f['median_kb']:,.0f} KB median (max {f['max_kb']:,.0f}), "
@@ -133,54 +145,11 @@ def fetch_trace(log: Path, since: float) -> dict[str, Any]:
             "max_rtt_ms": max(r for _, _, r in got), "last_s": max(t for t, _, _ in got), "backoffs": backoffs}
 
 
-@contextlib.contextmanager
-def _stderr_to(path: Optional[Path]) -> Iterator[None]:
-    """librdkafka writes its log to file descriptor 2: there, to ``path``, for the block."""
-    if path is None:
-        yield
-        return
-    sys.stderr.flush()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    saved = os.dup(2)
-    os.dup2(fd, 2)
-    try:
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(fd)
-
-
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def thread_schedstat() -> tuple[float, float]:
-    """The calling thread's time on a CPU and waiting on a run queue so far, in seconds (NaN where the kernel
-    keeps no schedstat): a loop that never blocks takes the sum of the two."""
-    try:
-        run_ns, wait_ns = Path("/proc/thread-self/schedstat").read_text().split()[:2]
-    except (OSError, ValueError):
-        return float("nan"), float("nan")
-    return int(run_ns) / 1e9, int(wait_ns) / 1e9
-
-
-def _stat(pid: int) -> list[str]:
-    """/proc/PID/stat's fields after the command name (the state first)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its reaped children so far (/proc/PID/stat)."""
-    return sum(int(x) for x in _stat(pid)[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def minor_faults(pid: int) -> int:
-    """Minor page faults of a process so far: each first touch of fresh memory."""
-    return int(_stat(pid)[7])
 
 
 @contextlib.contextmanager
@@ -216,10 +185,11 @@ def broker(kind: str) -> Iterator[tuple[str, int]]:
 
 @contextlib.contextmanager
 def pinned(pid: int, on: bool) -> Iterator[None]:
-    """With ``on``: the broker's threads on the second CPU, this thread (and the client threads it starts)
-    on the first, for the block: the broker and the client no longer take each other's CPU (other work on
-    the machine still may). The produce() loop never blocks, yet on a shared machine it waits for a CPU for
-    as long again as it runs, and that wait moves a run's produce rate more than either broker does."""
+    """With ``on``: the broker's threads on the second CPU, this thread (and the client process it starts,
+    which inherits it) on the first, for the block: the broker and the client no longer take each other's
+    CPU (other work on the machine still may). The produce() loop never blocks, yet on a shared machine it
+    waits for a CPU for as long again as it runs, and that wait moves a run's produce rate more than either
+    broker does."""
     if not on:
         yield
         return
@@ -237,78 +207,39 @@ def pinned(pid: int, on: bool) -> Iterator[None]:
         os.sched_setaffinity(0, saved)
 
 
+def client(kind: str, spec: broker_client.Spec, timeout: float = CLIENT_TIMEOUT_S) -> dict[str, Any]:
+    """One round's client in a fresh Python process (benchmarks/broker_client.py), started alike for every
+    broker: what it measured, and ``client_start_s``, its process start and imports (outside the timed spans).
+    A client that fails or outlives ``timeout`` (then killed) raises RuntimeError with its stderr's end."""
+    started = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, str(Path(broker_client.__file__)), json.dumps(spec)],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        tail = (e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr or "")[-2000:]
+        raise RuntimeError(f"{kind}: the client process did not finish in {timeout:g} s (killed): {tail}") from None
+    if done.returncode != 0:
+        raise RuntimeError(f"{kind}: the client process exited with {done.returncode}: {done.stderr[-2000:]}")
+    try:
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise RuntimeError(f"{kind}: the client process printed no result: {done.stdout[-500:]!r}") from None
+    got["client_start_s"] = got.pop("ready") - started
+    return got
+
+
 def run(kind: str, size: int, partitions: int, total_bytes: int = TOTAL_BYTES, trace: Optional[Path] = None,
         pin: bool = False) -> Result:
-    """One case through a fresh broker; ``trace``: a directory for librdkafka's fetch log of the consume;
-    ``pin``: the broker and the client each on a CPU of its own (pinned())."""
-    import confluent_kafka as ck
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    n = total_bytes // size
-    value = b"x" * size
+    """One case through a fresh broker, its client a fresh process (client()); ``trace``: a directory for
+    librdkafka's fetch log of the consume; ``pin``: the broker and the client each on a CPU of its own
+    (pinned(): the client's process inherits this thread's CPU)."""
     with broker(kind) as (bootstrap, pid), pinned(pid, pin):
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(20)
-        time.sleep(0.5)  # Tansu answers CreateTopics before its metadata has the topic
-        p = ck.Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                         "batch.size": 1_000_000, "queue.buffering.max.messages": 2_000_000,
-                         "message.timeout.ms": 60_000})
-        failed: list[str] = []
-        p.produce(TOPIC, value, partition=0, on_delivery=lambda e, _m: e and failed.append(str(e)))
-        p.flush(30)  # the producer knows the leaders before the clock starts
-        cpu0 = cpu_seconds(pid)
-        sched0 = thread_schedstat()
-        t0 = time.perf_counter()
-        for i in range(n - 1):
-            p.produce(TOPIC, value, partition=i % partitions)
-            if i % 100_000 == 0:
-                p.poll(0)
-        loop_s = time.perf_counter() - t0
-        sched1 = thread_schedstat()
-        left = p.flush(120)
-        produce_s = time.perf_counter() - t0
-        if left or failed:
-            raise RuntimeError(f"{kind}: {left} undelivered, {failed[:3]}")
-        # the whole case may wait in librdkafka's queue: past queued.min.messages (100,000) it pauses fetching
-        # for fetch.queue.backoff.ms (1 s), so small messages would measure that pause, not the broker. The
-        # fetch sizes are librdkafka's own (max.partition.fetch.bytes 1 MiB, fetch.max.bytes 50 MiB): Tansu
-        # answers about 5 MB whatever they are, so a size set here would pace only a broker that honours it
-        cpu1 = cpu_seconds(pid)
         log = trace / f"{kind}-{size}x{partitions}-{time.time():.0f}.log" if trace is not None else None
-        with _stderr_to(log):
-            c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                             "queued.min.messages": 2 * n, "queued.max.messages.kbytes": 4 * total_bytes // 1024,
-                             **({"debug": "fetch,protocol"} if log is not None else {})})
-            c.assign([ck.TopicPartition(TOPIC, q, 0) for q in range(partitions)])
-            got = 0
-            first = float("nan")
-            since = time.time()
-            sched2 = thread_schedstat()
-            client0 = cpu_seconds(os.getpid())
-            faults0 = minor_faults(os.getpid())
-            t0 = time.perf_counter()
-            deadline = t0 + 120
-            while got < n and time.perf_counter() < deadline:
-                messages = c.consume(10_000, 0.5)
-                if messages and not got:  # the first call that returns any (it waits for 10,000)
-                    first = time.perf_counter() - t0
-                for m in messages:
-                    if m.error():
-                        raise RuntimeError(f"{kind}: {m.error()}")
-                    got += 1
-            consume_s = time.perf_counter() - t0
-            sched3 = thread_schedstat()
-            client1 = cpu_seconds(os.getpid())
-            faults1 = minor_faults(os.getpid())
-            cpu2 = cpu_seconds(pid)
-            c.close()
-        del p, admin  # before the broker stops: no reconnect attempts logged
-        if got != n:
-            raise RuntimeError(f"{kind}: consumed {got} of {n}")
-        return Result(kind, size, partitions, n, produce_s, consume_s, peak_rss_mb(pid), cpu_seconds(pid), first,
-                      cpu1 - cpu0, cpu2 - cpu1, fetch_trace(log, since) if log is not None else {}, loop_s,
-                      sched1[0] - sched0[0], sched1[1] - sched0[1], sched3[0] - sched2[0], sched3[1] - sched2[1],
-                      client1 - client0 - (sched3[0] - sched2[0]), faults1 - faults0)
+        got = client(kind, {"bootstrap": bootstrap, "broker_pid": pid, "size": size, "partitions": partitions,
+                            "total_bytes": total_bytes, "log": None if log is None else str(log)})
+        since = got.pop("log_since")
+        return Result(kind, size, partitions, peak_rss_mb=peak_rss_mb(pid), cpu_s=cpu_seconds(pid),
+                      fetches=fetch_trace(log, since) if log is not None else {}, **got)
 
 
 HEADER = ("| broker | message | partitions | produce (acks=all) | consume | broker peak RSS | broker CPU |\n"
@@ -318,7 +249,6 @@ HEADER = ("| broker | message | partitions | produce (acks=all) | consume | brok
 def main(argv: list[str]) -> int:
     import argparse
     import dataclasses
-    import json
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--brokers", default="kcodec,tansu", help=f"comma-separated, of {', '.join(BROKERS)}")

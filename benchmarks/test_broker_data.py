@@ -1,6 +1,7 @@
 """confluent-kafka produces (acks=all) then consumes through `kcodec broker`, Tansu and Apache Kafka 4.4, case
 by case, in rounds (KCODEC_BROKER_ROUNDS, broker_data.ROUNDS_DEFAULT): each round runs every broker once, fresh,
-in the order broker_data.schedule() gives; every round's rate is recorded, the figure being their median."""
+in the order broker_data.schedule() gives, the client a fresh process each round (``client: "process"`` in the
+case's params); every round's rate is recorded, the figure being their median."""
 
 from __future__ import annotations
 
@@ -62,4 +63,4 @@ def test_broker_data_throughput(benchmark, size, partitions, bench_record):
         impls = {kind: figures(results, direction) for kind, results in got.items()}
         benchmark.extra_info.update({f"{direction}_msgs_per_s_{kind}": round(f["median"]) for kind, f in impls.items()})
         bench_record("broker-data", f"{direction}[{size}B x {partitions}p]", impls, bytes=size, rounds=rounds,
-                     direction=direction, size=size, partitions=partitions)
+                     direction=direction, size=size, partitions=partitions, client="process")

@@ -158,6 +158,33 @@ def test_broker_sections_from_rounds(tmp_path):
     assert "| tansu | 1000 B | 12 | 1,500 msg/s (2 MB/s), 1,000-4,000 | 1,500 msg/s (2 MB/s), 1,000-4,000 |" in text
 
 
+CASES_BROKER = ((100, 1), (100, 12), (1000, 1), (1000, 12))
+
+
+def test_broker_sections_say_where_the_client_ran(tmp_path):
+    """Runs whose rounds ran the client in a fresh process (broker13: ``client: "process"`` in the cases'
+    params) say so; runs kept from before, without the field, read as before."""
+    results = tmp_path / "results"
+    results.mkdir()
+    head = {k: v for k, v in _run("2026-01-01T00:00:00Z", 1, 1).items() if k != "cases"}
+
+    def run(params: dict) -> str:
+        cases = [{"id": f"{d}[{s}B x {p}p]", "bytes": s, "rounds": 3, "params": params, "impls": {
+            b: store.stats([1000.0, 2000.0, 3000.0], unit="msg/s", peak_rss_mib=80.0, cpu_s=0.3, messages=1000)
+            for b in ("kcodec", "tansu")}} for d in ("produce", "consume") for s, p in CASES_BROKER]
+        return json.dumps({**head, "suite": "broker-data", "cases": cases}) + "\n"
+
+    kept = results / "broker-data.jsonl"
+    kept.write_text(run({}))
+    before = sections.render("broker-tansu", results)
+    assert "their order changing from round to round), with the rounds' min-max" in before
+    kept.write_text(run({}) + run({"client": "process"}))
+    assert ("round to round; the client a fresh process each round in 1 of 2 runs, in the benchmark's own before)"
+            in sections.render("broker-tansu", results))
+    kept.write_text(run({"client": "process"}))
+    assert "round to round; the client a fresh process each round), with" in sections.render("broker-tansu", results)
+
+
 def test_broker_rounds_take_turns(monkeypatch):
     """benchmarks/broker_data.py's schedule (its CLI and test_broker_data.py): every case each round, each
     broker once in it, first as often as every other and right after every other as often (6 rounds of 3)."""

@@ -31,7 +31,18 @@ def _passes(runs: list[dict]) -> str:
         return "Rates of each run's one pass per case"
     n = " or ".join(str(r) for r in sorted(rounds))
     return (f"Rates: each run's median over {n} rounds per case (every broker once a round, started fresh, "
-            "their order changing from round to round), with the rounds' min-max")
+            f"their order changing from round to round{_client(runs)}), with the rounds' min-max")
+
+
+def _client(runs: list[dict]) -> str:
+    """Where the client ran: a fresh process each round (``client: "process"``, broker13), or, in runs kept
+    from before, inside the benchmark's own process (whose state its rate followed)."""
+    fresh = sum(all(c.get("params", {}).get("client") == "process" for c in r["cases"]) for r in runs)
+    if not fresh:
+        return ""
+    if fresh == len(runs):
+        return "; the client a fresh process each round"
+    return f"; the client a fresh process each round in {fresh} of {len(runs)} runs, in the benchmark's own before"
 
 
 def ratio_rows(runs: list[dict]) -> list[str]:
