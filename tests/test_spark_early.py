@@ -137,6 +137,10 @@ def _wait(cond, seconds=60.0):
         time.sleep(0.02)
 
 
+def _claimed(out, partition):
+    return lambda: (out / "_shuffle" / "_claims" / str(partition)).exists()
+
+
 def _partitioned(monkeypatch, hook):
     """The child's ``_run_partition`` with ``hook(partition)`` first (in the child only)."""
     from kcodec.spark import early
@@ -172,8 +176,8 @@ def test_partitions_done_by_the_child_are_taken(spark, captures, tmp_path):  # n
 
 def test_the_partition_in_progress_is_waited_for(spark, captures, tmp_path, monkeypatch):  # noqa: F811
     expected_written, expected = _expected(spark, captures, tmp_path)
-    _partitioned(monkeypatch, lambda i: time.sleep(2.0) if i == 1 else None)
     out = tmp_path / "early"
+    _partitioned(monkeypatch, lambda i: _wait(_claimed(out, 2)) if i == 1 else None)  # in 1 at the take-over
     e = _run(spark, captures, out)
     try:
         _wait(lambda: 0 in e._outcomes)
@@ -192,12 +196,13 @@ def test_a_slow_child_leaves_all_of_pass_two_to_spark(spark, captures, tmp_path,
     expected_written, expected = _expected(spark, captures, tmp_path)
     claim, parent = early._claim, os.getpid()
 
+    out = tmp_path / "early"
+
     def slow(local, partition):
         if os.getpid() != parent:
-            time.sleep(3.0)
+            _wait(_claimed(out, partition))  # the driver's take-over comes first
         return claim(local, partition)
     monkeypatch.setattr(early, "_claim", slow)
-    out = tmp_path / "early"
     e = _run(spark, captures, out)
     try:
         written, tables = _write(spark, captures, out, e)
@@ -210,23 +215,23 @@ def test_a_slow_child_leaves_all_of_pass_two_to_spark(spark, captures, tmp_path,
 @pytest.mark.parametrize("how", ["raises at once", "raises after the take-over", "dies"])
 def test_a_child_failing_in_pass_two_loses_no_partition(spark, captures, tmp_path, monkeypatch, how):  # noqa: F811
     expected_written, expected = _expected(spark, captures, tmp_path)
+    out = tmp_path / "early"
 
     def fail(i):
         if i != 0:
             return
         if how != "raises at once":
-            time.sleep(2.0)  # the driver claims the rest meanwhile
+            _wait(_claimed(out, 1))  # the driver has claimed the rest
         if how == "dies":
             os._exit(3)
         raise RuntimeError("a bug in pass 2")
     _partitioned(monkeypatch, fail)
-    out = tmp_path / "early"
     e = _run(spark, captures, out)
     try:
         if how == "raises at once":
             _wait(lambda: e._ended)
         written, tables = _write(spark, captures, out, e)
-        assert e._outcomes.get(0) is None and 0 not in e.mine or how != "raises at once"  # Spark's from the start
+        assert (0 not in e.mine) == (how == "raises at once")  # Spark's from the start, or run after the child
         assert e._outcomes.get(0) is None  # not the child's: Spark ran it
     finally:
         e.close()
@@ -244,3 +249,22 @@ def test_close_in_pass_two_ends_the_child_and_leaves_no_scratch(captures, tmp_pa
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert not scratch.exists()
+
+
+def test_a_failed_pass_two_ends_the_child_and_leaves_no_scratch(spark, captures, tmp_path, monkeypatch):  # noqa: F811
+    from kcodec.spark import pipeline
+
+    def failed(*_):
+        raise RuntimeError("the Spark job failed")
+    _partitioned(monkeypatch, lambda i: time.sleep(60) if i == 1 else None)
+    monkeypatch.setattr(pipeline, "_pass_two", failed)
+    out = tmp_path / "early"
+    e = _run(spark, captures, out)
+    try:
+        _wait(lambda: 0 in e._outcomes)  # the child is in partition 1
+        with pytest.raises(RuntimeError, match="the Spark job failed"):
+            _write(spark, captures, out, e)
+        assert not e._proc.is_alive()  # ended by the pass, before its input went
+        assert not (out / "_shuffle").exists()
+    finally:
+        e.close()

@@ -117,16 +117,19 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
     for part, item in spilled:
         by_partition[part].append((part, item))
     local = storage.local_path(scratch) or scratch
-    os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
-    for i in range(n):
-        if not _claim(local, i):  # the driver took the rest
-            return
-        try:
-            out = _run_partition(by_partition[i], job, i)
-        except BaseException:  # noqa: BLE001 (the driver runs it on Spark, which raises it there)
-            conn.send(("failed", i, None))
-            return
-        conn.send(("done", i, out))
+    try:
+        os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
+        for i in range(n):
+            if not _claim(local, i):  # the driver took the rest
+                return
+            try:
+                out = _run_partition(by_partition[i], job, i)
+            except BaseException:  # noqa: BLE001 (the driver runs it on Spark, which raises it there)
+                conn.send(("failed", i, None))
+                return
+            conn.send(("done", i, out))
+    except BaseException:  # noqa: BLE001 (Ctrl-C, the driver gone: what it did not receive, Spark runs)
+        return
 
 
 STAGED, CLAIMS = "_early", "_claims"  # in the scratch: the child's tables' files, the partitions' claims
