@@ -44,7 +44,7 @@ def test_the_early_pass_gives_sparks_tables(spark, captures, tmp_path):  # noqa:
 
     expected_written, expected = _write(spark, captures, tmp_path / "spark")
     out = tmp_path / "early"
-    e = early.Early(captures, f"{out}/_shuffle", SETTINGS, "local[2]")
+    e = early.Early(captures, f"{out}/_shuffle", SETTINGS, "local[2]", frame_bytes=True)
     try:
         written, tables = _write(spark, captures, out, e)
         assert e._taken  # pass 1 was the child's
@@ -61,7 +61,8 @@ def test_another_plan_is_not_taken(spark, captures, tmp_path):  # noqa: F811
 
     _, expected = _write(spark, captures, tmp_path / "spark")
     out = tmp_path / "early"
-    e = early.Early(captures, f"{out}/_shuffle", {**SETTINGS, "spark.kcodec.partitionBytes": "1m"}, "local[2]")
+    e = early.Early(captures, f"{out}/_shuffle", {**SETTINGS, "spark.kcodec.partitionBytes": "1m"}, "local[2]",
+                    frame_bytes=True)
     try:
         _, tables = _write(spark, captures, out, e)
         assert not e._taken  # its partitions are not the driver's: Spark's pass 1 ran
@@ -114,3 +115,156 @@ def test_inputs_under_one_range_do_not_start_early(captures, tmp_path):  # noqa:
     assert e is not None
     e.close()
     assert early.start([str(tmp_path / "missing.pcap")], tables, {}, "local[*]") is None
+
+
+# Pass 2 shared between the child and Spark: the child runs partitions in order, each claimed first, until the
+# driver claims the rest; whatever the timing the tables and summaries are Spark's alone.
+
+def _expected(spark, captures, tmp_path):  # noqa: F811
+    return _write(spark, captures, tmp_path / "spark")
+
+
+def _same(written, tables, expected_written, expected):
+    assert tables == expected
+    for k in ("files", "rows", "aggregates", "topic_names"):
+        assert written[k] == expected_written[k], k
+
+
+def _wait(cond, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def _claimed(out, partition):
+    return lambda: (out / "_shuffle" / "_claims" / str(partition)).exists()
+
+
+def _partitioned(monkeypatch, hook):
+    """The child's ``_run_partition`` with ``hook(partition)`` first (in the child only)."""
+    from kcodec.spark import early
+
+    run, parent = early._run_partition, os.getpid()
+
+    def patched(items, job, partition):
+        if os.getpid() != parent:
+            hook(partition)
+        return run(items, job, partition)
+    monkeypatch.setattr(early, "_run_partition", patched)
+
+
+def _run(spark, captures, out, **kw):
+    from kcodec.spark import early
+
+    return early.Early(captures, f"{out}/_shuffle", SETTINGS, "local[2]", pending=False, frame_bytes=True, **kw)
+
+
+def test_partitions_done_by_the_child_are_taken(spark, captures, tmp_path):  # noqa: F811
+    expected_written, expected = _expected(spark, captures, tmp_path)
+    out = tmp_path / "early"
+    e = _run(spark, captures, out)
+    try:
+        _wait(lambda: 0 in e._outcomes)  # pass 1 and a partition of pass 2 done while "the JVM starts"
+        written, tables = _write(spark, captures, out, e)
+        assert e._taken and 0 in e.mine
+    finally:
+        e.close()
+    _same(written, tables, expected_written, expected)
+    assert not (out / "_shuffle").exists()
+
+
+def test_the_partition_in_progress_is_waited_for(spark, captures, tmp_path, monkeypatch):  # noqa: F811
+    expected_written, expected = _expected(spark, captures, tmp_path)
+    out = tmp_path / "early"
+    _partitioned(monkeypatch, lambda i: _wait(_claimed(out, 2)) if i == 1 else None)  # in 1 at the take-over
+    e = _run(spark, captures, out)
+    try:
+        _wait(lambda: 0 in e._outcomes)
+        written, tables = _write(spark, captures, out, e)  # claims 2.. while the child is in 1
+        assert e.mine == [0, 1] and e._outcomes[1] is not None and e._got[1] > 2  # Spark ran 2..
+    finally:
+        e.close()
+    assert written["rows"]["frames"] > 0 and expected_written["unsplit"] == []
+    _same(written, tables, expected_written, expected)
+    assert not (out / "_shuffle").exists()
+
+
+def test_a_slow_child_leaves_all_of_pass_two_to_spark(spark, captures, tmp_path, monkeypatch):  # noqa: F811
+    from kcodec.spark import early
+
+    expected_written, expected = _expected(spark, captures, tmp_path)
+    claim, parent = early._claim, os.getpid()
+
+    out = tmp_path / "early"
+
+    def slow(local, partition):
+        if os.getpid() != parent:
+            _wait(_claimed(out, partition))  # the driver's take-over comes first
+        return claim(local, partition)
+    monkeypatch.setattr(early, "_claim", slow)
+    e = _run(spark, captures, out)
+    try:
+        written, tables = _write(spark, captures, out, e)
+        assert e._taken and e.mine == [] and not e._outcomes
+    finally:
+        e.close()
+    _same(written, tables, expected_written, expected)
+
+
+@pytest.mark.parametrize("how", ["raises at once", "raises after the take-over", "dies"])
+def test_a_child_failing_in_pass_two_loses_no_partition(spark, captures, tmp_path, monkeypatch, how):  # noqa: F811
+    expected_written, expected = _expected(spark, captures, tmp_path)
+    out = tmp_path / "early"
+
+    def fail(i):
+        if i != 0:
+            return
+        if how != "raises at once":
+            _wait(_claimed(out, 1))  # the driver has claimed the rest
+        if how == "dies":
+            os._exit(3)
+        raise RuntimeError("a bug in pass 2")
+    _partitioned(monkeypatch, fail)
+    e = _run(spark, captures, out)
+    try:
+        if how == "raises at once":
+            _wait(lambda: e._ended)
+        written, tables = _write(spark, captures, out, e)
+        assert (0 not in e.mine) == (how == "raises at once")  # Spark's from the start, or run after the child
+        assert e._outcomes.get(0) is None  # not the child's: Spark ran it
+    finally:
+        e.close()
+    _same(written, tables, expected_written, expected)
+    assert not (out / "_shuffle").exists()
+
+
+def test_close_in_pass_two_ends_the_child_and_leaves_no_scratch(captures, tmp_path, monkeypatch):  # noqa: F811
+    _partitioned(monkeypatch, lambda i: time.sleep(60))
+    scratch = tmp_path / "_shuffle"
+    e = _run(None, captures, tmp_path)
+    _wait(lambda: (scratch / "_claims" / "0").exists())  # the child is in partition 0
+    pid = e._proc.pid
+    e.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert not scratch.exists()
+
+
+def test_a_failed_pass_two_ends_the_child_and_leaves_no_scratch(spark, captures, tmp_path, monkeypatch):  # noqa: F811
+    from kcodec.spark import pipeline
+
+    def failed(*_):
+        raise RuntimeError("the Spark job failed")
+    _partitioned(monkeypatch, lambda i: time.sleep(60) if i == 1 else None)
+    monkeypatch.setattr(pipeline, "_pass_two", failed)
+    out = tmp_path / "early"
+    e = _run(spark, captures, out)
+    try:
+        _wait(lambda: 0 in e._outcomes)  # the child is in partition 1
+        with pytest.raises(RuntimeError, match="the Spark job failed"):
+            _write(spark, captures, out, e)
+        assert not e._proc.is_alive()  # ended by the pass, before its input went
+        assert not (out / "_shuffle").exists()
+    finally:
+        e.close()

@@ -170,7 +170,8 @@ def run(args: Any) -> int:
         from . import early as early_
 
         tables = args.tables or str(Path(args.out).resolve() / "tables")
-        early = early_.start(args.captures, tables, settings, master or "")
+        early = early_.start(args.captures, tables, settings, master or "", ports,
+                             getattr(args, "keep_frame_bytes", False))
         if early is not None and early.pending is not None:  # Spark's daemon hands over to it
             settings.update(early.pending.settings())
     try:

@@ -8,6 +8,14 @@ always; only if that plan and pass 2's partition count equal the child's does it
 (``spilled``), else it discards them and runs pass 1 on Spark as before. So the tables are the ones
 Spark's pass 1 gives, and any error (a missing file, a bad URI) is raised where it was raised before:
 the child's own failures only send the job down the usual path.
+
+After pass 1 the child goes on into pass 2 (analyze25): partition after partition, each claimed first by
+an exclusively created file (``_claim``), run as a Spark task runs it (``tasks.write_partition``) with its
+tables' files written aside (``_early`` in the scratch) and its summaries sent to the driver. Before it
+submits pass 2 the driver claims every partition not yet claimed (``take_over``): Spark runs those; the
+child ends after the one it is in. So no partition is run twice or skipped, whatever the timing; the
+driver moves the child's files into the tables and takes its summaries as a Spark task's (``results``),
+and a partition the child failed in (or died in) is run on Spark after all, which raises any error.
 """
 
 from __future__ import annotations
@@ -83,10 +91,11 @@ def _die_with_parent() -> None:
         pass
 
 
-def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], master: str) -> None:
+def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], master: str,
+           ports: Optional[list[int]], frame_bytes: bool) -> None:
     _die_with_parent()
     try:
-        from . import ranges, segments
+        from . import ranges, segments, tasks
 
         listed = local_listing(paths)
         if listed is None:
@@ -99,28 +108,77 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
         n = p.partitions(ranges.size(given)) if given else p.partitions(ranges.PARTITION_BYTES, cores)
         storage.remove_dir(scratch)
         spilled = [item for r in p.ranges for item in segments.spill_ranges([r], scratch=scratch, partitions=n)]
-        conn.send((p, n, spilled))
+        job = tasks.Job(p.captures, p.files, sorted(ports) if ports else None, f"{scratch}/{STAGED}", frame_bytes)
+        conn.send((p, n, spilled, _job_key(job)))
     except BaseException:  # noqa: BLE001 (the driver runs pass 1 on Spark instead, which reports it)
         conn.send(None)
+        return
+    by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
+    for part, item in spilled:
+        by_partition[part].append((part, item))
+    local = storage.local_path(scratch) or scratch
+    try:
+        os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
+        for i in range(n):
+            if not _claim(local, i):  # the driver took the rest
+                return
+            try:
+                out = _run_partition(by_partition[i], job, i)
+            except BaseException:  # noqa: BLE001 (the driver runs it on Spark, which raises it there)
+                conn.send(("failed", i, None))
+                return
+            conn.send(("done", i, out))
+    except BaseException:  # noqa: BLE001 (Ctrl-C, the driver gone: what it did not receive, Spark runs)
+        return
+
+
+STAGED, CLAIMS = "_early", "_claims"  # in the scratch: the child's tables' files, the partitions' claims
+
+
+def _run_partition(items: list[tuple[int, Any]], job: Any, partition: int) -> list[tuple[str, str]]:
+    from . import tasks
+
+    return list(tasks.write_partition(items, job, partition))
+
+
+def _claim(local: str, partition: int) -> bool:
+    """Whether this process made ``partition``'s claim in the scratch directory ``local`` (the child and the
+    driver each try, one succeeds)."""
+    try:
+        os.close(os.open(os.path.join(local, CLAIMS, str(partition)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _job_key(job: Any) -> tuple[Any, ...]:
+    """What of a ``tasks.Job`` the child's pass 2 must share with the driver's (not where the tables go)."""
+    return (job.captures, job.files, job.ports, job.frame_bytes)
 
 
 class Early:
-    """The forked child doing plan and pass 1 (``start``); ``spilled`` waits for it and hands its
-    files over when its plan is the driver's; ``close`` ends it (by its pid) and removes what it left.
-    ``pending``: the Python workers' daemon is started as soon as the child is done (``handover``)."""
+    """The forked child doing plan, pass 1 and then pass 2 until the driver takes over (``start``);
+    ``spilled`` waits for its pass 1 and hands its files over when its plan is the driver's; ``take_over``
+    and ``results`` share pass 2 with it; ``end`` and ``close`` end it (by its pid) and remove what it left.
+    ``pending``: the Python workers' daemon is started as soon as pass 1 is done (``handover``)."""
 
     def __init__(self, paths: list[str], scratch: str, settings: dict[str, str], master: str,
-                 pending: bool = True) -> None:
+                 pending: bool = True, ports: Optional[list[int]] = None, frame_bytes: bool = False) -> None:
         ctx = multiprocessing.get_context("fork")
         self.scratch = scratch
         self._made = _missing_dirs(os.path.dirname(storage.local_path(scratch) or scratch))
         self._conn, child_conn = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_child, args=(child_conn, paths, scratch, settings, master),
-                                 name="kcodec-early-pass-1", daemon=True)
+        self._proc = ctx.Process(target=_child, args=(child_conn, paths, scratch, settings, master, ports, frame_bytes),
+                                 name="kcodec-early-passes", daemon=True)
         self._proc.start()
         child_conn.close()
         self._taken = False
         self._got: Any = None
+        self._first = threading.Event()
+        self._news = threading.Condition()
+        self._outcomes: dict[int, Optional[list[tuple[str, str]]]] = {}  # pass 2's, by partition (None: failed)
+        self._ended = False  # the child sends no more
+        self.mine: list[int] = []  # the partitions the child claimed in pass 2 (``take_over``)
         # the workers' daemon started as the child's pass 1 ends, while the JVM still starts (``handover``)
         self.pending: Optional[handover.Pending] = None
         if pending:
@@ -136,26 +194,74 @@ class Early:
             self._got = self._conn.recv()
         except (EOFError, OSError):  # the child died
             self._got = None
+        self._first.set()
         if self.pending is not None:
             self.pending.start()
+        while self._got is not None:
+            try:
+                what, partition, out = self._conn.recv()
+            except (EOFError, OSError):  # it ended (or died)
+                break
+            with self._news:
+                self._outcomes[partition] = out if what == "done" else None
+                self._news.notify_all()
+        with self._news:
+            self._ended = True
+            self._news.notify_all()
 
-    def spilled(self, plan: Any, partitions: int, scratch: str) -> Optional[list[tuple[int, Any]]]:
-        """The child's pass-1 output, or None (the driver runs pass 1 on Spark, in a clean scratch)."""
-        self._watch.join()
+    def spilled(self, plan: Any, partitions: int, scratch: str,
+                job: Optional[Any] = None) -> Optional[list[tuple[int, Any]]]:
+        """The child's pass-1 output, or None (the driver runs pass 1 on Spark, in a clean scratch).
+        ``job``: the driver's ``tasks.Job``, which the child's pass 2 must share."""
+        self._first.wait()
         got = self._got
-        self._proc.join()
-        if got is None or scratch != self.scratch or got[0] != plan or got[1] != partitions:
+        if (got is None or scratch != self.scratch or got[0] != plan or got[1] != partitions
+                or (job is not None and got[3] != _job_key(job))):
+            self.end()
             storage.remove_dir(self.scratch)
             return None
         self._taken = True
         return got[2]
 
-    def close(self) -> None:
-        if self.pending is not None:  # first: a child killed below is not the cue to start it
-            self.pending.close()
+    def take_over(self, partitions: int) -> list[int]:
+        """Every partition of pass 2 not claimed by the child claimed for Spark (the child ends after the one
+        it is in); returns Spark's, those the child has already failed in included."""
+        local = storage.local_path(self.scratch) or self.scratch
+        os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
+        spark = [i for i in range(partitions) if _claim(local, i)]
+        with self._news:
+            self.mine = [i for i in range(partitions) if i not in spark and self._outcomes.get(i, ()) is not None]
+        return sorted(spark + [i for i in range(partitions) if i not in spark and i not in self.mine])
+
+    def results(self, tables: str) -> dict[int, list[tuple[str, str]]]:
+        """The child's pass-2 summaries by partition, once it has ended each one it claimed (waited for), and
+        its files moved into ``tables``; a partition it failed in, or died in, is not among them."""
+        with self._news:
+            while not self._ended and any(i not in self._outcomes for i in self.mine):
+                self._news.wait(0.5)
+            done = {i: out for i, out in self._outcomes.items() if i in self.mine and out is not None}
+        from .tasks import part_name
+
+        staged = os.path.join(storage.local_path(self.scratch) or self.scratch, STAGED)
+        tables = storage.local_path(tables) or tables
+        for table in os.listdir(staged) if done and os.path.isdir(staged) else ():
+            for i in done:
+                name = part_name(i)
+                if os.path.exists(os.path.join(staged, table, name)):
+                    os.makedirs(os.path.join(tables, table), exist_ok=True)
+                    os.replace(os.path.join(staged, table, name), os.path.join(tables, table, name))
+        return done
+
+    def end(self) -> None:
+        """The child ended (killed if still running: its partitions not in ``results`` go to Spark)."""
         if self._proc.is_alive():
             self._proc.kill()
         self._proc.join()
+
+    def close(self) -> None:
+        if self.pending is not None:  # first: a child killed below is not the cue to start it
+            self.pending.close()
+        self.end()
         self._watch.join()
         self._conn.close()
         if not self._taken:  # once taken, the pass removes the scratch itself
@@ -176,7 +282,8 @@ def _missing_dirs(path: str) -> list[str]:
     return out
 
 
-def start(paths: list[str], tables: str, settings: dict[str, str], master: str) -> Optional[Early]:
+def start(paths: list[str], tables: str, settings: dict[str, str], master: str,
+          ports: Optional[list[int]] = None, frame_bytes: bool = False) -> Optional[Early]:
     """An ``Early`` for a local master, local tables and local inputs of at least one range, else None.
     Below a range pass 1 is a fraction of a second that the child's imports and second plan outweigh
     (100 KB, quiet machine: 4.13-4.65 s with it against 3.95-4.35 s without; 1 GB: 6.61-7.90 against
@@ -187,7 +294,7 @@ def start(paths: list[str], tables: str, settings: dict[str, str], master: str) 
     if listed is None or sum(n for _, n in listed) < _split(settings):
         return None
     return Early(paths, f"{tables}/_shuffle", settings, master,
-                 handover.wanted(settings) and os.environ.get("KCODEC_PRESTART", "1") != "0")
+                 handover.wanted(settings) and os.environ.get("KCODEC_PRESTART", "1") != "0", ports, frame_bytes)
 
 
 def _split(settings: dict[str, str]) -> int:

@@ -108,8 +108,8 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
         spilled = None
         if early is not None and not unsplit:
-            spilled = early.spilled(p, _partitions(spark, p), f"{tables}/_shuffle")
-        for what, data in _one_pass(spark, p, job, spilled):
+            spilled = early.spilled(p, _partitions(spark, p), f"{tables}/_shuffle", job)
+        for what, data in _one_pass(spark, p, job, spilled, early if spilled is not None else None):
             parts[what].append(json.loads(data))
         bad = ranges.check(parts["range"])
         if not bad:
@@ -158,14 +158,15 @@ def is_local(spark: Spark) -> bool:
 
 
 def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
-              spilled: Optional[list[tuple[int, Any]]] = None) -> list[tuple[str, str]]:
+              spilled: Optional[list[tuple[int, Any]]] = None, early: Optional[Any] = None) -> list[tuple[str, str]]:
     """Pass 1 writes each range's segments, sorted, to one Arrow file per connection partition under
     ``TABLES/_shuffle``, and returns their names (not their bytes) to the driver; a pass-2 task per
     partition gets its partition's names, merges those files and writes the tables. The bytes go from one
     Python worker to another through those files, never through the JVM, and no Spark shuffle moves even
     the names (a shuffle's writes, reads and map outputs cost the JVM more than two small collects): cheaper
     than Spark's shuffle of the same rows, and the JVM's memory stays small. (The DataFrame functions
-    below use Spark's shuffle.) ``spilled``: pass 1's output already there (``kcodec.spark.early``)."""
+    below use Spark's shuffle.) ``spilled``: pass 1's output already there (``kcodec.spark.early``); ``early``:
+    the child that wrote it, which may have run pass 2 of some partitions since: Spark runs the others."""
     scratch = f"{job.tables}/_shuffle"
     n = _partitions(spark, p)
     sc = spark_context(spark)
@@ -178,11 +179,26 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
         by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
         for part, item in spilled:
             by_partition[part].append((part, item))
-        return (sc.parallelize(by_partition, n)
-                .mapPartitions(functools.partial(tasks.write_partitions, job=job))
-                .collect())
+        on_spark = early.take_over(n) if early is not None else list(range(n))
+        done = dict(_pass_two(sc, job, [(i, by_partition[i]) for i in on_spark]))
+        if early is not None:
+            done.update(early.results(job.tables))
+            lost = [i for i in range(n) if i not in done]  # the child failed in them: Spark runs them
+            done.update(_pass_two(sc, job, [(i, by_partition[i]) for i in lost]))
+        return [item for i in range(n) for item in done[i]]  # in partition order, as one job's collect
     finally:
+        if early is not None:
+            early.end()  # before its input goes
         storage.remove_dir(scratch)
+
+
+def _pass_two(sc: SparkContext, job: tasks.Job,
+              parts: list[tuple[int, list[tuple[int, Any]]]]) -> list[tuple[int, list[tuple[str, str]]]]:
+    if not parts:
+        return []
+    return (sc.parallelize(parts, len(parts))
+            .mapPartitions(functools.partial(tasks.write_partitions, job=job))
+            .collect())
 
 
 def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Iterable[int]] = None) -> DataFrame:

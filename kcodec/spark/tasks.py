@@ -86,6 +86,11 @@ def _batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_struct_array(pa.array(rows, type=pa.struct(schema)))
 
 
+def part_name(partition: int) -> str:
+    """The Parquet file a partition's task writes in each table's directory."""
+    return f"part-{partition:05d}.parquet"
+
+
 def _partition() -> int:
     from pyspark import TaskContext
 
@@ -93,9 +98,11 @@ def _partition() -> int:
     return ctx.partitionId() if ctx is not None else 0
 
 
-def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tuple[str, str]]:
+def write_partition(items: Iterable[tuple[int, Any]], job: Job,
+                    partition: Optional[int] = None) -> Iterator[tuple[str, str]]:
     """Pass 2 of `kcodec analyze` over one partition's files of pass 1 (``segments.spill_ranges``; the
-    range summaries come along as bytes): every table written, out come (what, JSON) summaries."""
+    range summaries come along as bytes): every table written, out come (what, JSON) summaries.
+    ``partition`` names the files (default: the Spark task's partition)."""
     segments.worker_gc()
     paths: list[str] = []
     summaries: list[bytes] = []
@@ -104,12 +111,16 @@ def write_partition(items: Iterable[tuple[int, Any]], job: Job) -> Iterator[tupl
             summaries.append(item)
         elif item is not None:
             paths.append(item)
-    return _write(iter([segments.merged_rows(sorted(paths))]), job, summaries, rows_given=True)
+    return _write(iter([segments.merged_rows(sorted(paths))]), job, summaries, rows_given=True, partition=partition)
 
 
-def write_partitions(lists: Iterable[list[tuple[int, Any]]], job: Job) -> Iterator[tuple[str, str]]:
-    """``write_partition`` over a task's one list of pass 1's (partition, file or summary) items."""
-    return write_partition((item for items in lists for item in items), job)
+def write_partitions(parts: Iterable[tuple[int, list[tuple[int, Any]]]],
+                     job: Job) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    """``write_partition`` over a task's (partition, pass 1's (partition, file or summary) items) pairs:
+    out comes (partition, its summaries), so that the driver orders them by partition whoever ran it (a Spark
+    task or the early child, ``kcodec.spark.early``)."""
+    for partition, items in parts:
+        yield partition, list(write_partition(items, job, partition))
 
 
 def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
@@ -120,8 +131,9 @@ def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.Rec
                                       pa.array([r[1] for r in out], pa.string())], schema=SUMMARY)
 
 
-def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_given: bool = False) -> Iterator[tuple[str, str]]:
-    name = f"part-{_partition():05d}.parquet"
+def _write(inputs: Iterator[Any], job: Job, summaries_in: list[bytes], rows_given: bool = False,
+           partition: Optional[int] = None) -> Iterator[tuple[str, str]]:
+    name = part_name(_partition() if partition is None else partition)
     files: dict[str, storage.TableFile] = {}
 
     def sink(table: str, batch: pa.RecordBatch) -> None:
