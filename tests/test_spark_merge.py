@@ -67,13 +67,15 @@ def test_spill_files_merge_in_key_order(tmp_path):
     assert len(got) == sum(pa.ipc.open_file(p).read_all().num_rows for p in paths)
 
 
+@pytest.mark.parametrize("group_bytes", [0, 1 << 30])  # groups merged row by row, or whole by Arrow's sort
 @pytest.mark.parametrize("fan_in, seed", [(2, 0), (3, 1), (4, 2), (2, 3)])
-def test_merged_through_files_of_merges_as_one_merge(tmp_path, monkeypatch, fan_in, seed):
+def test_merged_through_files_of_merges_as_one_merge(tmp_path, monkeypatch, fan_in, seed, group_bytes):
     """Beyond ``FAN_IN`` files, groups are merged into files first (a task's memory then does not grow with
     the capture's ranges): the stream is still one merge's, ties in the files' order (the fourth item says
     which file a row came from), and the merge's own files are gone once it ends."""
     monkeypatch.setattr(segments, "FAN_IN", fan_in)
     monkeypatch.setattr(segments, "SLICE", 7)  # batches made tuples a slice at a time
+    monkeypatch.setattr(segments, "GROUP_BYTES", group_bytes)
     rnd = random.Random(seed)
     files = _files(rnd, 11, 40, 6)
     paths = _spill(tmp_path, files)

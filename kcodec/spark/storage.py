@@ -115,6 +115,14 @@ def write_arrow_rows(uri: str, schema: Any, rows: Iterator[tuple[Any, ...]], chu
                 [pa.array(col, f.type) for col, f in zip(zip(*block), schema)], schema=schema))
 
 
+def file_size(uri: str) -> int:
+    path = local_path(uri)
+    if path is not None:
+        return os.path.getsize(path)
+    filesystem, inner = _filesystem(uri)
+    return int(filesystem.get_file_info(inner).size)
+
+
 def arrow_schema(uri: str) -> Any:
     import pyarrow as pa
 
