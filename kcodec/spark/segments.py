@@ -231,7 +231,7 @@ def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int
 
 FAN_IN = 32  # spill files one merge reads at once (a 2 GiB capture's ranges at the default split)
 SLICE = 256  # rows of a spill file's batch made Python tuples at a time
-GROUP_BYTES = 16 << 20  # a group of files at most this large is merged whole, by Arrow's stable sort
+GROUP_BYTES = 16 << 20  # a group of files at most this large is merged whole by Arrow's stable sort (held twice then)
 
 
 def _file_rows(path: str) -> Iterator[tuple[Any, ...]]:
@@ -264,7 +264,7 @@ def merged_rows(paths: list[str]) -> Iterator[tuple[Any, ...]]:
                     continue
                 out = f"{posixpath.dirname(group[0])}/m-{uuid.uuid4().hex}.arrow"
                 made.append(out)
-                if sum(storage.file_size(p) for p in group) <= GROUP_BYTES:  # in Arrow: ~6x less CPU
+                if sum(storage.file_size(p) for p in group) <= GROUP_BYTES:  # ~3.5x fewer instructions than by rows
                     tables = [pa.Table.from_batches(list(storage.read_arrow(p)), schema) for p in group]
                     by = [(n, "ascending") for n in schema.names[:3]]
                     storage.write_arrow(out, pa.concat_tables(tables).sort_by(by))
