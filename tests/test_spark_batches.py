@@ -211,3 +211,31 @@ def test_topics_known_by_id_named_by_a_spark_job_off_a_local_master(spark, conve
     assert sc.statusTracker().getJobIdsForGroup("kcodec-naming-test")  # a Spark job named them
     named = spark.read.parquet(f"{tables}/batches").where("topic_id is not null").toPandas()
     assert list(named.topic) == ["by-id"]
+
+
+def test_topics_named_row_group_by_row_group(tmp_path):
+    """``tasks.name_topics`` rewrites a batches file a row group at a time (the driver never holds a file whole):
+    every row group named, the rows otherwise as they were; a file with nothing to name is left as it is."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from kcodec.spark import storage, tasks
+
+    rows = [{"conn": f"c{i}", "topic": None if i % 3 else "plain", "topic_id": "id-a" if i % 2 else "id-b"}
+            for i in range(30)]
+    table = pa.Table.from_pylist(rows, schema=rb.BATCHES)
+    out = storage.TableFile(str(tmp_path / "batches"), "part-00000.parquet", rb.BATCHES)
+    for batch in table.to_batches(max_chunksize=8):
+        out.write(batch)
+    out.close()
+    uri = str(tmp_path / "batches" / "part-00000.parquet")
+    tasks.name_topics(uri, {"id-a": "topic-a"})
+    got = pq.ParquetFile(uri)
+    assert got.metadata.num_row_groups == 4
+    want = [r["topic"] or ("topic-a" if r["topic_id"] == "id-a" else None) for r in rows]
+    assert got.read().column("topic").to_pylist() == want
+    assert got.read().drop_columns(["topic"]).equals(table.drop_columns(["topic"]))
+    before = (tmp_path / "batches" / "part-00000.parquet").stat()
+    tasks.name_topics(uri, {"id-a": "topic-a"})  # nothing left to name
+    after = (tmp_path / "batches" / "part-00000.parquet").stat()
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)

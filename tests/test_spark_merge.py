@@ -24,6 +24,17 @@ def _files(rnd: random.Random, n_files: int, n_rows: int, keys: int) -> list[lis
     return files
 
 
+def _spill(tmp_path, files):
+    paths = []
+    for f, rows in enumerate(files):
+        cols = list(zip(*rows)) if rows else [[]] * 5
+        table = pa.table({n: pa.array(c, pa.int64()) for n, c in zip("abcde", cols)})
+        path = str(tmp_path / f"r{f:03d}.arrow")
+        storage.write_arrow(path, table)
+        paths.append(path)
+    return paths
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_the_stream_of_heapq_merge(seed):
     rnd = random.Random(seed)
@@ -50,14 +61,34 @@ def test_rows_are_pulled_as_they_go():
 
 
 def test_spill_files_merge_in_key_order(tmp_path):
-    rnd = random.Random(7)
-    paths = []
-    for f, rows in enumerate(_files(rnd, 5, 300, 40)):
-        cols = list(zip(*rows)) if rows else [[]] * 5
-        table = pa.table({n: pa.array(c, pa.int64()) for n, c in zip("abcde", cols)})
-        path = str(tmp_path / f"r{f}.arrow")
-        storage.write_arrow(path, table)
-        paths.append(path)
+    paths = _spill(tmp_path, _files(random.Random(7), 5, 300, 40))
     got = list(segments.merged_rows(paths))
     assert [r[:3] for r in got] == sorted(r[:3] for r in got)
     assert len(got) == sum(pa.ipc.open_file(p).read_all().num_rows for p in paths)
+
+
+@pytest.mark.parametrize("group_bytes", [0, 1 << 30])  # groups merged row by row, or whole by Arrow's sort
+@pytest.mark.parametrize("fan_in, seed", [(2, 0), (3, 1), (4, 2), (2, 3)])
+def test_merged_through_files_of_merges_as_one_merge(tmp_path, monkeypatch, fan_in, seed, group_bytes):
+    """Beyond ``FAN_IN`` files, groups are merged into files first (a task's memory then does not grow with
+    the capture's ranges): the stream is still one merge's, ties in the files' order (the fourth item says
+    which file a row came from), and the merge's own files are gone once it ends."""
+    monkeypatch.setattr(segments, "FAN_IN", fan_in)
+    monkeypatch.setattr(segments, "SLICE", 7)  # batches made tuples a slice at a time
+    monkeypatch.setattr(segments, "GROUP_BYTES", group_bytes)
+    rnd = random.Random(seed)
+    files = _files(rnd, 11, 40, 6)
+    paths = _spill(tmp_path, files)
+    got = list(segments.merged_rows(paths))
+    assert got == list(heapq.merge(*files, key=KEY))
+    assert sorted(str(p) for p in tmp_path.iterdir()) == paths
+
+
+def test_a_merge_left_early_removes_its_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(segments, "FAN_IN", 2)
+    paths = _spill(tmp_path, _files(random.Random(5), 6, 40, 6))
+    stream = segments.merged_rows(paths)
+    next(stream)
+    assert len(list(tmp_path.iterdir())) > len(paths)  # the groups' merges, read by the last one
+    stream.close()
+    assert sorted(str(p) for p in tmp_path.iterdir()) == paths

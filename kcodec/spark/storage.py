@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import posixpath
 import uuid
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 
@@ -83,20 +83,51 @@ def digest(uri: str) -> tuple[str, str]:
     return uri, f"sha256:{h.hexdigest()}"
 
 
-def write_arrow(uri: str, table: Any) -> None:
-    """``table`` as an Arrow IPC file at ``uri`` (pass 1's rows for pass 2), in batches of 8,192 rows."""
+def _arrow_sink(uri: str) -> Any:
     import pyarrow as pa
 
     path = local_path(uri)
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        sink: Any = pa.OSFile(path, "wb")
-    else:
-        filesystem, inner = _filesystem(uri)
-        filesystem.create_dir(posixpath.dirname(inner), recursive=True)
-        sink = filesystem.open_output_stream(inner)
-    with sink, pa.ipc.new_file(sink, table.schema) as writer:
+        return pa.OSFile(path, "wb")
+    filesystem, inner = _filesystem(uri)
+    filesystem.create_dir(posixpath.dirname(inner), recursive=True)
+    return filesystem.open_output_stream(inner)
+
+
+def write_arrow(uri: str, table: Any) -> None:
+    """``table`` as an Arrow IPC file at ``uri`` (pass 1's rows for pass 2), in batches of 8,192 rows."""
+    import pyarrow as pa
+
+    with _arrow_sink(uri) as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table, max_chunksize=8192)
+
+
+def write_arrow_rows(uri: str, schema: Any, rows: Iterator[tuple[Any, ...]], chunk: int = 8192) -> None:
+    """Rows (tuples in ``schema``'s column order) as an Arrow IPC file at ``uri``, ``chunk`` rows held at a time."""
+    import itertools
+
+    import pyarrow as pa
+
+    with _arrow_sink(uri) as sink, pa.ipc.new_file(sink, schema) as writer:
+        while block := list(itertools.islice(rows, chunk)):
+            writer.write_batch(pa.RecordBatch.from_arrays(
+                [pa.array(col, f.type) for col, f in zip(zip(*block), schema)], schema=schema))
+
+
+def file_size(uri: str) -> int:
+    path = local_path(uri)
+    if path is not None:
+        return os.path.getsize(path)
+    filesystem, inner = _filesystem(uri)
+    return int(filesystem.get_file_info(inner).size)
+
+
+def arrow_schema(uri: str) -> Any:
+    import pyarrow as pa
+
+    with open_input(uri) as f:
+        return pa.ipc.open_file(f).schema
 
 
 def read_arrow(uri: str) -> Iterator[Any]:
@@ -107,6 +138,22 @@ def read_arrow(uri: str) -> Iterator[Any]:
         reader = pa.ipc.open_file(f)
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i)
+
+
+def remove_file(uri: str) -> None:
+    """Delete a file if it is there (a merge's intermediate file, once read)."""
+    path = local_path(uri)
+    if path is not None:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+        return
+    filesystem, inner = _filesystem(uri)
+    try:
+        filesystem.delete_file(inner)
+    except FileNotFoundError:
+        pass
 
 
 RAW = frozenset({"frame"})  # columns of Kafka's bytes as they crossed the wire
@@ -205,6 +252,23 @@ def read_table(uri: str) -> Any:
     filesystem, inner = _filesystem(uri)
     with filesystem.open_input_file(inner) as f:
         return pq.ParquetFile(f).read()
+
+
+def row_groups(uri: str, columns: Optional[list[str]] = None) -> Iterator[Any]:
+    """A Parquet file's row groups as tables, one at a time (``columns``: only those), so that a file
+    rewritten in the driver is never held whole."""
+    import pyarrow.parquet as pq
+
+    path = local_path(uri)
+    if path is not None:
+        f: Any = open(path, "rb")
+    else:
+        filesystem, inner = _filesystem(uri)
+        f = filesystem.open_input_file(inner)
+    with f:
+        parquet = pq.ParquetFile(f)
+        for i in range(parquet.num_row_groups):
+            yield parquet.read_row_group(i, columns=columns)
 
 
 def ensure_table(uri: str, schema: Any) -> None:
