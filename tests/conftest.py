@@ -33,8 +33,6 @@ def pytest_configure(config) -> None:
     # Trailing bytes are a test failure. Added here, not in pyproject's filterwarnings: pytest applies those
     # while it reads its configuration, which imports kcodec before coverage starts.
     config.addinivalue_line("filterwarnings", "error::kcodec.TrailingBytesWarning")
-    # pytest-cov's marker, named here too: the wheel runs have no pytest-cov, and --strict-markers is on.
-    config.addinivalue_line("markers", "no_cover: run without coverage's tracing (pytest-cov)")
 
 
 # Tests run without coverage's tracing in the checkout run (--cov): tracing their Python made them
@@ -47,10 +45,27 @@ UNTRACED = {
 }
 
 
-def pytest_collection_modifyitems(config, items) -> None:
-    for item in items:
-        if _repo_nodeid(item).split("[", 1)[0] in UNTRACED:
-            item.add_marker(pytest.mark.no_cover)
+# Paused here, not by pytest-cov's no_cover marker: that one stops and restarts coverage around each test, and
+# coverage (7.17) applies its [run] patch at every start, so after the ~550 untraced items os._exit was wrapped
+# ~550 times and ~550 at-fork hooks registered: each fork of the pytest process (an ``Early``) restarted coverage
+# and saved ~550 times, for minutes (benchmarks/NOTES.md, cov6). The collector's pause re-applies nothing.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    collector = _coverage_collector() if _repo_nodeid(item).split("[", 1)[0] in UNTRACED else None
+    if collector is None:  # no coverage running (or a coverage without this collector): traced as any test
+        return (yield)
+    collector.pause()
+    try:
+        return (yield)
+    finally:
+        collector.resume()
+
+
+def _coverage_collector():
+    coverage = sys.modules.get("coverage")
+    cov = coverage.Coverage.current() if coverage is not None else None
+    collector = getattr(cov, "_collector", None)
+    return collector if hasattr(collector, "pause") and hasattr(collector, "resume") else None
 
 
 # --- skips in CI (tests/needs.py) --------------------------------------------------------------------

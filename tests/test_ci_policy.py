@@ -74,12 +74,12 @@ def test_tests_ask_for_what_they_need_through_needs():
                                  "fails instead, or add the test to CI_ALLOWED_SKIPS with the reason")
 
 
-def _run_pytest(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
+def _run_pytest(tmp_path: Path, ci: bool, *options: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     if ci:
         env["CI"] = "true"
     env["PYTHONPATH"] = str(TESTS)
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options,
                            str(tmp_path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -128,3 +128,22 @@ def test_the_untraced_tests_exist():
     for nodeid in untraced:
         path, name = nodeid.split("::")
         assert f"\ndef {name}(" in (REPO / path).read_text(), nodeid
+
+
+def test_untraced_tests_leave_coverage_started_once(tmp_path):
+    """The untraced tests pause coverage without restarting it: each start of coverage applies its ``[run] patch``
+    again (coverage 7.17), and a pytest process whose os._exit was wrapped once per untraced test made each fork of
+    it save that many times, until the recursion broke out of os._exit into the test session (cov6)."""
+    need_module("pytest_cov")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text((TESTS / "conftest.py").read_text())
+    (tmp_path / "tests" / "test_differential.py").write_text(
+        "import os\nimport pytest\n\n"
+        "@pytest.mark.parametrize('i', range(5))\ndef test_instances_agree(i):\n    pass\n\n"
+        "def test_z_exit_wrapped_once():\n    f, n = os._exit, 0\n"
+        "    while getattr(f, '__name__', '') == 'coverage_os_exit_patch':\n"
+        "        f, n = f.__closure__[f.__code__.co_freevars.index('old_exit')].cell_contents, n + 1\n"
+        "    assert n == 1\n")
+    (tmp_path / ".coveragerc").write_text("[run]\npatch = _exit\n")
+    run = _run_pytest(tmp_path, False, "--cov", "--cov-report=", "--cov-config=.coveragerc")
+    assert run.returncode == 0 and "6 passed" in run.stdout, run.stdout + run.stderr
