@@ -240,6 +240,7 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     for name in ("benchmarks/results/records.jsonl", "docs/records.md", "README.md", "kcodec/x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("1\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "k"\n[tool.coverage.run]\nparallel = true\n')
     git("init", "-q")
     git("add", ".")
     git("commit", "-q", "-m", "x")
@@ -264,6 +265,14 @@ def test_a_runs_own_results_files_do_not_make_its_tree_dirty(tmp_path, monkeypat
     git("commit", "-q", "-m", "an application")
     second = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
     assert store.measured_change(first, second) == []
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "k"\n[tool.coverage.run]\nparallel = false\n')
+    git("commit", "-q", "-am", "the tests' settings only")
+    settings = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    assert store.measured_change(second, settings) == []
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "k2"\n[tool.coverage.run]\nparallel = false\n')
+    git("commit", "-q", "-am", "the project's")
+    assert store.measured_change(settings, "HEAD") == ["pyproject.toml"]
+    git("reset", "-q", "--hard", settings)
     (tmp_path / "kcodec/x.py").write_text("3\n")
     git("commit", "-q", "-am", "code")
     third = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()

@@ -155,7 +155,29 @@ APPLICATIONS = ("kcodec/cli", "kcodec/client", "kcodec/showcase", "kcodec/sizes"
 # The harnesses of the timed-only suites (brokers, `kcodec analyze`, captures): benchmarks/callgrind.py counts the
 # Metadata and record batch cases through payloads.py, test_metadata.py and test_records.py, never these.
 UNCOUNTED = ("benchmarks/broker_*.py", "benchmarks/test_broker_*.py", "benchmarks/analyze_*.py",
-             "benchmarks/capture_batches.py", "benchmarks/test_spark_scale.py")
+             "benchmarks/capture_batches.py", "benchmarks/test_spark_scale.py", ".ci")
+# pyproject.toml's tables that only the tests read (coverage, pytest, mypy): a change there builds nothing else
+TEST_TABLES = ("coverage", "pytest", "mypy")
+
+
+def _git_show(commit: str, path: str) -> str | None:
+    got = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    return got.stdout if got.returncode == 0 else None
+
+
+def _pyproject_measured(a: str, b: str) -> bool:
+    """Whether pyproject.toml differs between the commits outside ``[tool.coverage|pytest|mypy...]``."""
+    import tomllib
+
+    def built(commit: str) -> Any:
+        text = _git_show(commit, "pyproject.toml")
+        if text is None:
+            return None
+        data = tomllib.loads(text)
+        for name in TEST_TABLES:
+            data.get("tool", {}).pop(name, None)
+        return data
+    return built(a) != built(b)
 
 
 def measured_change(a: str, b: str) -> list[str]:
@@ -171,7 +193,9 @@ def measured_change(a: str, b: str) -> list[str]:
                              text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return ["(git failed)"]
-    return got.stdout.split() if got.returncode == 0 else [f"(git diff {a[:12]} {b[:12]} failed)"]
+    if got.returncode:
+        return [f"(git diff {a[:12]} {b[:12]} failed)"]
+    return [f for f in got.stdout.split() if f != "pyproject.toml" or _pyproject_measured(a, b)]
 
 
 def reuse_counts(source: Path, folder: Path) -> list[Path]:
