@@ -241,31 +241,13 @@ def parquet_files(uri: str) -> list[str]:
     return sorted(f"{uri}/{name}" for name in names if name.endswith(".parquet") and not name.startswith("."))
 
 
-def read_table(uri: str) -> Any:
-    """One Parquet file, whole. (``ParquetFile``, not ``pq.read_table``: that goes through pyarrow.dataset,
-    whose first import, with Arrow's compute and Acero, cost the driver ~0.1 s.)"""
-    import pyarrow.parquet as pq
-
-    path = local_path(uri)
-    if path is not None:
-        return pq.ParquetFile(path).read()
-    filesystem, inner = _filesystem(uri)
-    with filesystem.open_input_file(inner) as f:
-        return pq.ParquetFile(f).read()
-
-
 def row_groups(uri: str, columns: Optional[list[str]] = None) -> Iterator[Any]:
     """A Parquet file's row groups as tables, one at a time (``columns``: only those), so that a file
-    rewritten in the driver is never held whole."""
+    rewritten in the driver is never held whole. (``ParquetFile``, not ``pq.read_table``: that goes through
+    pyarrow.dataset, whose first import, with Arrow's compute and Acero, cost the driver ~0.1 s.)"""
     import pyarrow.parquet as pq
 
-    path = local_path(uri)
-    if path is not None:
-        f: Any = open(path, "rb")
-    else:
-        filesystem, inner = _filesystem(uri)
-        f = filesystem.open_input_file(inner)
-    with f:
+    with open_input(uri) as f:
         parquet = pq.ParquetFile(f)
         for i in range(parquet.num_row_groups):
             yield parquet.read_row_group(i, columns=columns)
