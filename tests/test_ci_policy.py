@@ -75,7 +75,9 @@ def test_tests_ask_for_what_they_need_through_needs():
 
 
 def _run_pytest(tmp_path: Path, ci: bool, *options: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    # a session of its own: the checkout run's coverage (started in every Python the tests start, pyproject's
+    # patch = subprocess) must not start in it beside its own --cov (two starts wrap os._exit twice)
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "COVERAGE_PROCESS_CONFIG")}
     if ci:
         env["CI"] = "true"
     env["PYTHONPATH"] = str(TESTS)
