@@ -29,9 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 # README.md and docs/ (docs/analyze.md's table too) to benchmarks/results/ (no codec involved);
 # tests/test_spark_cluster.py starts a Spark master, two workers and spark-submit (JVMs); tests/test_build_dists.py
 # reads the wheels themselves, and .ci/wheel.sh runs it on the ones it built before it installs them;
-# tests/test_analyze_capture.py tests a benchmark's tool (benchmarks/analyze_capture.py, not copied here).
+# tests/test_analyze_capture.py and tests/test_broker_data_client.py test a benchmark's tools
+# (benchmarks/analyze_capture.py, broker_data.py and broker_client.py, not copied here).
 CHECKOUT_ONLY = ("oracle", "test_figures.py", "test_spark_cluster.py", "test_build_dists.py",
-                 "test_analyze_capture.py")
+                 "test_analyze_capture.py", "test_broker_data_client.py")
 WHEEL_MARKERS = "not slow and not kafka and not spark and not checkout"
 
 CHECK = """
