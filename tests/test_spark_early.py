@@ -142,16 +142,17 @@ def _claimed(out, partition):
 
 
 def _partitioned(monkeypatch, hook):
-    """The child's ``_run_partition`` with ``hook(partition)`` first (in the child only)."""
-    from kcodec.spark import early
+    """The child's ``tasks.write_partition`` with ``hook(partition)`` first (in the child only: Spark's
+    workers are not forked from this process)."""
+    from kcodec.spark import tasks
 
-    run, parent = early._run_partition, os.getpid()
+    run, parent = tasks.write_partition, os.getpid()
 
-    def patched(items, job, partition):
+    def patched(items, job, partition=None):
         if os.getpid() != parent:
             hook(partition)
         return run(items, job, partition)
-    monkeypatch.setattr(early, "_run_partition", patched)
+    monkeypatch.setattr(tasks, "write_partition", patched)
 
 
 def _run(spark, captures, out, **kw):
@@ -220,13 +221,20 @@ def test_a_child_failing_in_pass_two_loses_no_partition(spark, captures, tmp_pat
     def fail(i):
         if i != 0:
             return
-        if how != "raises at once":
-            _wait(_claimed(out, 1))  # the driver has claimed the rest
+        if how != "raises at once":  # after the driver's take-over has counted partition 0 the child's
+            _wait(lambda: (tmp_path / "taken").exists())
         if how == "dies":
             os._exit(3)
         raise RuntimeError("a bug in pass 2")
     _partitioned(monkeypatch, fail)
     e = _run(spark, captures, out)
+    take_over = e.take_over
+
+    def taken(partitions):
+        spark_parts = take_over(partitions)
+        (tmp_path / "taken").touch()
+        return spark_parts
+    e.take_over = taken
     try:
         if how == "raises at once":
             _wait(lambda: e._ended)

@@ -108,14 +108,12 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
         n = p.partitions(ranges.size(given)) if given else p.partitions(ranges.PARTITION_BYTES, cores)
         storage.remove_dir(scratch)
         spilled = [item for r in p.ranges for item in segments.spill_ranges([r], scratch=scratch, partitions=n)]
-        job = tasks.Job(p.captures, p.files, sorted(ports) if ports else None, f"{scratch}/{STAGED}", frame_bytes)
+        job = tasks.job_of(p, ports, f"{scratch}/{STAGED}", frame_bytes)
         conn.send((p, n, spilled, _job_key(job)))
     except BaseException:  # noqa: BLE001 (the driver runs pass 1 on Spark instead, which reports it)
         conn.send(None)
         return
-    by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
-    for part, item in spilled:
-        by_partition[part].append((part, item))
+    by_partition = segments.by_partition(spilled, n)
     local = storage.local_path(scratch) or scratch
     try:
         os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
@@ -123,7 +121,7 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
             if not _claim(local, i):  # the driver took the rest
                 return
             try:
-                out = _run_partition(by_partition[i], job, i)
+                out = list(tasks.write_partition(by_partition[i], job, i))
             except BaseException:  # noqa: BLE001 (the driver runs it on Spark, which raises it there)
                 conn.send(("failed", i, None))
                 return
@@ -133,12 +131,6 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
 
 
 STAGED, CLAIMS = "_early", "_claims"  # in the scratch: the child's tables' files, the partitions' claims
-
-
-def _run_partition(items: list[tuple[int, Any]], job: Any, partition: int) -> list[tuple[str, str]]:
-    from . import tasks
-
-    return list(tasks.write_partition(items, job, partition))
 
 
 def _claim(local: str, partition: int) -> bool:

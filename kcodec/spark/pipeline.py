@@ -85,10 +85,6 @@ def _partitions(spark: Spark, p: ranges.Plan) -> int:
     return p.partitions(ranges.PARTITION_BYTES, spark_context(spark).defaultParallelism)
 
 
-def _job(p: ranges.Plan, ports: Optional[Iterable[int]], tables: str = "", frame_bytes: bool = True) -> tasks.Job:
-    return tasks.Job(p.captures, p.files, sorted(ports) if ports else None, tables, frame_bytes)
-
-
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
                  ports: Optional[Iterable[int]] = None, frame_bytes: bool = False,
                  early: Optional[Any] = None, named: bool = True) -> dict[str, Any]:
@@ -104,7 +100,7 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
         p = plan(spark, paths, unsplit)
         for name in (*tasks.SCHEMAS, "files"):
             storage.remove_dir(f"{tables}/{name}")
-        job = _job(p, ports, tables, frame_bytes)
+        job = tasks.job_of(p, ports, tables, frame_bytes)
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
         spilled = None
         if early is not None and not unsplit:
@@ -176,9 +172,7 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
             spilled = (sc.parallelize(p.ranges, max(1, len(p.ranges)))
                        .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
                        .collect())
-        by_partition: list[list[tuple[int, Any]]] = [[] for _ in range(n)]
-        for part, item in spilled:
-            by_partition[part].append((part, item))
+        by_partition = segments.by_partition(spilled, n)
         on_spark = early.take_over(n) if early is not None else list(range(n))
         done = dict(_pass_two(sc, job, [(i, by_partition[i]) for i in on_spark]))
         if early is not None:
@@ -210,7 +204,7 @@ def read_frames(spark: SparkSession, paths: Sequence[str], ports: Optional[Itera
     connections continue across files. Each file is read once, by byte ranges (see the module's doc).
     """
     p = plan(spark, paths)
-    out = segment_rows(spark, p).mapInArrow(functools.partial(tasks.frame_rows, job=_job(p, ports)),
+    out = segment_rows(spark, p).mapInArrow(functools.partial(tasks.frame_rows, job=tasks.job_of(p, ports)),
                                             from_arrow_schema(decode.FRAMES))
     if p.file_rows:
         rows = [{"source": path, "direction": -1, "error": json.dumps({"part": "file", "path": path, **s},

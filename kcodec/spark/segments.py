@@ -229,6 +229,15 @@ def spill_ranges(ranges: Iterable[dict[str, Any]], scratch: str, partitions: int
         yield 0, summary
 
 
+def by_partition(spilled: Iterable[tuple[int, Any]], partitions: int) -> list[list[tuple[int, Any]]]:
+    """``spill_ranges``' (partition, file or summary) items grouped by partition: each pass-2 partition's
+    input, whoever runs it (a Spark task or ``kcodec.spark.early``'s child)."""
+    out: list[list[tuple[int, Any]]] = [[] for _ in range(partitions)]
+    for part, item in spilled:
+        out[part].append((part, item))
+    return out
+
+
 FAN_IN = 32  # spill files one merge reads at once (a 2 GiB capture's ranges at the default split)
 SLICE = 256  # rows of a spill file's batch made Python tuples at a time
 GROUP_BYTES = 16 << 20  # a group of files at most this large is merged whole by Arrow's stable sort (held twice then)

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
 from . import decode, record_batches, segments, storage
 from .aggregates import Aggregates
 from .conversation import Connections, Conversation, Tables
+
+if TYPE_CHECKING:
+    from .ranges import Plan
 
 SCHEMAS = {"frames": decode.FRAMES, "exchanges": decode.EXCHANGES, "batches": record_batches.BATCHES,
            "topic_ids": record_batches.TOPIC_IDS}
@@ -41,6 +44,11 @@ class Job:
     def __post_init__(self) -> None:
         if not self.frame_bytes:
             self.schemas["frames"] = decode.FRAMES_WITHOUT_BYTES
+
+
+def job_of(p: Plan, ports: Optional[Iterable[int]], tables: str = "", frame_bytes: bool = True) -> Job:
+    """The ``Job`` of plan ``p`` for the driver and the early child alike."""
+    return Job(p.captures, p.files, sorted(ports) if ports else None, tables, frame_bytes)
 
 
 class _Buffers(Tables):
