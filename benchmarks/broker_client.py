@@ -75,6 +75,28 @@ def minor_faults(pid: int) -> int:
     return int(_stat(pid)[7])
 
 
+def major_faults(pid: int) -> int:
+    """Major page faults of a process so far: pages read from a file or swap."""
+    return int(_stat(pid)[9])
+
+
+def threads_cpu(pid: int) -> dict[str, float]:
+    """User CPU ("NAME") and system CPU ("NAME sys") of a process's threads so far, summed by thread name
+    (librdkafka names its threads rdk:main, rdk:broker1, ...; the Python thread has the process's name): a
+    first touch of fresh memory (a page fault) is the system time of the thread that touches it."""
+    out: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+        except OSError:  # a thread that ended meanwhile
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        fields = text.rsplit(")", 1)[1].split()
+        for key, ticks in ((name, fields[11]), (f"{name} sys", fields[12])):
+            out[key] = out.get(key, 0.0) + int(ticks) / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 def _check(spec: Any) -> Spec:
     """``spec`` as a Spec, or ValueError saying which field is wrong."""
     if not isinstance(spec, dict):
@@ -141,7 +163,7 @@ def measure(spec: Spec) -> dict[str, Any]:
         since = time.time()
         sched2 = thread_schedstat()
         client0 = cpu_seconds(os.getpid())
-        faults0 = minor_faults(os.getpid())
+        faults0, major0, threads0 = minor_faults(os.getpid()), major_faults(os.getpid()), threads_cpu(os.getpid())
         t0 = time.perf_counter()
         deadline = t0 + 120
         while got < n and time.perf_counter() < deadline:
@@ -155,7 +177,7 @@ def measure(spec: Spec) -> dict[str, Any]:
         consume_s = time.perf_counter() - t0
         sched3 = thread_schedstat()
         client1 = cpu_seconds(os.getpid())
-        faults1 = minor_faults(os.getpid())
+        faults1, major1, threads1 = minor_faults(os.getpid()), major_faults(os.getpid()), threads_cpu(os.getpid())
         cpu2 = cpu_seconds(pid)
         c.close()
     del p, admin  # before the broker stops: no reconnect attempts logged
@@ -166,7 +188,10 @@ def measure(spec: Spec) -> dict[str, Any]:
             "loop_cpu_s": sched1[0] - sched0[0], "loop_cpu_wait_s": sched1[1] - sched0[1],
             "consume_loop_cpu_s": sched3[0] - sched2[0], "consume_cpu_wait_s": sched3[1] - sched2[1],
             "client_threads_cpu_s": client1 - client0 - (sched3[0] - sched2[0]),
-            "client_faults": faults1 - faults0, "ready": ready, "log_since": since}
+            "client_faults": faults1 - faults0, "client_major_faults": major1 - major0,
+            "client_threads": {k: round(v - threads0.get(k, 0.0), 3) for k, v in sorted(threads1.items())
+                               if v > threads0.get(k, 0.0)},
+            "ready": ready, "log_since": since}
 
 
 def main(argv: list[str]) -> int:

@@ -91,6 +91,9 @@ class Result:
     client_threads_cpu_s: float = float("nan")  # librdkafka's own threads meanwhile (fetching, parsing answers)
     # the client's minor page faults meanwhile: fresh memory for the messages librdkafka holds ahead of consume()
     client_faults: int = -1
+    client_major_faults: int = -1
+    # each client thread's CPU meanwhile by name, user ("rdk:broker1") and system ("rdk:broker1 sys"): its page faults
+    client_threads: dict[str, float] = field(default_factory=dict)
     # the client's process start and imports (broker_client.py, a fresh process each round), before the timed
     # spans: what running the client apart adds to a round's time
     client_start_s: float = float("nan")
@@ -112,37 +115,72 @@ class Result:
                f"first message {self.first_s * 1e3:.0f} ms; consume() loop {self.consume_s:.2f} s = its thread's CPU "
                f"{self.consume_loop_cpu_s:.2f} s + waiting for a CPU {self.consume_cpu_wait_s:.2f} s + for messages "
                f"{self.consume_s - self.consume_loop_cpu_s - self.consume_cpu_wait_s:.2f} s, librdkafka's threads' "
-               f"CPU meanwhile {self.client_threads_cpu_s:.2f} s, the client's page faults {self.client_faults:,}, its "
+               f"CPU meanwhile {self.client_threads_cpu_s:.2f} s ({self._threads()}), the client's page faults "
+               f"{self.client_faults:,} minor, {self.client_major_faults:,} major, its "
                f"process start and imports {self.client_start_s:.2f} s")
         f = self.fetches
         if f:
             out += (f"; {f['count']} Fetch responses, {f['median_kb']:,.0f} KB median (max {f['max_kb']:,.0f}), "
                     f"round trip {f['median_rtt_ms']:.1f} ms median (max {f['max_rtt_ms']:.1f}), last at "
                     f"{f['last_s'] * 1e3:.0f} ms; {f['backoffs']} fetch backoffs")
+            if f.get("gap_ms"):
+                out += (f"; a response's partitions {f['partitions']['median']:g} median "
+                        f"({f['partitions']['min']:g}-{f['partitions']['max']:g}), messages "
+                        f"{f['messages']['median']:,.0f} ({f['messages']['min']:,}-{f['messages']['max']:,}), "
+                        f"from a response to the next Fetch {f['gap_ms']['median']:.1f} ms median "
+                        f"({f['gap_ms']['min']:.1f}-{f['gap_ms']['max']:.1f}), at most {f['queued_max']:,} messages "
+                        f"queued ahead of consume()")
         return out
 
+    def _threads(self) -> str:
+        return ", ".join(f"{k} {v:.2f}" for k, v in sorted(self.client_threads.items(), key=lambda kv: -kv[1]))
 
-_RECEIVED = re.compile(r"^%\d+\|(\d+\.\d+)\|.*Received FetchResponse \(v\d+, (\d+) bytes, CorrId \d+, rtt ([\d.]+)ms")
+
+_STAMP = re.compile(r"^%\d+\|(\d+\.\d+)\|")
+_RECEIVED = re.compile(r"Received FetchResponse \(v\d+, (\d+) bytes, CorrId \d+, rtt ([\d.]+)ms")
+_SENT = re.compile(r"Sent FetchRequest \(")
+_ENQUEUED = re.compile(r"Enqueue (\d+) message\(s\) .* on \S+ \[(\d+)\] fetch queue \(qlen (\d+)")
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else {}
 
 
 def fetch_trace(log: Path, since: float) -> dict[str, Any]:
     """The Fetch responses librdkafka logged (``debug=fetch,protocol``: wall-clock stamps), from ``since``
-    (time.time()): how many, their sizes and round trips, when the last came; and its fetch backoffs
-    (fetch.queue.backoff.ms and the like)."""
-    got = []
+    (time.time()): how many, their sizes and round trips, when the last came; its fetch backoffs
+    (fetch.queue.backoff.ms and the like); and per response the partitions and messages it carried and the
+    time from its arrival to the next Fetch sent (librdkafka parses a response before it sends the next)."""
+    got: list[dict[str, Any]] = []  # per response: at, bytes, rtt, partitions, messages, gap
     backoffs = 0
+    queued = 0  # the most messages librdkafka held ahead of consume() (a partition's fetch queue forwards to
+    # the consumer's: its qlen is every partition's), each a fresh allocation until consume() frees it
     for line in log.read_text(errors="replace").splitlines():
-        m = _RECEIVED.match(line)
-        if m:
-            got.append((float(m.group(1)) - since, int(m.group(2)), float(m.group(3))))
+        stamp = _STAMP.match(line)
+        if stamp is None:
+            continue
+        at = float(stamp.group(1)) - since
+        if m := _RECEIVED.search(line):
+            got.append({"at": at, "bytes": int(m.group(1)), "rtt": float(m.group(2)), "partitions": set(),
+                        "messages": 0, "gap": None})
+        elif (m := _ENQUEUED.search(line)) and got:
+            got[-1]["partitions"].add(int(m.group(2)))
+            got[-1]["messages"] += int(m.group(1))
+            queued = max(queued, int(m.group(3)) + int(m.group(1)))
+        elif _SENT.search(line) and got and got[-1]["gap"] is None:
+            got[-1]["gap"] = at - got[-1]["at"]
         elif "backoff" in line.lower() and "|FETCH" in line or "|BACKOFF|" in line:
             backoffs += 1
     if not got:
         return {"count": 0, "median_kb": 0, "max_kb": 0, "median_rtt_ms": 0.0, "max_rtt_ms": 0.0, "last_s": 0.0,
                 "backoffs": backoffs}
-    return {"count": len(got), "median_kb": statistics.median(b for _, b, _ in got) / 1e3,
-            "max_kb": max(b for _, b, _ in got) / 1e3, "median_rtt_ms": statistics.median(r for _, _, r in got),
-            "max_rtt_ms": max(r for _, _, r in got), "last_s": max(t for t, _, _ in got), "backoffs": backoffs}
+    gaps = [g["gap"] * 1e3 for g in got if g["gap"] is not None]
+    return {"count": len(got), "median_kb": statistics.median(g["bytes"] for g in got) / 1e3,
+            "max_kb": max(g["bytes"] for g in got) / 1e3, "median_rtt_ms": statistics.median(g["rtt"] for g in got),
+            "max_rtt_ms": max(g["rtt"] for g in got), "last_s": max(g["at"] for g in got), "backoffs": backoffs,
+            "gap_ms": _spread(gaps), "partitions": _spread([len(g["partitions"]) for g in got]),
+            "messages": _spread([g["messages"] for g in got]), "sizes_kb": [round(g["bytes"] / 1e3) for g in got],
+            "queued_max": queued}
 
 
 def peak_rss_mb(pid: int) -> float:
