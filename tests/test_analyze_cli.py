@@ -200,6 +200,26 @@ def test_without_pyspark_the_command_says_what_it_needs(monkeypatch):
         analyze.run(argparse.Namespace(captures=["x.pcap"], ports=None, master=None, conf=[]))
 
 
+def test_an_output_that_cannot_be_a_directory_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    started = []
+    monkeypatch.setattr("kcodec.spark.launch.context", lambda *a, **k: started.append(1))
+    a_file = tmp_path / "report.txt"
+    a_file.write_text("")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    cases = [(str(a_file), None, "--out .*report.txt is a file, not a directory"),
+             (str(a_file / "deeper"), None, "--out .* cannot be created: .*report.txt is a file"),
+             (str(tmp_path / "out"), f"file://{a_file}", "--tables .*report.txt is a file, not a directory")]
+    if os.geteuid() != 0:  # root writes anywhere
+        cases.append((str(locked / "out"), None, "--out .* cannot be written: no write permission in .*locked"))
+    for out, tables, error in cases:
+        with pytest.raises(SystemExit, match=error):
+            analyze.run(argparse.Namespace(captures=["x.pcap"], ports=None, master=None, conf=[], out=out,
+                                           tables=tables))
+    assert not started and not (tmp_path / "out").exists()
+    analyze.check_outputs(str(tmp_path / "new" / "out"), "hdfs:///tables")  # to be made; not local: not checked
+
+
 def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
     """kcodec.spark.daemon imports PRELOAD before it forks (the workers inherit it); a fork must find no
     thread running, so nothing that starts one (pyarrow, numpy, pandas) is among them."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import threading
 import time
@@ -135,6 +136,25 @@ def conf_pairs(items: list[str]) -> dict[str, str]:
     return out
 
 
+def check_outputs(out: str, tables: Optional[str] = None) -> None:
+    """A clear error before Spark starts when ``--out`` (or a local ``--tables``) cannot be a directory
+    written here: a file of that name, or a file or an unwritable directory where it would be created."""
+    from .storage import local_path
+
+    for flag, path in (("--out", out), ("--tables", local_path(tables) if tables else None)):
+        if path is None:
+            continue
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise SystemExit(f"kcodec analyze: {flag} {path} is a file, not a directory")
+        parent = os.path.abspath(path)
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent):
+            raise SystemExit(f"kcodec analyze: {flag} {path} cannot be created: {parent} is a file")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise SystemExit(f"kcodec analyze: {flag} {path} cannot be written: no write permission in {parent}")
+
+
 def run(args: Any) -> int:
     try:
         import pyspark  # noqa: F401
@@ -143,10 +163,9 @@ def run(args: Any) -> int:
                          "pip install 'kcodec[spark]'") from None
     from . import jvm, launch  # PySpark's core only: the passes' modules are imported while the JVM starts
 
-    import os
-
     ports = [int(p) for p in args.ports.split(",") if p.strip()] if args.ports else None
     conf = conf_pairs(getattr(args, "conf", []) or [])
+    check_outputs(args.out, getattr(args, "tables", None))
     under_submit = _under_spark_submit()
     master = args.master or (None if under_submit else "local[*]")
     local = bool(master and master.startswith("local"))
@@ -280,8 +299,6 @@ def _import_ahead() -> None:
 
 
 def _under_spark_submit() -> bool:
-    import os
-
     return "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit started the JVM and hands Python its gateway
 
 
