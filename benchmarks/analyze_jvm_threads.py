@@ -1,6 +1,6 @@
 """The CPU of `kcodec analyze`'s driver JVM, by thread and by phase, for JVM options run alternately.
 
-    .venv/bin/python benchmarks/jvm_threads.py CAPTURE [--rounds 6] [--arm NAME=JAVA_OPTIONS ...] [--out DIR]
+    .venv/bin/python benchmarks/analyze_jvm_threads.py CAPTURE [--rounds 6] [--arm NAME=JAVA_OPTIONS ...] [--out DIR]
 
 Each round runs ``python -m kcodec analyze CAPTURE`` once per arm (the order reversed every other round, after
 one unmeasured run of each arm: a new set of options writes its own class archive on its first run, see
