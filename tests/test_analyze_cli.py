@@ -134,6 +134,65 @@ def test_the_class_archive_is_written_once_then_used(tmp_path, monkeypatch):
     assert not failed.finish(argparse.Namespace(proc=None)) and not failed.path.exists()
 
 
+
+def test_the_launcher_jvm_prints_the_same_command_from_its_own_archive(tmp_path, monkeypatch):
+    """kcodec.spark.jvm.Launcher: spark-class's launcher JVM, started with its options (SPARK_LAUNCHER_OPTS),
+    writes its archive on the first run and starts from it later, and prints the same driver command byte for
+    byte as without them (spark-class runs what it prints); set by the user, SPARK_LAUNCHER_OPTS is theirs."""
+    import shutil
+
+    import pyspark
+
+    from kcodec.spark import jvm
+
+    java = shutil.which("java")
+    if java is None:
+        missing("java, to run Spark's launcher")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(jvm.LAUNCHER_ENV, raising=False)
+    home = os.path.dirname(pyspark.__file__)
+    env = {**os.environ, "SPARK_HOME": home, "SPARK_SCALA_VERSION": "2.13"}
+
+    def printed(options: str) -> bytes:
+        return subprocess.run([java, "-Xmx128m", *options.split(), "-cp", f"{home}/jars/*",
+                               "org.apache.spark.launcher.Main", "org.apache.spark.deploy.SparkSubmit",
+                               "--conf", "spark.app.name=x", "pyspark-shell"],
+                              capture_output=True, check=True, env=env).stdout
+
+    plain = printed("")
+    assert b"org.apache.spark.deploy.SparkSubmit" in plain
+    first = jvm.Launcher({})
+    assert first.archive is not None and first.archive.writing is not None
+    assert first.env[jvm.LAUNCHER_ENV].startswith(jvm.LAUNCHER_JVM)
+    assert printed(first.env[jvm.LAUNCHER_ENV]) == plain  # (the JVM writes its archive as it exits)
+    assert first.finish() and first.archive.path.is_file() and not first.archive.writing.exists()
+    assert first.archive.path.name.startswith("spark-launcher-")  # not the driver's archive
+    second = jvm.Launcher({})
+    assert second.archive is not None and second.archive.writing is None
+    assert f"-XX:SharedArchiveFile={first.archive.path}" in second.env[jvm.LAUNCHER_ENV]
+    assert printed(second.env[jvm.LAUNCHER_ENV]) == plain and not second.finish()
+    assert jvm.Launcher({jvm.SETTING: "false"}).env == {jvm.LAUNCHER_ENV: jvm.LAUNCHER_JVM}
+    named = jvm.Launcher({jvm.SETTING: str(tmp_path / "mine.jsa")})  # the driver's file, not the launcher's
+    assert named.archive is not None and named.archive.path == first.archive.path
+    first.archive.path.unlink()
+    interrupted = jvm.Launcher({})  # a failed or interrupted run keeps no archive its launcher began
+    assert interrupted.archive is not None and interrupted.archive.writing is not None
+    interrupted.archive.writing.write_bytes(b"half")
+    interrupted.discard()
+    assert not interrupted.archive.writing.exists() and not first.archive.path.exists()
+    monkeypatch.setenv(jvm.LAUNCHER_ENV, "-Xmx64m")
+    assert jvm.Launcher({}).env == {} and not jvm.Launcher({}).finish()
+
+
+def test_the_launch_sets_its_environment_for_the_launch_only(monkeypatch):
+    from kcodec.spark import launch
+
+    monkeypatch.delenv("KCODEC_TEST_LAUNCH", raising=False)
+    monkeypatch.setenv("KCODEC_TEST_KEPT", "theirs")
+    with launch._environ({"KCODEC_TEST_LAUNCH": "1", "KCODEC_TEST_KEPT": "ours"}):
+        assert os.environ["KCODEC_TEST_LAUNCH"] == "1" and os.environ["KCODEC_TEST_KEPT"] == "ours"
+    assert "KCODEC_TEST_LAUNCH" not in os.environ and os.environ["KCODEC_TEST_KEPT"] == "theirs"
+
 def test_without_pyspark_the_command_says_what_it_needs(monkeypatch):
     # PySpark 4.3 needs Python 3.11+, so kcodec[spark] on 3.10 comes without it
     monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark now raises ImportError

@@ -19,6 +19,8 @@ from kcodec.messages import DescribeTopicPartitionsResponse, ListTopicsResponse,
 from kcodec.testing import instances
 
 ENGINES = ["python"] + (["cython"] if columnar._columnar is not None else [])
+# Where the CPU has SSSE3 the cython engine copies a partition's ids with it: its SSE2 way is checked too.
+VARIANTS = ENGINES + ["cython-sse2"] * (columnar._columnar is not None and columnar._columnar.ssse3_ids())
 MESSAGES = [(MetadataResponse, v) for v in range(14)] + [(DescribeTopicPartitionsResponse, 0)] + \
     [(ListTopicsResponse, v) for v in (0, 1)]
 IDS = [f"{c.__name__}-v{v}" for c, v in MESSAGES]
@@ -90,9 +92,20 @@ def assert_matches_objects(t: columnar.Tables, msg) -> None:
         assert P[attr].tolist() == [None if (v := getattr(p, attr)) is None else list(v) for _, p in parts], attr
 
 
+def tables_on(cls, data, version, engine: str, **kw):
+    """columnar.tables on an engine, or ("cython-sse2") on the cython one with its ids' copy the SSE2 way."""
+    if engine != "cython-sse2":
+        return columnar.tables(cls, data, version, engine=engine, **kw)
+    columnar._columnar.ssse3_ids(False)
+    try:
+        return columnar.tables(cls, data, version, engine="cython", **kw)
+    finally:
+        columnar._columnar.ssse3_ids(True)
+
+
 def both(cls, data, version, **kw):
-    """Tables from every engine here, checked equal; the last one returned."""
-    out = [columnar.tables(cls, data, version, engine=e, **kw) for e in ENGINES]
+    """Tables from every engine (and cython's SSE2 way) here, checked equal; the last one returned."""
+    out = [tables_on(cls, data, version, e, **kw) for e in VARIANTS]
     for other in out[1:]:
         assert_same_tables(out[0], other)
     return out[-1]
@@ -130,12 +143,13 @@ def errors_match(cls, data, version) -> str:
         msg = kcodec.decode(cls, data, version)
     except DecodeError as e:
         want = (e.reason, e.offset, e.path, e.message, e.version)
-        for engine in ENGINES:
-            for scan in (columnar.tables, columnar.topic_names):
-                with pytest.raises(DecodeError) as got:
-                    scan(cls, data, version, engine=engine)
-                g = got.value
-                assert (g.reason, g.offset, g.path, g.message, g.version) == want, (engine, scan.__name__)
+        scans = [(e, "tables", tables_on) for e in VARIANTS] + [
+            (e, "names", lambda c, d, v, e: columnar.topic_names(c, d, v, engine=e)) for e in ENGINES]
+        for engine, name, scan in scans:
+            with pytest.raises(DecodeError) as got:
+                scan(cls, data, version, engine)
+            g = got.value
+            assert (g.reason, g.offset, g.path, g.message, g.version) == want, (engine, name)
         return "error"
     assert_matches_objects(both(cls, data, version), msg)
     internal = "internal" if cls is ListTopicsResponse else "is_internal"
@@ -414,3 +428,14 @@ def test_names_ascii_or_not_at_every_length_and_place(engine: str) -> None:
         data = kcodec.encode(MetadataResponse(topics=[T(name=n) for n in names]), v)
         assert list(columnar.topic_names(MetadataResponse, data, v, engine=engine).names) == names
         assert list(columnar.tables(MetadataResponse, data, v, engine=engine).topics["name"]) == names
+
+
+@pytest.mark.skipif(columnar._columnar is None, reason="the cython engine is not built")
+def test_ssse3_ids_switch():
+    """ssse3_ids turns SSSE3's copy of the ids off and back on (never on where the CPU lacks it)."""
+    cpu = columnar._columnar.ssse3_ids()
+    try:
+        assert columnar._columnar.ssse3_ids(False) is False and columnar._columnar.ssse3_ids() is False
+    finally:
+        assert columnar._columnar.ssse3_ids(True) is cpu
+    assert columnar._columnar.ssse3_ids() is cpu

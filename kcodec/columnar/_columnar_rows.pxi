@@ -97,17 +97,20 @@ cdef extern from *:
     """
     /* Four big-endian 32-bit ids (16 bytes) to native order. SSE2 is in every x86-64 CPU, so this needs
        no flag: 8 instructions (bytes swapped in each 16-bit lane, then the lanes in each 32-bit one), where
-       the compiler, without SSSE3's pshufb, made 4 loads, 4 bswaps and 4 stores. */
+       the compiler, without SSSE3's pshufb, made 4 loads, 4 bswaps and 4 stores. With SSSE3 (nearly every
+       x86-64 CPU since 2006, but not the wheels' baseline) pshufb makes it 3: partition_run takes that
+       way where kc_ssse3 says the CPU has it (a copy of the run each, chosen once a call, not per copy).
+       pshufb is written in asm since the file builds without -mssse3 (its intrinsic would not inline). */
     #if defined(__SSE2__)
     #include <emmintrin.h>
-    static inline void kc_copy4(char *out, const unsigned char *src) {
+    static inline void kc_copy4_sse2(char *out, const unsigned char *src) {
         __m128i x = _mm_loadu_si128((const __m128i *)src);
         x = _mm_or_si128(_mm_slli_epi16(x, 8), _mm_srli_epi16(x, 8));
         x = _mm_shufflehi_epi16(_mm_shufflelo_epi16(x, 0xB1), 0xB1);
         _mm_storeu_si128((__m128i *)out, x);
     }
     #else
-    static inline void kc_copy4(char *out, const unsigned char *src) {
+    static inline void kc_copy4_sse2(char *out, const unsigned char *src) {
         for (int k = 0; k < 4; k++) {
             const unsigned char *p = src + 4 * k;
             uint32_t v = ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
@@ -115,9 +118,28 @@ cdef extern from *:
         }
     }
     #endif
+    #if defined(__SSE2__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    static int kc_ssse3 = -1;  /* the CPU's SSSE3, or 0 (kc_ssse3_init at import; tests turn it off) */
+    static int kc_ssse3_init(void) { __builtin_cpu_init(); return kc_ssse3 = __builtin_cpu_supports("ssse3") != 0; }
+    static inline void kc_copy4_ssse3(char *out, const unsigned char *src) {
+        static const unsigned char order[16] __attribute__((aligned(16))) =
+            {3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12};
+        __m128i x = _mm_loadu_si128((const __m128i *)src);
+        __asm__("pshufb %1, %0" : "+x"(x) : "xm"(*(const __m128i *)order));
+        _mm_storeu_si128((__m128i *)out, x);
+    }
+    #else
+    static int kc_ssse3 = 0;
+    static int kc_ssse3_init(void) { return kc_ssse3 = 0; }
+    #define kc_copy4_ssse3 kc_copy4_sse2
+    #endif
+    /* (x a constant where partition_run is inlined: no test left in its loop) */
+    #define kc_copy4(out, src, x) ((x) ? kc_copy4_ssse3((out), (src)) : kc_copy4_sse2((out), (src)))
     """
-    void copy4 "kc_copy4"(char* out, const unsigned char* src) noexcept nogil
+    void copy4 "kc_copy4"(char* out, const unsigned char* src, const int x) noexcept nogil
     # Four big-endian 32-bit ids, a fixed count for arrays of up to 4 (the items past theirs are not counted).
+    int kc_ssse3
+    int kc_ssse3_init() noexcept
 
 
 cdef inline void unwind(Plan* arrays, int j, const unsigned char* p) noexcept:
@@ -142,7 +164,7 @@ cdef extern from *:
     struct __pyx_t_6kcodec_8columnar_9_columnar_Plan;
     struct __pyx_t_6kcodec_8columnar_9_columnar_RunState;
     static CYTHON_INLINE int64_t __pyx_f_6kcodec_8columnar_9_columnar_partition_run(unsigned char const *,
-        Py_ssize_t, struct __pyx_t_6kcodec_8columnar_9_columnar_RunState *, int const, int64_t, int64_t,
+        Py_ssize_t, struct __pyx_t_6kcodec_8columnar_9_columnar_RunState *, int const, int const, int64_t, int64_t,
         Py_ssize_t *, int32_t *, int32_t) __attribute__((always_inline));
     #endif
     """
@@ -181,7 +203,7 @@ cdef inline void run_store(const RunState* S, Plan* plans, const int A) noexcept
 
 
 cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, RunState* S, const int A,
-                                  int64_t r, int64_t n, Py_ssize_t* at, int32_t* parents,
+                                  const int X, int64_t r, int64_t n, Py_ssize_t* at, int32_t* parents,
                                   int32_t parent) noexcept nogil:
     """Rows r.. of take_rows' partition shape with A arrays (A a constant where it is inlined: the arrays'
     state then stays in registers, where the general loop reloads every Plan field after each store, since
@@ -199,10 +221,10 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, RunS
     cdef uint32_t* vals[RUN_MAX]
     cdef int64_t vl[RUN_MAX]
     cdef int64_t nv[RUN_MAX]
-    cdef uint8_t most[RUN_MAX]  # per array: the ids a row may have here (4, or 0: no room for the rows)
-    cdef int64_t m
+    cdef uint8_t most[RUN_MAX]  # per array: the ids a row may have here (4, or 0: no room for the rows;
+                                # a byte: widened, gcc loaded each before its compare)
     cdef int j
-    cdef uint8_t c
+    cdef size_t c  # (a length byte, widened once: no sign extension of c - 1 in each array's steps)
     cdef Py_ssize_t last = end - (15 + 17 * A)  # the last row start whose longest usual row is in the buffer
     for j in range(A):
         offs[j] = S.offs[j]
@@ -222,12 +244,11 @@ cdef inline int64_t partition_run(const unsigned char* buf, Py_ssize_t end, RunS
             if c == 1:  # empty
                 p += 1
                 continue
-            if <uint8_t>(c - 2) >= most[j]:  # null, longer, a varint; or no room
+            if <uint8_t>(c - 2) >= most[j]:  # null (0 wraps), longer, a varint; or no room
                 break
-            m = c - 1
-            copy4(<char*>(vals[j] + vl[j]), buf + p + 1)  # (the items past m are not counted)
-            nv[j] = vl[j] + m
-            p += 1 + 4 * m
+            copy4(<char*>(vals[j] + vl[j]), buf + p + 1, X)  # (the c - 1 ids; the items past them not counted)
+            nv[j] = vl[j] + <int64_t>c - 1
+            p += 4 * <Py_ssize_t>c - 3
         else:
             if buf[p] == 0:  # no tagged fields: the row is whole
                 d0[r] = be16(buf + q)
@@ -253,7 +274,10 @@ cdef int64_t run3(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t
     """partition_run of Metadata v9+'s partitions (replicas, ISR, offline replicas)."""
     cdef RunState S
     run_load(&S, plans, 3)
-    r = partition_run(buf, end, &S, 3, r, n, at, parents, parent)
+    if kc_ssse3:
+        r = partition_run(buf, end, &S, 3, 1, r, n, at, parents, parent)
+    else:
+        r = partition_run(buf, end, &S, 3, 0, r, n, at, parents, parent)
     run_store(&S, plans, 3)
     return r
 
@@ -263,7 +287,10 @@ cdef int64_t run5(const unsigned char* buf, Py_ssize_t end, Plan* plans, int64_t
     """partition_run of DescribeTopicPartitions' partitions (and the two ELR lists)."""
     cdef RunState S
     run_load(&S, plans, 5)
-    r = partition_run(buf, end, &S, 5, r, n, at, parents, parent)
+    if kc_ssse3:
+        r = partition_run(buf, end, &S, 5, 1, r, n, at, parents, parent)
+    else:
+        r = partition_run(buf, end, &S, 5, 0, r, n, at, parents, parent)
     run_store(&S, plans, 5)
     return r
 
@@ -347,7 +374,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     p += 1
                 elif <uint8_t>(c - 2) < 4:  # 1 to 4 ids: a fixed copy of 4 (the items past m are not counted)
                     m = c - 1
-                    copy4(values_at(w, f, vl, 8, q), buf + p + 1)
+                    copy4(values_at(w, f, vl, 8, q), buf + p + 1, 0)
                     vl += m
                     f.vlen = vl
                     p += 1 + 4 * m
@@ -395,7 +422,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                     if 17 > end - p:  # way of its own (sharing the steps below measured slower); m <= 4:
                         break         # room for its bytes and the fixed copy of 4
                     vl = f.vlen
-                    copy4(values_at(w, f, vl, 8, q), buf + p + 1)  # the items past m are not counted
+                    copy4(values_at(w, f, vl, 8, q), buf + p + 1, 0)  # the items past m are not counted
                     p += 1 + 4 * m
                     vl += m
                     f.vlen = vl
@@ -422,7 +449,7 @@ cdef int64_t take_rows(Walker w, int s, int64_t n, Py_ssize_t* at, int64_t paren
                 vl = f.vlen
                 out = values_at(w, f, vl, m + 4, q)
                 if m <= 4 and end - (src - buf) >= 16:
-                    copy4(out, src)  # the items past m are not counted
+                    copy4(out, src, 0)  # the items past m are not counted
                 else:
                     for k in range(m):
                         (<uint32_t*>out)[k] = be32(src + 4 * k)
@@ -524,3 +551,15 @@ cdef void flush_rows(Walker w, int s) noexcept:
             f.zeroed = 0
             f.nulls.len += r
     w.pending[s] = 0
+
+
+kc_ssse3_init()
+
+
+def ssse3_ids(on: object = None) -> bool:
+    """Whether partition_run copies ids by SSSE3 (the CPU's, found at import); ``on=False`` makes it take
+    the SSE2 way, ``on=True`` the CPU's again (the tests run both ways on one machine). Returns the setting."""
+    global kc_ssse3
+    if on is not None:
+        kc_ssse3 = kc_ssse3_init() if on else 0
+    return kc_ssse3 != 0

@@ -88,6 +88,7 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
     cdef int32_t* parents
     cdef RunState S
     cdef int loaded = 0
+    cdef int ssse3 = kc_ssse3
     cdef KeptRun K  # the kept values' and the offsets' room, checked once for rows (kroom), not per value
     cdef int64_t kroom = 0
     cdef int pcol = arr.col, npre = t.npre, nkept = t.nkept, fast
@@ -136,10 +137,15 @@ cdef int64_t table_topic_rows(Walker w, int s, int64_t n, Py_ssize_t* at) except
                 loaded = 1
             r0 = w.pending[sub]
             parents = <int32_t*>w.data[sub_st.parent_col].data + w.data[sub_st.parent_col].len
-            if A == 3:
-                r = partition_run(buf, end, &S, 3, r0, r0 + parts, &q, parents, <int32_t>row)
+            if A == 3:  # (and X a constant too: SSSE3's copy of the ids, or SSE2's)
+                if ssse3:
+                    r = partition_run(buf, end, &S, 3, 1, r0, r0 + parts, &q, parents, <int32_t>row)
+                else:
+                    r = partition_run(buf, end, &S, 3, 0, r0, r0 + parts, &q, parents, <int32_t>row)
+            elif ssse3:
+                r = partition_run(buf, end, &S, 5, 1, r0, r0 + parts, &q, parents, <int32_t>row)
             else:
-                r = partition_run(buf, end, &S, 5, r0, r0 + parts, &q, parents, <int32_t>row)
+                r = partition_run(buf, end, &S, 5, 0, r0, r0 + parts, &q, parents, <int32_t>row)
             i = r - r0
             w.pending[sub] = r
             w.spare[sub] -= i

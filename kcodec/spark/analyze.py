@@ -157,8 +157,10 @@ def run(args: Any) -> int:
         conf.setdefault("spark.log.level", "ERROR")
     settings = {**launch.defaults(args.captures, master), **conf}
     archive = None
+    launcher = None
     if local and not under_submit:  # the driver's JVM is started here: from the class archive (``jvm``)
         archive = jvm.Archive(settings, settings.get("spark.driver.extraJavaOptions", ""))
+        launcher = jvm.Launcher(settings)  # and spark-class's launcher JVM before it, likewise
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
@@ -176,7 +178,9 @@ def run(args: Any) -> int:
             settings.update(early.pending.settings())
     try:
         threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
-        sc = launch.context(master, quiet=not verbose, conf=settings)
+        sc = launch.context(master, quiet=not verbose, conf=settings, env=launcher.env if launcher else None)
+        if launcher is not None:
+            launcher.finish()  # (it exited before the driver's JVM started)
         if not verbose:
             sc.setLogLevel("ERROR")
         # a JVM started here exits once stopped (not after the command), unless it still writes the archive
@@ -193,6 +197,8 @@ def run(args: Any) -> int:
         launch.stop_jvms()
         if archive is not None and archive.writing is not None:  # (a class archive it began to write)
             archive.writing.unlink(missing_ok=True)
+        if launcher is not None:
+            launcher.discard()
         raise
     finally:
         if early is not None:

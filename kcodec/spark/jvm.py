@@ -7,6 +7,10 @@ seconds after the report), under ``$XDG_CACHE_HOME/kcodec`` (``~/.cache/kcodec``
 An archive that does not fit (another Java, another class path) is passed over by the JVM, which then starts
 as without it (``-Xshare:auto``, the default; its notes about it are silenced). ``spark.kcodec.classArchive``
 names another file, or ``false`` turns it off. Only the driver's JVM: in local mode it is the only one.
+
+Before it, Spark's ``bin/spark-class`` runs a JVM of its own that only prints the driver's command
+(``org.apache.spark.launcher.Main``, on the critical path: 0.12-0.15 CPU s, 0.17-0.29 s): ``Launcher`` starts
+it the same way (C1 only, the serial collector, an archive of its own, through ``SPARK_LAUNCHER_OPTS``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import Any, Optional
 SETTING = "spark.kcodec.classArchive"
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"  # no notes when an archive is missing or refused
 WAIT_S = 60  # the longest the first run waits for its JVM to write the archive
+LAUNCHER_ENV = "SPARK_LAUNCHER_OPTS"  # the launcher JVM's options, read by Spark's bin/spark-class
+LAUNCHER_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def _cache() -> Path:
@@ -44,7 +50,7 @@ def let_exit(gateway: Any) -> Any:
     return proc
 
 
-def default_path(java_options: str) -> Optional[Path]:
+def default_path(java_options: str, kind: str = "spark-classes") -> Optional[Path]:
     """Where the archive of this Java, this PySpark and these JVM options is kept; None without a java."""
     import pyspark
 
@@ -54,16 +60,17 @@ def default_path(java_options: str) -> Optional[Path]:
     java = os.path.realpath(java)
     key = "|".join([java, str(os.stat(java).st_mtime_ns), os.path.dirname(pyspark.__file__), pyspark.__version__,
                     java_options])
-    return _cache() / f"spark-classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+    return _cache() / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 
 class Archive:
     """The JVM options of a run (``options``) and, after it, ``finish``: the archive kept if this run wrote it."""
 
-    def __init__(self, conf: dict[str, str], java_options: str) -> None:
-        setting = conf.get(SETTING, "")
+    def __init__(self, conf: dict[str, str], java_options: str, kind: str = "spark-classes") -> None:
+        setting = conf.get(SETTING, "")  # (a file it names is the driver's archive, not the launcher's)
         self.path: Optional[Path] = (None if setting.lower() in ("false", "off", "no", "0") else
-                                     Path(setting) if setting else default_path(java_options))
+                                     Path(setting) if setting and kind == "spark-classes" else
+                                     default_path(java_options, kind))
         self.writing: Optional[Path] = None
         if self.path is None:
             self.options = ""
@@ -87,12 +94,42 @@ class Archive:
             proc = let_exit(gateway)
             if proc is not None:
                 proc.wait(WAIT_S)
+        except Exception:  # a slow or failed dump only costs the next run its head start
+            pass
+        return self.keep()
+
+    def keep(self) -> bool:
+        """The archive this run's JVM wrote (after it exited) put in place; True when one was kept."""
+        if self.writing is None or self.path is None:
+            return False
+        try:
             if self.writing.is_file() and self.writing.stat().st_size:
                 os.replace(self.writing, self.path)
                 return True
-        except Exception:  # a slow or failed dump only costs the next run its head start
+        except OSError:
             pass
         finally:
-            if self.writing.exists():
-                self.writing.unlink(missing_ok=True)
+            self.writing.unlink(missing_ok=True)
         return False
+
+
+class Launcher:
+    """The environment of the launcher JVM (``env``: none when ``SPARK_LAUNCHER_OPTS`` is set already, the
+    user's), and after it, ``finish``: its archive kept if this run's launcher wrote it. The launcher exits
+    before the driver's JVM starts, so its archive is complete once the context is up. Its output (the
+    driver's command, which spark-class runs) is the same byte for byte with these options."""
+
+    def __init__(self, conf: dict[str, str]) -> None:
+        self.env: dict[str, str] = {}
+        self.archive: Optional[Archive] = None
+        if os.environ.get(LAUNCHER_ENV) is None:
+            self.archive = Archive(conf, LAUNCHER_JVM, kind="spark-launcher")
+            self.env[LAUNCHER_ENV] = " ".join(o for o in (LAUNCHER_JVM, self.archive.options) if o)
+
+    def finish(self) -> bool:
+        return self.archive is not None and self.archive.keep()
+
+    def discard(self) -> None:
+        """Interrupted or failed: an archive it may have begun to write is not kept."""
+        if self.archive is not None and self.archive.writing is not None:
+            self.archive.writing.unlink(missing_ok=True)

@@ -103,15 +103,32 @@ def stop_jvms() -> None:
                 proc.wait()
 
 
+@contextlib.contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    """These environment variables set while PySpark starts its JVM (spark-submit inherits them), then as before."""
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
-            quiet: bool = True, conf: Optional[dict[str, str]] = None) -> SparkContext:
+            quiet: bool = True, conf: Optional[dict[str, str]] = None,
+            env: Optional[dict[str, str]] = None) -> SparkContext:
     """A SparkContext with ``pipeline.session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
     DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start). The JVM it starts is recorded
-    (``stop_jvms``); interrupted or failed before the context is up, it is stopped."""
+    (``stop_jvms``); interrupted or failed before the context is up, it is stopped. ``env``: set for the launch
+    only (``jvm.Launcher``'s)."""
     numpy_converters()
     settings = SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items()))
     try:
-        with _jvms_recorded():
+        with _jvms_recorded(), _environ(env or {}):
             return SparkContext.getOrCreate(settings)
     except BaseException:
         stop_jvms()
