@@ -155,6 +155,59 @@ def test_segments_as_dpkt_reads_them(tmp_path):
         segment(1, b"\0" * 12 + b"\x08\x00" + b"\x45" + b"\0" * 5)
 
 
+def test_addresses_read_through_the_cache_are_the_addresses(monkeypatch):
+    """``_addr``'s cache (pass 1 reads two addresses a packet, of few hosts) gives inet_ntop's text, for bytes
+    and a bytearray's slices, and stays bounded: filled, it starts again."""
+    import socket
+
+    from kcodec.tap import segments as tap_segments
+
+    monkeypatch.setattr(tap_segments, "_ADDRS", {})
+    monkeypatch.setattr(tap_segments, "_ADDRS_MAX", 3)
+    hosts = [f"10.0.0.{i}" for i in range(1, 6)] + ["::1", "fe80::2"]
+    for _ in range(2):
+        for i, host in enumerate(hosts):
+            packet = pcaps._packet(host, 1000 + i, "10.9.9.9", 9092, 1, 0, 0x18, b"x") if ":" not in host else None
+            if packet is not None:
+                for buf in (packet, bytearray(packet)):
+                    assert segment(1, buf)[:4] == (host, 1000 + i, "10.9.9.9", 9092)
+            raw = socket.inet_pton(socket.AF_INET6 if ":" in host else socket.AF_INET, host)
+            assert tap_segments._addr(raw) == tap_segments._addr(bytearray(raw)) == host
+            assert len(tap_segments._ADDRS) <= 3
+
+
+def _located(linktype, buf, size, shift):
+    try:
+        at = locate(linktype, buf, size)
+    except (NotTcp, ValueError) as e:
+        return type(e)
+    return at if at is None else (*at[:6], at[6] + shift, at[7] + shift)
+
+
+def test_the_ethernet_ipv4_fast_path_reads_as_the_general_path():
+    """``locate``'s one-unpack path (Ethernet, IPv4 of 20 bytes) gives what the general path gives for the
+    same IP packet (raw IP, link type 101), its errors too, for any protocol, fragment, lengths, flags."""
+    import random
+
+    rng = random.Random(5)
+    base = pcaps._packet("10.0.0.1", 40000, "10.0.0.2", 9092, 7, 0, 0x18, b"k" * 40)
+    tried = set()
+    for _ in range(3000):
+        buf = bytearray(base)
+        for _ in range(rng.randrange(4)):
+            # version and length, total, fragment, protocol, TCP offset, the Ethernet type
+            at = rng.choice([14, 16, 17, 20, 21, 23, 46, 47, 12, 13])
+            buf[at] = rng.choice([0, 1, 6, 0x08, 0x20, 0x45, 0x46, 0x50, 0xFF, rng.randrange(256)])
+        cut = rng.choice([len(buf), 54, 60, rng.randrange(54, len(buf) + 1)])
+        buf = bytes(buf[:cut])
+        size = rng.choice([None, cut, cut + rng.randrange(100)])
+        got = _located(1, buf, size, 0)
+        if buf[12:14] == b"\x08\x00":
+            assert got == _located(101, buf[14:], None if size is None else size - 14, 14)
+            tried.add(got if isinstance(got, type) or got is None else "found")
+    assert {NotTcp, ValueError, "found"} <= tried
+
+
 def test_a_range_that_starts_with_a_simple_packet_block_is_reported(tmp_path):
     """A Simple Packet Block has no time: its predecessor's, which a range starting at it does not know."""
     data = _files(tmp_path)["pcapng"].read_bytes()

@@ -72,27 +72,28 @@ def tap_key(capture_id: int, conn: int) -> int:
 
 
 class _Out:
-    """Columns of SEGMENTS rows, cut into batches as they fill."""
+    """SEGMENTS rows, cut into batches as they fill: a tuple a row, made columns once a batch (``zip``), not
+    fourteen appends a row."""
 
     def __init__(self) -> None:
-        self.cols: list[list[Any]] = [[] for _ in SEGMENTS.names]
+        self.rows: list[tuple[Any, ...]] = []
         self.bytes = 0
 
     def add(self, *row: Any) -> Optional[pa.RecordBatch]:
-        for col, v in zip(self.cols, row):
-            col.append(v)
+        self.rows.append(row)
         data = row[11]
-        self.bytes += len(data) if data is not None else 0
-        if len(self.cols[0]) >= ROWS or self.bytes >= ROW_BYTES:
+        if data is not None:
+            self.bytes += len(data)
+        if len(self.rows) >= ROWS or self.bytes >= ROW_BYTES:
             return self.flush()
         return None
 
     def flush(self) -> Optional[pa.RecordBatch]:
-        if not self.cols[0]:
+        if not self.rows:
             return None
-        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(self.cols, SEGMENTS)],
+        batch = pa.RecordBatch.from_arrays([pa.array(c, f.type) for c, f in zip(zip(*self.rows), SEGMENTS)],
                                            schema=SEGMENTS)
-        self.cols, self.bytes = [[] for _ in SEGMENTS.names], 0
+        self.rows, self.bytes = [], 0
         return batch
 
 

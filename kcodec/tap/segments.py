@@ -17,6 +17,7 @@ _ETHER_IP4, _ETHER_IP6, _VLANS = 0x0800, 0x86DD, frozenset({0x8100, 0x88A8, 0x91
 _TCP = 6
 _H = struct.Struct(">H")
 _TCP_HEAD = struct.Struct(">HHIIBB")  # ports, seq, ack, data offset, flags
+_ETHER_IP4_HEAD = struct.Struct(">12xHBxH2xHxB2x4s4s")  # type, version and length, total, fragment, protocol, addresses
 _RAW = frozenset({12, 14, 101, 228, 229})
 SYN, ACK = 0x02, 0x10
 
@@ -35,8 +36,20 @@ class NotTcp(Exception):
     """An IP packet that carries no TCP segment, or a packet that is not IP."""
 
 
+_ADDRS: dict[bytes, str] = {}  # an address's text by its bytes: a capture has few hosts and a packet two of them
+_ADDRS_MAX = 4096  # bound: cleared when full (a scan of many hosts gains nothing and holds little)
+
+
 def _addr(raw: bytes) -> str:
-    return socket.inet_ntop(socket.AF_INET6 if len(raw) == 16 else socket.AF_INET, raw)
+    try:
+        text = _ADDRS.get(raw)
+    except TypeError:  # a bytearray's slice (unhashable)
+        text, raw = None, bytes(raw)
+    if text is None:
+        if len(_ADDRS) >= _ADDRS_MAX:
+            _ADDRS.clear()
+        text = _ADDRS[raw] = socket.inet_ntop(socket.AF_INET6 if len(raw) == 16 else socket.AF_INET, raw)
+    return text
 
 
 def _ip_offset(linktype: int, buf: bytes) -> Optional[int]:
@@ -79,6 +92,12 @@ def locate(linktype: int, buf: bytes, size: Optional[int] = None) -> Optional[tu
     when ``buf`` holds only its first bytes (a reader that leaves the payload in the file); None also when
     those bytes do not hold its headers (then ask again with the whole packet)."""
     n = len(buf) if size is None else size
+    if linktype == 1 and len(buf) >= 54:  # Ethernet, IPv4 of 20 bytes, TCP: the general path's reads at once
+        etype, vihl, total, frag, proto, src, dst = _ETHER_IP4_HEAD.unpack_from(buf)
+        if etype == _ETHER_IP4 and vihl == 0x45:
+            if proto != _TCP or frag & 0x1FFF:
+                raise NotTcp()
+            return _tcp(buf, n, src, dst, 34, 14 + total if total else n)
     ip = _ip_offset(linktype, buf)
     if ip is None or len(buf) < ip + 1:
         return None
@@ -108,6 +127,12 @@ def locate(linktype: int, buf: bytes, size: Optional[int] = None) -> Optional[tu
         start, end = ip + 40, (ip + 40 + plen if plen else n)
     else:
         return None
+    return _tcp(buf, n, src, dst, start, end)
+
+
+def _tcp(buf: bytes, n: int, src: bytes, dst: bytes, start: int,
+         end: int) -> Optional[tuple[str, int, str, int, int, int, int, int]]:
+    """``locate``'s answer from the TCP header at ``start`` (the IP payload ``[start, end)``)."""
     if end - start < 20 or n < start + 20:
         raise ValueError("TCP header cut short")
     if len(buf) < start + 20:
