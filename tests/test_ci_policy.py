@@ -149,3 +149,17 @@ def test_untraced_tests_leave_coverage_started_once(tmp_path):
     (tmp_path / ".coveragerc").write_text("[run]\npatch = _exit\n")
     run = _run_pytest(tmp_path, False, "--cov", "--cov-report=", "--cov-config=.coveragerc")
     assert run.returncode == 0 and "6 passed" in run.stdout, run.stdout + run.stderr
+
+
+@pytest.mark.checkout  # (git's list of the checkout's files)
+def test_no_tracked_file_holds_a_merge_conflict():
+    """A conflict resolved in one file of a merge and committed in another is caught here, not by a reader."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, timeout=60, check=True)
+    marker = re.compile(rb"^(<{7} |>{7} )", re.M)
+    found = []
+    for name in listed.stdout.decode().split("\0"):
+        path = REPO / name
+        if name and path.is_file() and path.stat().st_size < 4 << 20:
+            if marker.search(path.read_bytes()):
+                found.append(name)
+    assert not found, f"merge conflict markers in {found}"
