@@ -150,7 +150,10 @@ def test_the_launcher_jvm_prints_the_same_command_from_its_own_archive(tmp_path,
         missing("java, to run Spark's launcher")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv(jvm.LAUNCHER_ENV, raising=False)
+    monkeypatch.delenv("SPARK_HOME", raising=False)
     home = os.path.dirname(pyspark.__file__)
+    found = subprocess.run([sys.executable, f"{home}/find_spark_home.py"], capture_output=True, text=True,
+                           check=True).stdout.strip()  # what spark-submit's script asks a Python for
     env = {**os.environ, "SPARK_HOME": home, "SPARK_SCALA_VERSION": "2.13"}
 
     def printed(options: str) -> bytes:
@@ -171,7 +174,8 @@ def test_the_launcher_jvm_prints_the_same_command_from_its_own_archive(tmp_path,
     assert second.archive is not None and second.archive.writing is None
     assert f"-XX:SharedArchiveFile={first.archive.path}" in second.env[jvm.LAUNCHER_ENV]
     assert printed(second.env[jvm.LAUNCHER_ENV]) == plain and not second.finish()
-    assert jvm.Launcher({jvm.SETTING: "false"}).env == {jvm.LAUNCHER_ENV: jvm.LAUNCHER_JVM}
+    assert first.env["SPARK_HOME"] == found == home
+    assert jvm.Launcher({jvm.SETTING: "false"}).env == {jvm.LAUNCHER_ENV: jvm.LAUNCHER_JVM, "SPARK_HOME": home}
     named = jvm.Launcher({jvm.SETTING: str(tmp_path / "mine.jsa")})  # the driver's file, not the launcher's
     assert named.archive is not None and named.archive.path == first.archive.path
     first.archive.path.unlink()
@@ -181,7 +185,8 @@ def test_the_launcher_jvm_prints_the_same_command_from_its_own_archive(tmp_path,
     interrupted.discard()
     assert not interrupted.archive.writing.exists() and not first.archive.path.exists()
     monkeypatch.setenv(jvm.LAUNCHER_ENV, "-Xmx64m")
-    assert jvm.Launcher({}).env == {} and not jvm.Launcher({}).finish()
+    monkeypatch.setenv("SPARK_HOME", "/theirs")
+    assert jvm.Launcher({}).env == {} and not jvm.Launcher({}).finish()  # the user's settings stay theirs
 
 
 def test_the_launch_sets_its_environment_for_the_launch_only(monkeypatch):
