@@ -214,10 +214,9 @@ def run(args: Any) -> int:
                 archive.finish(type(sc)._gateway)
     except BaseException:  # interrupted or failed at any point: the JVM started here goes too (launch.STARTED)
         launch.stop_jvms()
-        if archive is not None and archive.writing is not None:  # (a class archive it began to write)
-            archive.writing.unlink(missing_ok=True)
-        if launcher is not None:
-            launcher.discard()
+        for started in (archive, launcher):  # (a class archive its JVM began to write)
+            if started is not None:
+                started.discard()
         raise
     finally:
         if early is not None:

@@ -112,6 +112,11 @@ class Archive:
             self.writing.unlink(missing_ok=True)
         return False
 
+    def discard(self) -> None:
+        """Interrupted or failed: an archive its JVM may have begun to write is not kept."""
+        if self.writing is not None:
+            self.writing.unlink(missing_ok=True)
+
 
 class Launcher:
     """The environment of the launcher JVM (``env``: none when ``SPARK_LAUNCHER_OPTS`` is set already, the
@@ -136,6 +141,5 @@ class Launcher:
         return self.archive is not None and self.archive.keep()
 
     def discard(self) -> None:
-        """Interrupted or failed: an archive it may have begun to write is not kept."""
-        if self.archive is not None and self.archive.writing is not None:
-            self.archive.writing.unlink(missing_ok=True)
+        if self.archive is not None:
+            self.archive.discard()
