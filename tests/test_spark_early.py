@@ -117,8 +117,8 @@ def test_inputs_under_one_range_do_not_start_early(captures, tmp_path):  # noqa:
     assert early.start([str(tmp_path / "missing.pcap")], tables, {}, "local[*]") is None
 
 
-# Pass 2 shared between the child and Spark: the child runs partitions in order, each claimed first, until the
-# driver claims the rest; whatever the timing the tables and summaries are Spark's alone.
+# Pass 2 shared between the child and Spark's tasks: each runs the partitions it claims first, in order, until
+# none is left; whatever the timing the tables and summaries are Spark's alone.
 
 def _expected(spark, captures, tmp_path):  # noqa: F811
     return _write(spark, captures, tmp_path / "spark")
@@ -178,12 +178,12 @@ def test_partitions_done_by_the_child_are_taken(spark, captures, tmp_path):  # n
 def test_the_partition_in_progress_is_waited_for(spark, captures, tmp_path, monkeypatch):  # noqa: F811
     expected_written, expected = _expected(spark, captures, tmp_path)
     out = tmp_path / "early"
-    _partitioned(monkeypatch, lambda i: _wait(_claimed(out, 2)) if i == 1 else None)  # in 1 at the take-over
+    _partitioned(monkeypatch, lambda i: _wait(_claimed(out, 2)) if i == 1 else None)  # in 1 as Spark's tasks start
     e = _run(spark, captures, out)
     try:
         _wait(lambda: 0 in e._outcomes)
-        written, tables = _write(spark, captures, out, e)  # claims 2.. while the child is in 1
-        assert e.mine == [0, 1] and e._outcomes[1] is not None and e._got[1] > 2  # Spark ran 2..
+        written, tables = _write(spark, captures, out, e)  # Spark's tasks claim 2 while the child is in 1
+        assert {0, 1} <= set(e.mine) and e._outcomes[1] is not None and 2 not in e.mine  # Spark ran 2
     finally:
         e.close()
     assert written["rows"]["frames"] > 0 and expected_written["unsplit"] == []
@@ -192,18 +192,18 @@ def test_the_partition_in_progress_is_waited_for(spark, captures, tmp_path, monk
 
 
 def test_a_slow_child_leaves_all_of_pass_two_to_spark(spark, captures, tmp_path, monkeypatch):  # noqa: F811
-    from kcodec.spark import early
+    from kcodec.spark import tasks
 
     expected_written, expected = _expected(spark, captures, tmp_path)
-    claim, parent = early._claim, os.getpid()
+    claim, parent = tasks.claim, os.getpid()
 
     out = tmp_path / "early"
 
-    def slow(local, partition):
+    def slow(claims, partition):
         if os.getpid() != parent:
-            _wait(_claimed(out, partition))  # the driver's take-over comes first
-        return claim(local, partition)
-    monkeypatch.setattr(early, "_claim", slow)
+            _wait(_claimed(out, partition))  # a Spark task's claim comes first
+        return claim(claims, partition)
+    monkeypatch.setattr(tasks, "claim", slow)
     e = _run(spark, captures, out)
     try:
         written, tables = _write(spark, captures, out, e)
@@ -213,7 +213,7 @@ def test_a_slow_child_leaves_all_of_pass_two_to_spark(spark, captures, tmp_path,
     _same(written, tables, expected_written, expected)
 
 
-@pytest.mark.parametrize("how", ["raises at once", "raises after the take-over", "dies"])
+@pytest.mark.parametrize("how", ["raises at once", "raises once Spark's tasks claim", "dies"])
 def test_a_child_failing_in_pass_two_loses_no_partition(spark, captures, tmp_path, monkeypatch, how):  # noqa: F811
     expected_written, expected = _expected(spark, captures, tmp_path)
     out = tmp_path / "early"
@@ -221,26 +221,19 @@ def test_a_child_failing_in_pass_two_loses_no_partition(spark, captures, tmp_pat
     def fail(i):
         if i != 0:
             return
-        if how != "raises at once":  # after the driver's take-over has counted partition 0 the child's
-            _wait(lambda: (tmp_path / "taken").exists())
+        if how != "raises at once":  # once a Spark task has claimed partition 1
+            _wait(_claimed(out, 1))
         if how == "dies":
             os._exit(3)
         raise RuntimeError("a bug in pass 2")
     _partitioned(monkeypatch, fail)
     e = _run(spark, captures, out)
-    take_over = e.take_over
-
-    def taken(partitions):
-        spark_parts = take_over(partitions)
-        (tmp_path / "taken").touch()
-        return spark_parts
-    e.take_over = taken
     try:
         if how == "raises at once":
             _wait(lambda: e._ended)
         written, tables = _write(spark, captures, out, e)
-        assert (0 not in e.mine) == (how == "raises at once")  # Spark's from the start, or run after the child
-        assert e._outcomes.get(0) is None  # not the child's: Spark ran it
+        assert e.mine == [0]  # the child's claim: no Spark task took it
+        assert e._outcomes.get(0) is None  # not the child's: Spark ran it after
     finally:
         e.close()
     _same(written, tables, expected_written, expected)
@@ -265,7 +258,7 @@ def test_a_failed_pass_two_ends_the_child_and_leaves_no_scratch(spark, captures,
     def failed(*_):
         raise RuntimeError("the Spark job failed")
     _partitioned(monkeypatch, lambda i: time.sleep(60) if i == 1 else None)
-    monkeypatch.setattr(pipeline, "_pass_two", failed)
+    monkeypatch.setattr(pipeline, "_pass_two_claimed", failed)
     out = tmp_path / "early"
     e = _run(spark, captures, out)
     try:
@@ -276,3 +269,21 @@ def test_a_failed_pass_two_ends_the_child_and_leaves_no_scratch(spark, captures,
         assert not (out / "_shuffle").exists()
     finally:
         e.close()
+
+
+def test_a_spark_task_writes_exactly_the_partitions_it_claims(tmp_path, monkeypatch):
+    from kcodec.spark import tasks
+
+    claims = tmp_path / "_claims"
+    claims.mkdir()
+    for taken in (0, 2):  # the child's, or another task's
+        assert tasks.claim(str(claims), taken)
+    assert not tasks.claim(str(claims), 2)  # one claim a partition
+    ran = []
+    monkeypatch.setattr(tasks, "write_partition", lambda items, job, i: ran.append((i, items)) or [("rows", str(i))])
+    parts = [[(i, f"file-{i}")] for i in range(5)]
+    out = list(tasks.write_claimed(iter([0]), job=None, parts=parts, claims=str(claims)))
+    assert out == [(1, [("rows", "1")]), (3, [("rows", "3")]), (4, [("rows", "4")])]
+    assert ran == [(i, parts[i]) for i in (1, 3, 4)]
+    assert sorted(p.name for p in claims.iterdir()) == ["0", "1", "2", "3", "4"]
+    assert list(tasks.write_claimed(iter([1]), job=None, parts=parts, claims=str(claims))) == []  # none left

@@ -8,6 +8,7 @@ HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Unde
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -114,12 +115,12 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
         agg = written["aggregates"]
     if done is not None:
         done()
-    if local:
-        pipeline.name_batches(tables, written["topic_names"])  # no Spark job: beside the JVM's stop
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")
-    path = report.write(agg, out, captures, kcodec.BACKEND)
+    # on a local master no Spark job names the batches' topics: the driver does, beside the JVM's stop and the figures
+    naming = functools.partial(pipeline.name_batches, tables, written["topic_names"]) if local else None
+    path = report.write(agg, out, captures, kcodec.BACKEND, beside=naming)
     report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
     return agg

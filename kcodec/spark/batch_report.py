@@ -30,11 +30,12 @@ def size_rows(agg: dict[str, Any], what: str) -> list[dict[str, Any]]:
     return [table[k] for k in sorted(table)]
 
 
-def plots(agg: dict[str, Any], save: Callable[[Any, str, str], None]) -> None:
-    """records_by_topic.png and batch_sizes.png, through the report's ``save(fig, name, title)``."""
+def plots(agg: dict[str, Any], want: Callable[[str, str], bool], save: Callable[[Any, str], None]) -> None:
+    """records_by_topic.png and batch_sizes.png, through the report's ``want(name, title)`` (whether this
+    process draws it) and ``save(fig, name)``."""
     import matplotlib.pyplot as plt
 
-    if agg["by_topic"]:
+    if agg["by_topic"] and want("records_by_topic.png", "Messages produced and fetched, per topic"):
         rows = agg["by_topic"][:15]
         fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.8))
         y = range(len(rows))
@@ -44,8 +45,8 @@ def plots(agg: dict[str, Any], save: Callable[[Any, str, str], None]) -> None:
         ax.invert_yaxis()
         ax.set_xlabel("messages (records in the batches of Produce requests / Fetch responses)")
         ax.legend(fontsize=8)
-        save(fig, "records_by_topic.png", "Messages produced and fetched, per topic")
-    if agg["sizes"]["records"]:
+        save(fig, "records_by_topic.png")
+    if agg["sizes"]["records"] and want("batch_sizes.png", "Record batch sizes"):
         fig, axes = plt.subplots(1, 2, figsize=(11, 4))
         for ax, what, label in zip(axes, ("records", "bytes"), ("records per batch", "bytes per batch (as sent)")):
             rows = size_rows(agg, what)
@@ -56,7 +57,7 @@ def plots(agg: dict[str, Any], save: Callable[[Any, str, str], None]) -> None:
             ax.set_xlabel(label)
             ax.set_ylabel("batches")
             ax.legend(fontsize=8)
-        save(fig, "batch_sizes.png", "Record batch sizes")
+        save(fig, "batch_sizes.png")
 
 
 def markdown(agg: dict[str, Any], table: Callable[[list[dict[str, Any]], list[str]], str],

@@ -10,12 +10,13 @@ Spark's pass 1 gives, and any error (a missing file, a bad URI) is raised where 
 the child's own failures only send the job down the usual path.
 
 After pass 1 the child goes on into pass 2 (analyze25): partition after partition, each claimed first by
-an exclusively created file (``_claim``), run as a Spark task runs it (``tasks.write_partition``) with its
-tables' files written aside (``_early`` in the scratch) and its summaries sent to the driver. Before it
-submits pass 2 the driver claims every partition not yet claimed (``take_over``): Spark runs those; the
-child ends after the one it is in. So no partition is run twice or skipped, whatever the timing; the
-driver moves the child's files into the tables and takes its summaries as a Spark task's (``results``),
-and a partition the child failed in (or died in) is run on Spark after all, which raises any error.
+an exclusively created file (``tasks.claim``), run as a Spark task runs it (``tasks.write_partition``) with
+its tables' files written aside (``_early`` in the scratch) and its summaries sent to the driver. Once the
+context is up the driver submits pass 2 as one Spark task a core (``tasks.write_claimed``), each claiming
+partitions the same way, so the child and Spark's tasks share what is left as each comes free (no split is
+fixed when the job is submitted). No partition is run twice or skipped, whatever the timing: the driver
+moves the child's files into the tables and takes its summaries as a Spark task's (``results``), and a
+partition the child failed in (or died in) is run on Spark after all, which raises any error.
 """
 
 from __future__ import annotations
@@ -114,12 +115,12 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
         conn.send(None)
         return
     by_partition = segments.by_partition(spilled, n)
-    local = storage.local_path(scratch) or scratch
+    claims = os.path.join(storage.local_path(scratch) or scratch, CLAIMS)
     try:
-        os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
+        os.makedirs(claims, exist_ok=True)
         for i in range(n):
-            if not _claim(local, i):  # the driver took the rest
-                return
+            if not tasks.claim(claims, i):  # a Spark task's
+                continue
             try:
                 out = list(tasks.write_partition(by_partition[i], job, i))
             except BaseException:  # noqa: BLE001 (the driver runs it on Spark, which raises it there)
@@ -133,25 +134,15 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
 STAGED, CLAIMS = "_early", "_claims"  # in the scratch: the child's tables' files, the partitions' claims
 
 
-def _claim(local: str, partition: int) -> bool:
-    """Whether this process made ``partition``'s claim in the scratch directory ``local`` (the child and the
-    driver each try, one succeeds)."""
-    try:
-        os.close(os.open(os.path.join(local, CLAIMS, str(partition)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        return False
-    return True
-
-
 def _job_key(job: Any) -> tuple[Any, ...]:
     """What of a ``tasks.Job`` the child's pass 2 must share with the driver's (not where the tables go)."""
     return (job.captures, job.files, job.ports, job.frame_bytes)
 
 
 class Early:
-    """The forked child doing plan, pass 1 and then pass 2 until the driver takes over (``start``);
-    ``spilled`` waits for its pass 1 and hands its files over when its plan is the driver's; ``take_over``
-    and ``results`` share pass 2 with it; ``end`` and ``close`` end it (by its pid) and remove what it left.
+    """The forked child doing plan, pass 1 and then pass 2's partitions as long as some are unclaimed
+    (``start``); ``spilled`` waits for its pass 1 and hands its files over when its plan is the driver's;
+    ``claims`` and ``results`` share pass 2 with it; ``end`` and ``close`` end it (by its pid) and remove what it left.
     ``pending``: the Python workers' daemon is started as soon as pass 1 is done (``handover``)."""
 
     def __init__(self, paths: list[str], scratch: str, settings: dict[str, str], master: str,
@@ -170,7 +161,7 @@ class Early:
         self._news = threading.Condition()
         self._outcomes: dict[int, Optional[list[tuple[str, str]]]] = {}  # pass 2's, by partition (None: failed)
         self._ended = False  # the child sends no more
-        self.mine: list[int] = []  # the partitions the child claimed in pass 2 (``take_over``)
+        self.mine: list[int] = []  # pass 2's partitions not Spark's (``results``)
         # the workers' daemon started as the child's pass 1 ends, while the JVM still starts (``handover``)
         self.pending: Optional[handover.Pending] = None
         if pending:
@@ -215,19 +206,17 @@ class Early:
         self._taken = True
         return got[2]
 
-    def take_over(self, partitions: int) -> list[int]:
-        """Every partition of pass 2 not claimed by the child claimed for Spark (the child ends after the one
-        it is in); returns Spark's, those the child has already failed in included."""
-        local = storage.local_path(self.scratch) or self.scratch
-        os.makedirs(os.path.join(local, CLAIMS), exist_ok=True)
-        spark = [i for i in range(partitions) if _claim(local, i)]
-        with self._news:
-            self.mine = [i for i in range(partitions) if i not in spark and self._outcomes.get(i, ()) is not None]
-        return sorted(spark + [i for i in range(partitions) if i not in spark and i not in self.mine])
+    def claims(self) -> str:
+        """The local directory where the child and Spark's tasks claim pass 2's partitions (``tasks.claim``)."""
+        claims = os.path.join(storage.local_path(self.scratch) or self.scratch, CLAIMS)
+        os.makedirs(claims, exist_ok=True)
+        return claims
 
-    def results(self, tables: str) -> dict[int, list[tuple[str, str]]]:
-        """The child's pass-2 summaries by partition, once it has ended each one it claimed (waited for), and
-        its files moved into ``tables``; a partition it failed in, or died in, is not among them."""
+    def results(self, tables: str, mine: list[int]) -> dict[int, list[tuple[str, str]]]:
+        """The child's pass-2 summaries by partition of those of ``mine`` (pass 2's partitions Spark's tasks did
+        not write) it wrote, once it has ended each (waited for), and its files moved into ``tables``; a
+        partition it failed in, or died in, or never claimed (a Spark task's that failed) is not among them."""
+        self.mine = list(mine)
         with self._news:
             while not self._ended and any(i not in self._outcomes for i in self.mine):
                 self._news.wait(0.5)

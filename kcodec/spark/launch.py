@@ -86,6 +86,23 @@ def _jvms_recorded() -> Iterator[None]:
         java_gateway.Popen = popen  # type: ignore[misc]
 
 
+def _release_stdins() -> None:
+    """In a child forked from this process (the report's, ``report._forked_plots``): its copies of the started
+    JVMs' stdin closed at once, as a JVM exits only when its stdin ends (``jvm.let_exit``). (``os.close``, not
+    the file's ``close``: its lock may be held by a thread the child does not have.)"""
+    for proc in STARTED:
+        stdin = proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                os.close(stdin.fileno())
+            except (OSError, ValueError):
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_release_stdins)
+
+
 def stop_jvms() -> None:
     """Stop the JVMs this process started (STARTED, by their Popen: never another process)."""
     while STARTED:

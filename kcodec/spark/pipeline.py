@@ -162,7 +162,7 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
     the names (a shuffle's writes, reads and map outputs cost the JVM more than two small collects): cheaper
     than Spark's shuffle of the same rows, and the JVM's memory stays small. (The DataFrame functions
     below use Spark's shuffle.) ``spilled``: pass 1's output already there (``kcodec.spark.early``); ``early``:
-    the child that wrote it, which may have run pass 2 of some partitions since: Spark runs the others."""
+    the child that wrote it, which goes on claiming pass 2's partitions beside Spark's tasks."""
     scratch = f"{job.tables}/_shuffle"
     n = _partitions(spark, p)
     sc = spark_context(spark)
@@ -173,10 +173,11 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
                        .mapPartitions(functools.partial(segments.spill_ranges, scratch=scratch, partitions=n))
                        .collect())
         by_partition = segments.by_partition(spilled, n)
-        on_spark = early.take_over(n) if early is not None else list(range(n))
-        done = dict(_pass_two(sc, job, [(i, by_partition[i]) for i in on_spark]))
-        if early is not None:
-            done.update(early.results(job.tables))
+        if early is None:
+            done = dict(_pass_two(sc, job, [(i, by_partition[i]) for i in range(n)]))
+        else:
+            done = dict(_pass_two_claimed(sc, job, by_partition, early.claims()))
+            done.update(early.results(job.tables, [i for i in range(n) if i not in done]))
             lost = [i for i in range(n) if i not in done]  # the child failed in them: Spark runs them
             done.update(_pass_two(sc, job, [(i, by_partition[i]) for i in lost]))
         return [item for i in range(n) for item in done[i]]  # in partition order, as one job's collect
@@ -192,6 +193,16 @@ def _pass_two(sc: SparkContext, job: tasks.Job,
         return []
     return (sc.parallelize(parts, len(parts))
             .mapPartitions(functools.partial(tasks.write_partitions, job=job))
+            .collect())
+
+
+def _pass_two_claimed(sc: SparkContext, job: tasks.Job, parts: list[list[tuple[int, Any]]],
+                      claims: str) -> list[tuple[int, list[tuple[str, str]]]]:
+    """Pass 2 beside the early child: a task a core, each claiming partitions until none is left
+    (``tasks.write_claimed``); returns those Spark's tasks wrote."""
+    k = max(1, min(len(parts), sc.defaultParallelism))
+    return (sc.parallelize(range(k), k)
+            .mapPartitions(functools.partial(tasks.write_claimed, job=job, parts=parts, claims=claims))
             .collect())
 
 

@@ -12,6 +12,7 @@ the report.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional
 
@@ -129,6 +130,28 @@ def write_partitions(parts: Iterable[tuple[int, list[tuple[int, Any]]]],
     task or the early child, ``kcodec.spark.early``)."""
     for partition, items in parts:
         yield partition, list(write_partition(items, job, partition))
+
+
+def claim(claims: str, partition: int) -> bool:
+    """Whether this process made ``partition``'s claim in the local directory ``claims`` (of the processes
+    sharing pass 2 on a local master, the early child and Spark's tasks, exactly one does)."""
+    try:
+        os.close(os.open(os.path.join(claims, str(partition)), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def write_claimed(_: Iterable[Any], job: Job, parts: list[list[tuple[int, Any]]],
+                  claims: str) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    """A task of pass 2 on a local master, beside the early child (``kcodec.spark.early``): every partition
+    of ``parts`` (pass 1's items by partition) it claims first in ``claims``, in order, written as
+    ``write_partitions`` writes it, until none is left unclaimed. The partitions go to whichever process is
+    free when they come up, not by a split fixed when the job is submitted (which left one core idle while
+    the other ran the last task, or the child idle while Spark's first task started)."""
+    for partition, items in enumerate(parts):
+        if claim(claims, partition):
+            yield partition, list(write_partition(items, job, partition))
 
 
 def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
