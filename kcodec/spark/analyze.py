@@ -157,12 +157,12 @@ def check_outputs(out: str, tables: Optional[str] = None) -> None:
 
 
 def run(args: Any) -> int:
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
+    from importlib.util import find_spec
+
+    if find_spec("pyspark") is None:  # (found, not imported: PySpark is imported while its JVM starts)
         raise SystemExit("kcodec analyze needs PySpark 4.3 (on Python 3.11 or later): "
-                         "pip install 'kcodec[spark]'") from None
-    from . import jvm, launch  # PySpark's core only: the passes' modules are imported while the JVM starts
+                         "pip install 'kcodec[spark]'")
+    from . import jvm, launch  # no PySpark: it and the passes' modules are imported while the JVM starts
 
     ports = [int(p) for p in args.ports.split(",") if p.strip()] if args.ports else None
     conf = conf_pairs(getattr(args, "conf", []) or [])
@@ -197,8 +197,12 @@ def run(args: Any) -> int:
         if early is not None and early.pending is not None:  # Spark's daemon hands over to it
             settings.update(early.pending.settings())
     try:
+        first = None
+        if local and not under_submit:  # the JVM first (before any thread: its launch forks), then the imports
+            first = launch.Started(master, not verbose, settings, launcher.env if launcher else None)
         threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
-        sc = launch.context(master, quiet=not verbose, conf=settings, env=launcher.env if launcher else None)
+        sc = launch.context(master, quiet=not verbose, conf=settings, env=launcher.env if launcher else None,
+                            started=first)
         if launcher is not None:
             launcher.finish()  # (it exited before the driver's JVM started)
         if not verbose:

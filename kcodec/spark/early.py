@@ -279,7 +279,7 @@ def start(paths: list[str], tables: str, settings: dict[str, str], master: str,
 
 
 def _split(settings: dict[str, str]) -> int:
-    from . import ranges
+    from . import sizes
 
     given = settings.get("spark.kcodec.splitBytes")
-    return ranges.size(given) if given else ranges.SPLIT_BYTES
+    return sizes.size(given) if given else sizes.SPLIT_BYTES

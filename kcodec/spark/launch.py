@@ -1,19 +1,26 @@
-"""The Spark settings of `kcodec analyze` and the context they start, with PySpark's core alone imported: the
-command starts Spark's JVM from here while a thread imports what the passes need (pyarrow and the rest of
-``kcodec.spark``), so those imports no longer come before the JVM's start but during it
-(``kcodec.spark.analyze.run``)."""
+"""The Spark settings of `kcodec analyze` and the context they start. Nothing here imports PySpark before it is
+needed: the command starts Spark's JVM from here (``Started``, before PySpark is imported) while a thread
+imports what the passes need (PySpark, pyarrow and the rest of ``kcodec.spark``), so those imports no longer
+come before the JVM's start but during it (``kcodec.spark.analyze.run``)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
+import signal
+import struct
 import subprocess
+import tempfile
+import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from pyspark import SparkConf, SparkContext
+from . import jvm, storage
 
-from . import storage
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 # Spark's JVM logs through log4j2: with this file only errors reach the console (no "Setting default log
 # level", no NativeCodeLoader or other WARN lines); ``quiet=False`` (``-v``) keeps Spark's own defaults.
@@ -135,18 +142,80 @@ def _environ(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+class Started:
+    """Spark's JVM started as PySpark's ``launch_gateway`` starts it (``spark-submit --conf K=V ... pyspark-shell``
+    with its environment, stdin a pipe, SIGINT ignored, the gateway's port and secret written to the file
+    ``_PYSPARK_DRIVER_CONN_INFO_PATH`` names), but before PySpark is imported: the JVM's start is the command's
+    long pole, and PySpark's import (~0.08 s) came before it. ``context(started=...)`` waits for that file
+    (``connection``, read as it appears: PySpark looked every 0.1 s) and hands PySpark the port and secret as
+    spark-submit hands them to a driver it starts (``PYSPARK_GATEWAY_PORT``). Recorded in STARTED."""
+
+    def __init__(self, master: Optional[str], quiet: bool, conf: dict[str, str], env: Optional[dict[str, str]] = None,
+                 app_name: str = "kcodec analyze", ui: bool = True) -> None:
+        self.settings = _settings(master, app_name, ui, quiet, conf)
+        submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+        if os.environ.get("SPARK_TESTING"):
+            submit_args = "--conf spark.ui.enabled=false " + submit_args
+        given = {**os.environ, **(env or {})}
+        home = given["SPARK_HOME"] if "SPARK_HOME" in given else jvm.spark_home()
+        command = [os.path.join(home, "bin", "spark-submit")]
+        for k, v in self.settings.items():
+            command += ["--conf", f"{k}={v}"]
+        self._dir = tempfile.mkdtemp(prefix="kcodec-gateway-")
+        self.info = os.path.join(self._dir, "info")
+        try:
+            self.proc = subprocess.Popen(command + shlex.split(submit_args), stdin=subprocess.PIPE,
+                                         env={**given, "SPARK_CONNECT_MODE": "0", "_PYSPARK_DRIVER_CONN_INFO_PATH": self.info},
+                                         preexec_fn=_without_sigint)
+        except BaseException:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            raise
+        STARTED.append(self.proc)
+
+    def connection(self, poll: float = 0.005) -> dict[str, str]:
+        """The gateway's port and secret once the JVM has written them (waited for), as PySpark's environment."""
+        try:
+            while self.proc.poll() is None and not os.path.isfile(self.info):
+                time.sleep(poll)
+            if not os.path.isfile(self.info):  # (the JVM writes it aside, then renames it)
+                raise RuntimeError(f"kcodec analyze: Spark's JVM exited (status {self.proc.returncode}) before it "
+                                   "was up; what it printed is above")
+            with open(self.info, "rb") as f:
+                port, n = struct.unpack(">ii", f.read(8))
+                secret = f.read(n).decode()
+        finally:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        return {"PYSPARK_GATEWAY_PORT": str(port), "PYSPARK_GATEWAY_SECRET": secret}
+
+
+def _without_sigint() -> None:  # (PySpark's launch too: Ctrl-C is the driver's to handle)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze", ui: bool = True,
             quiet: bool = True, conf: Optional[dict[str, str]] = None,
-            env: Optional[dict[str, str]] = None) -> SparkContext:
+            env: Optional[dict[str, str]] = None, started: Optional[Started] = None) -> SparkContext:
     """A SparkContext with ``pipeline.session``'s settings: what `kcodec analyze` runs on (``write_tables`` needs no
     DataFrame, and Spark's SQL engine costs seconds of a JVM's time to start). The JVM it starts is recorded
     (``stop_jvms``); interrupted or failed before the context is up, it is stopped. ``env``: set for the launch
-    only (``jvm.Launcher``'s)."""
+    only (``jvm.Launcher``'s). ``started``: the JVM already started with these settings (``Started``), else
+    stopped and one started here."""
+    from pyspark import SparkConf, SparkContext
+
     numpy_converters()
-    settings = SparkConf().setAll(list(_settings(master, app_name, ui, quiet, conf).items()))
+    settings = _settings(master, app_name, ui, quiet, conf)
     try:
+        if started is not None and started.settings != settings:
+            stop_jvms()
+            started = None
+        if started is not None:
+            with _environ(started.connection()):  # PySpark connects to it as to spark-submit's JVM
+                sc = SparkContext.getOrCreate(SparkConf().setAll(list(settings.items())))
+            gateway: Any = type(sc)._gateway
+            gateway.proc = started.proc  # (its stdin: ``jvm.let_exit``)
+            return sc
         with _jvms_recorded(), _environ(env or {}):
-            return SparkContext.getOrCreate(settings)
+            return SparkContext.getOrCreate(SparkConf().setAll(list(settings.items())))
     except BaseException:
         stop_jvms()
         raise
