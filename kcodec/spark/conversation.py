@@ -44,18 +44,23 @@ class Conversation:
         self.requests: dict[int, tuple[dict[str, Any], Optional[tuple[int, int]]]] = {}  # position -> (row, key/version)
         self.responses: dict[int, tuple[dict[str, Any], bytes]] = {}  # held responses: position -> (row, bytes)
 
-    def frame(self, f: dict[str, Any], data: Optional[bytes] = None) -> None:
-        """One frames row; its bytes are ``data`` when given (the frames table's row may be without them)."""
+    def frame(self, f: dict[str, Any], data: Optional[bytes] = None, body: Optional[int] = None) -> None:
+        """One frames row; its bytes are ``data`` when given (the frames table's row may be without them);
+        ``body``: where a request's body starts, when its header was peeked already (``decode.header_and_body``)."""
         direction, position = f["direction"], f["position"]
         if data is None:
             data = f["frame"]
         if direction == 0:
-            row, key_version = request_row(f, self.tables, data)
+            row, key_version = request_row(f, self.tables, data, body)
             self.requests[position] = (row, key_version)
-            self._pairs(self.pairer.request(position, f["correlation_id"], f["acks"]), f)
+            pairs = self.pairer.request(position, f["correlation_id"], f["acks"])
         elif direction == 1:
             self.responses[position] = (f, data)
-            self._pairs(self.pairer.response(position, f["correlation_id"]), f)
+            pairs = self.pairer.response(position, f["correlation_id"])
+        else:
+            return
+        if pairs:  # (a request mostly completes none)
+            self._pairs(pairs, f)
 
     def finish(self) -> None:
         self._pairs(self.pairer.finish(), None)
@@ -88,10 +93,14 @@ def _decode(fn: Callable[..., tuple[Any, Any]], *args: Any) -> tuple[Any, Any, i
         return (*fn(*args, strict=False, zero_copy=True), trailing)
 
 
-def _decode_request(frame: bytes) -> tuple[Any, int]:
+def _decode_request(frame: bytes, key: int, version: int, body: Optional[int] = None) -> tuple[Any, int]:
     """(request, trailing bytes): ``decode_request``'s body and errors, its header peeked at (no
-    RequestHeader object made) and trailing bytes counted, not decoded a second time."""
-    key, version, _, _, pos, end = kcodec.peek_request_header(frame)
+    RequestHeader object made; not again when ``body``, where the body starts, is known: ``key`` and
+    ``version`` are then the header's) and trailing bytes counted, not decoded a second time."""
+    if body is None:
+        key, version, _, _, pos, end = kcodec.peek_request_header(frame)
+    else:
+        pos, end = body, len(frame)
     cls: Any = kcodec.message_class(key, "request")
     req, body_end = kcodec.decode_from(cls, frame, version, pos, end, zero_copy=True)
     return req, end - body_end
@@ -135,20 +144,22 @@ def _batch_base(row: dict[str, Any], direction: str, ts_ns: int) -> dict[str, An
             "direction": direction, "ts_ns": ts_ns}
 
 
-def request_row(f: dict[str, Any], tables: Tables, frame: bytes) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
+def request_row(f: dict[str, Any], tables: Tables, frame: bytes,
+                body: Optional[int] = None) -> tuple[dict[str, Any], Optional[tuple[int, int]]]:
     """The exchange columns a request frame gives, and its api key and version when it decoded (its
     answer is read with them). A Produce request's record batches go out now, from the same decode.
-    ``frame``: its bytes (the row may be without them)."""
+    ``frame``: its bytes (the row may be without them); ``body``: as ``Conversation.frame``'s."""
     key, version = f["api_key"], f["api_version"]
-    row = _base(f)
-    row.update(client_id=f["client_id"], api_key=key, api_name=decode.api_name(key), api_version=version,
-               request_ts_ns=f["ts_ns"], request_bytes=len(frame))
+    row = {"source": f["source"], "capture": f["capture"], "conn": f["conn"], "exchange": f["position"],
+           "correlation_id": f["correlation_id"], "client_id": f["client_id"], "api_key": key,
+           "api_name": decode.api_name(key), "api_version": version, "request_ts_ns": f["ts_ns"],
+           "request_bytes": len(frame)}  # ``_base``'s columns and the request's, in one dict
     if key is None or version is None:
         row["decode_error"] = f"request: {f['error']}" if f.get("error") else "request: no header"
         return row, None
     produce = key == record_batches.PRODUCE and _batch_base(row, "produced", f["ts_ns"])
     try:
-        req, trailing = _decode_request(frame)
+        req, trailing = _decode_request(frame, key, version, body)
     except Exception as e:  # a bug of ours (not a KcodecError) must not kill a job either: reported on the row
         what = _failure(e)
         row["decode_error"] = f"request: {what}"
@@ -259,8 +270,10 @@ class Connections:
     def frame(self, capture: str, conn: str, direction: int, ts: int, data: bytes, order: int) -> None:
         position = max(order, self.last.get(conn, -1) + 1)  # frames completed by one packet: order + k
         self.last[conn] = position
-        token = decode.sasl_v0_token(conn, direction, data, self.sasl)
-        corr, key, version, client, acks, error = (None,) * 6 if token else decode._header(direction, data)
+        # a response is a token only in a SASL v0 state (then kept in ``sasl``): most frames need not ask
+        token = (direction == 0 or conn in self.sasl) and decode.sasl_v0_token(conn, direction, data, self.sasl)
+        corr, key, version, client, acks, error, body = (
+            (None,) * 7 if token else decode.header_and_body(direction, data))
         row = {"source": self.path, "capture": capture, "conn": conn, "position": position,
                "direction": direction + decode.SASL_TOKEN if token else direction, "ts_ns": ts,
                "correlation_id": corr, "api_key": key, "api_version": version, "client_id": client,
@@ -272,7 +285,7 @@ class Connections:
             c = self.conversations.get(conn)
             if c is None:
                 c = self.conversations[conn] = Conversation(conn, self.tables)
-            c.frame(row, data)
+            c.frame(row, data, body)
 
     def close(self) -> None:
         """The end of a connection key's rows: what reassembly still holds, then every conversation."""

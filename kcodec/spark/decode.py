@@ -81,16 +81,24 @@ EXCHANGES = pa.schema([
 def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str],
                                                   Optional[int], Optional[str]]:
     """(correlation id, api key, api version, client id, Produce acks, error) of one frame."""
+    return header_and_body(direction, frame)[:6]  # type: ignore[return-value]
+
+
+def header_and_body(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int],
+                                                           Optional[str], Optional[int], Optional[str], Optional[int]]:
+    """``_header``'s columns and, last, where a request's body starts when the frame ends where its size
+    prefix says (else None): then a strict peek of the header would read the same, and pass 2's decode of
+    the request need not peek again."""
     try:
         if direction == 0:
             key, version, corr, client, pos, end = kcodec.peek_request_header(frame, strict=False)
             acks = produce_acks(frame, pos, end, version) if key == PRODUCE else None
-            return corr, key, version, client, acks, None
+            return corr, key, version, client, acks, None, pos if end == len(frame) else None
         if len(frame) >= 8:
-            return _CORR.unpack_from(frame, 4)[0], None, None, None, None, None
-        return None, None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id"
+            return _CORR.unpack_from(frame, 4)[0], None, None, None, None, None, None
+        return None, None, None, None, None, f"response frame of {len(frame)} bytes has no correlation id", None
     except kcodec.KcodecError as e:
-        return None, None, None, None, None, f"{type(e).__name__}: {e}"
+        return None, None, None, None, None, f"{type(e).__name__}: {e}", None
 
 
 def sasl_v0_tokens(frames: list[Any], state: Optional[dict[str, Any]] = None) -> list[bool]:
@@ -355,4 +363,5 @@ def api_name(key: Optional[int]) -> Optional[str]:
         return None
     if not _API_NAMES:
         _API_NAMES.update(definitions.api_keys())
-    return _API_NAMES.get(key, f"Unknown({key})")
+    name = _API_NAMES.get(key)  # (not .get's default: that would format the unknown name a call)
+    return name if name is not None else f"Unknown({key})"
