@@ -197,12 +197,12 @@ def run(args: Any) -> int:
         if early is not None and early.pending is not None:  # Spark's daemon hands over to it
             settings.update(early.pending.settings())
     try:
+        launch_env = launcher.env if launcher else None
         first = None
         if local and not under_submit:  # the JVM first (before any thread: its launch forks), then the imports
-            first = launch.Started(master, not verbose, settings, launcher.env if launcher else None)
+            first = launch.Started(master, not verbose, settings, launch_env)
         threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
-        sc = launch.context(master, quiet=not verbose, conf=settings, env=launcher.env if launcher else None,
-                            started=first)
+        sc = launch.context(master, quiet=not verbose, conf=settings, env=launch_env, started=first)
         if launcher is not None:
             launcher.finish()  # (it exited before the driver's JVM started)
         if not verbose:

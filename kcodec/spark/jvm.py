@@ -87,8 +87,8 @@ def default_path(java_options: str, kind: str = "spark-classes") -> Optional[Pat
         return None
     java = os.path.realpath(java)
     jars = os.path.join(package, "jars")
-    key = "|".join([java, str(os.stat(java).st_mtime_ns), package, *sorted(os.listdir(jars) if os.path.isdir(jars) else ()),
-                    java_options])
+    listed = sorted(os.listdir(jars)) if os.path.isdir(jars) else []
+    key = "|".join([java, str(os.stat(java).st_mtime_ns), package, *listed, java_options])
     return _cache() / f"{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
 
 

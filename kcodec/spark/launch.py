@@ -163,9 +163,9 @@ class Started:
             command += ["--conf", f"{k}={v}"]
         self._dir = tempfile.mkdtemp(prefix="kcodec-gateway-")
         self.info = os.path.join(self._dir, "info")
+        env_ = {**given, "SPARK_CONNECT_MODE": "0", "_PYSPARK_DRIVER_CONN_INFO_PATH": self.info}
         try:
-            self.proc = subprocess.Popen(command + shlex.split(submit_args), stdin=subprocess.PIPE,
-                                         env={**given, "SPARK_CONNECT_MODE": "0", "_PYSPARK_DRIVER_CONN_INFO_PATH": self.info},
+            self.proc = subprocess.Popen(command + shlex.split(submit_args), stdin=subprocess.PIPE, env=env_,
                                          preexec_fn=_without_sigint)
         except BaseException:
             shutil.rmtree(self._dir, ignore_errors=True)

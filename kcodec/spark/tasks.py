@@ -149,9 +149,7 @@ def write_claimed(_: Iterable[Any], job: Job, parts: list[list[tuple[int, Any]]]
     ``write_partitions`` writes it, until none is left unclaimed. The partitions go to whichever process is
     free when they come up, not by a split fixed when the job is submitted (which left one core idle while
     the other ran the last task, or the child idle while Spark's first task started)."""
-    for partition, items in enumerate(parts):
-        if claim(claims, partition):
-            yield partition, list(write_partition(items, job, partition))
+    yield from write_partitions(((i, items) for i, items in enumerate(parts) if claim(claims, i)), job)
 
 
 def write_tables(batches: Iterable[pa.RecordBatch], job: Job) -> Iterator[pa.RecordBatch]:
