@@ -75,6 +75,8 @@ def test_a_jvm_started_with_other_settings_is_stopped_and_another_started(tmp_pa
         sc = launch.context("local[1]", quiet=True, conf={"spark.ui.enabled": "false", "spark.kcodec.test": "new"},
                             started=started)
         assert started.proc.poll() is not None  # stopped
+        import os
+        assert not os.path.exists(os.path.dirname(started.info))  # and its gateway file's directory removed
         assert type(sc)._gateway.proc is not started.proc
         print(sc.getConf().get("spark.kcodec.test"))
         analyze.stop(sc)
@@ -96,3 +98,18 @@ def test_a_jvm_that_exits_before_it_is_up_is_a_clear_error(tmp_path):
         assert not os.path.exists(os.path.dirname(started.info))  # its directory removed
     finally:
         launch.stop_jvms()
+
+
+def test_a_bad_setting_is_a_clear_error_and_leaves_nothing(tmp_path):
+    capture = tmp_path / "empty.pcap"  # (a pcap's header alone: the JVM fails before it is read)
+    capture.write_bytes(bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000"))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(temp), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "kcodec", "analyze", str(capture), "--out", str(tmp_path / "out"),
+                           "--conf", "spark.driver.memory=abc"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert done.stderr.rstrip().endswith("kcodec analyze: Spark's JVM exited (status 1) before it was up; what it "
+                                         "printed is above"), done.stderr[-3000:]
+    assert "Traceback" not in done.stderr and "-Xmxabc" in done.stderr  # the JVM's own words say why
+    assert list(temp.iterdir()) == []

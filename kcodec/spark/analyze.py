@@ -196,9 +196,9 @@ def run(args: Any) -> int:
                              getattr(args, "keep_frame_bytes", False))
         if early is not None and early.pending is not None:  # Spark's daemon hands over to it
             settings.update(early.pending.settings())
+    first = None
     try:
         launch_env = launcher.env if launcher else None
-        first = None
         if local and not under_submit:  # the JVM first (before any thread: its launch forks), then the imports
             first = launch.Started(master, not verbose, settings, launch_env)
         threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
@@ -217,11 +217,15 @@ def run(args: Any) -> int:
             if archive is not None and archive.writing is not None:
                 print(f"saving Spark's classes for quicker starts (once): {archive.path}", flush=True)
                 archive.finish(type(sc)._gateway)
-    except BaseException:  # interrupted or failed at any point: the JVM started here goes too (launch.STARTED)
+    except BaseException as e:  # interrupted or failed at any point: the JVM started here goes too (launch.STARTED)
+        if first is not None:
+            first.close()
         launch.stop_jvms()
         for started in (archive, launcher):  # (a class archive its JVM began to write)
             if started is not None:
                 started.discard()
+        if isinstance(e, launch.JvmExited):  # its own output has said why: no traceback of ours below it
+            raise SystemExit(str(e)) from None
         raise
     finally:
         if early is not None:

@@ -178,14 +178,22 @@ class Started:
             while self.proc.poll() is None and not os.path.isfile(self.info):
                 time.sleep(poll)
             if not os.path.isfile(self.info):  # (the JVM writes it aside, then renames it)
-                raise RuntimeError(f"kcodec analyze: Spark's JVM exited (status {self.proc.returncode}) before it "
-                                   "was up; what it printed is above")
+                raise JvmExited(f"kcodec analyze: Spark's JVM exited (status {self.proc.returncode}) before it was "
+                                "up; what it printed is above")
             with open(self.info, "rb") as f:
                 port, n = struct.unpack(">ii", f.read(8))
                 secret = f.read(n).decode()
         finally:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            self.close()
         return {"PYSPARK_GATEWAY_PORT": str(port), "PYSPARK_GATEWAY_SECRET": secret}
+
+    def close(self) -> None:
+        """Its directory for the gateway's file removed (the JVM itself is stopped by ``stop_jvms``)."""
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class JvmExited(RuntimeError):
+    """Spark's JVM ended before its gateway was up (a bad setting, no Java): its own output says why."""
 
 
 def _without_sigint() -> None:  # (PySpark's launch too: Ctrl-C is the driver's to handle)
@@ -206,6 +214,7 @@ def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
     settings = _settings(master, app_name, ui, quiet, conf)
     try:
         if started is not None and started.settings != settings:
+            started.close()
             stop_jvms()
             started = None
         if started is not None:
@@ -217,6 +226,8 @@ def context(master: Optional[str] = "local[*]", app_name: str = "kcodec analyze"
         with _jvms_recorded(), _environ(env or {}):
             return SparkContext.getOrCreate(SparkConf().setAll(list(settings.items())))
     except BaseException:
+        if started is not None:
+            started.close()
         stop_jvms()
         raise
 
