@@ -25,12 +25,14 @@ from ._messages import PartitionRecords, fetched, produced, records_field
 from ._reader import RecordBatch, iter_batches, read_batches, read_records
 from ._select import BACKEND, backend
 from ._summary import RecordSummary, record_summary
-from ._types import DEFAULT_MAX_UNCOMPRESSED, Compression, RecordsError, RecordsRead, TimestampType
+from ._types import (CONTROL_BIT, DEFAULT_MAX_UNCOMPRESSED, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT,
+                     Compression, RecordsError, RecordsRead, TimestampType)
 
 Record = backend.Record
 
 __all__ = [
-    "BACKEND", "BatchBuilder", "CRC32C_HARDWARE", "CodecError", "Compression", "ControlRecord", "ControlType",
+    "BACKEND", "BatchBuilder", "CONTROL_BIT", "CRC32C_HARDWARE", "DELETE_HORIZON_BIT", "TIMESTAMP_TYPE_BIT",
+    "TRANSACTIONAL_BIT", "CodecError", "Compression", "ControlRecord", "ControlType",
     "DEFAULT_MAX_UNCOMPRESSED", "MissingCodecError", "PartitionRecords", "Record", "RecordBatch", "RecordColumns", "RecordsError",
     "RecordsRead", "RecordSummary", "record_columns", "record_summary",
     "TimestampType", "control_batch", "control_type", "compress", "crc32", "crc32c", "decompress", "fetched", "filter_aborted",

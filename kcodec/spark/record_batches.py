@@ -23,8 +23,8 @@ from typing import Any, Iterator, Optional
 import pyarrow as pa
 
 import kcodec
-from kcodec.records import Compression, RecordsError, TimestampType, crc32, crc32c, iter_batches, record_summary
-from kcodec.records._types import CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kcodec.records import (CONTROL_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Compression, RecordsError, TimestampType,
+                            crc32, crc32c, iter_batches, record_summary)
 
 from .decode import api_name
 
