@@ -197,11 +197,12 @@ def run(args: Any) -> int:
         if early is not None and early.pending is not None:  # Spark's daemon hands over to it
             settings.update(early.pending.settings())
     first = None
+    importer = threading.Thread(target=_import_ahead, daemon=True)
     try:
         launch_env = launcher.env if launcher else None
         if local and not under_submit:  # the JVM first (before any thread: its launch forks), then the imports
             first = launch.Started(master, not verbose, settings, launch_env)
-        threading.Thread(target=_import_ahead, daemon=True).start()  # while the JVM starts
+        importer.start()  # while the JVM starts
         sc = launch.context(master, quiet=not verbose, conf=settings, env=launch_env, started=first)
         if launcher is not None:
             launcher.finish()  # (it exited before the driver's JVM started)
@@ -224,6 +225,8 @@ def run(args: Any) -> int:
         for started in (archive, launcher):  # (a class archive its JVM began to write)
             if started is not None:
                 started.discard()
+        if importer.is_alive():  # an interpreter ending while a thread imports C extensions can crash (SIGSEGV)
+            importer.join()
         if isinstance(e, launch.JvmExited):  # its own output has said why: no traceback of ours below it
             raise SystemExit(str(e)) from None
         raise
