@@ -7,7 +7,7 @@ from needs import need_module
 
 import kcodec
 from kcodec.messages import ProduceRequest
-from kcodec.spark.decode import _header, produce_acks
+from kcodec.spark.decode import header_and_body, produce_acks
 from kcodec.spark.pairing import pair
 
 need_module("pandas")
@@ -66,7 +66,7 @@ def test_produce_acks_at_every_version(version, acks):
     tid = "tx-1" if version >= 3 else None
     req = ProduceRequest(acks=acks, timeout_ms=1000, transactional_id=tid, topic_data=[])
     frame = kcodec.encode_request(req, version, 5, client_id="c")
-    corr, key, v, client, got, error = _header(0, frame)
+    corr, key, v, client, got, error, _ = header_and_body(0, frame)
     assert (corr, key, v, client, got, error) == (5, 0, version, "c", acks, None)
     _, pos, end = kcodec.decode_request_header(frame)
     assert produce_acks(frame, pos, pos + 1, version) is None  # a body too short to say

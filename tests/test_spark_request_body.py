@@ -33,7 +33,7 @@ def _trailing(frame: bytes, extra: bytes = b"\x00\x01\x02") -> bytes:
 
 
 def _rows(frame: bytes, body: Optional[int]) -> tuple[Any, ...]:
-    corr, key, version, client, acks, error = decode._header(0, frame)
+    corr, key, version, client, acks, error, _ = decode.header_and_body(0, frame)
     f = {"source": "s", "capture": "c", "conn": "c/1", "position": 3, "correlation_id": corr, "api_key": key,
          "api_version": version, "client_id": client, "ts_ns": 10, "acks": acks, "error": error}
     emitted: list[tuple[str, dict[str, Any]]] = []

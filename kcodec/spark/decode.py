@@ -78,17 +78,11 @@ EXCHANGES = pa.schema([
 ])
 
 
-def _header(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int], Optional[str],
-                                                  Optional[int], Optional[str]]:
-    """(correlation id, api key, api version, client id, Produce acks, error) of one frame."""
-    return header_and_body(direction, frame)[:6]  # type: ignore[return-value]
-
-
 def header_and_body(direction: int, frame: bytes) -> tuple[Optional[int], Optional[int], Optional[int],
                                                            Optional[str], Optional[int], Optional[str], Optional[int]]:
-    """``_header``'s columns and, last, where a request's body starts when the frame ends where its size
-    prefix says (else None): then a strict peek of the header would read the same, and pass 2's decode of
-    the request need not peek again."""
+    """(correlation id, api key, api version, client id, Produce acks, error) of one frame and, last, where a
+    request's body starts when the frame ends where its size prefix says (else None): then a strict peek of the
+    header would read the same, and pass 2's decode of the request need not peek again."""
     try:
         if direction == 0:
             key, version, corr, client, pos, end = kcodec.peek_request_header(frame, strict=False)
