@@ -113,3 +113,26 @@ def test_a_bad_setting_is_a_clear_error_and_leaves_nothing(tmp_path):
                                          "printed is above"), done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "-Xmxabc" in done.stderr  # the JVM's own words say why
     assert list(temp.iterdir()) == []
+
+
+def test_a_forked_child_does_not_hold_a_jvms_stdin(monkeypatch):
+    from kcodec.spark import launch
+
+    # a stand-in for the JVM: it ends when its stdin does
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    monkeypatch.setattr(launch, "STARTED", [proc])
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # holds on until told: the stand-in must end before that
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    try:
+        os.close(r)
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
+        if proc.poll() is None:
+            proc.kill()

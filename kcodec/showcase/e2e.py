@@ -213,7 +213,7 @@ def analyze_step(ctx: Context) -> None:
     text, console = headline(traffic, figs, bad)
     print(console, file=ctx.out, end="")
     ctx.sections.append(text)
-    ctx.files += sorted(out.glob("*.png"))
+    ctx.files += sorted(out.glob("*.svg"))
     if bad:
         raise AssertionError("the analysis disagrees with the clients and the broker: " + "; ".join(bad))
 

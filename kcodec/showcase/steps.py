@@ -184,8 +184,8 @@ def report(ctx: Context) -> None:
     path.write_text(text)
     if "sizes" in ctx.results:
         print("\n" + headline(ctx), file=ctx.out, end="")
-    pngs = [os.path.relpath(p, ctx.out_dir) for p in ctx.files if p.suffix == ".png"]
-    print(f"\nreport: {path} (+ {', '.join(pngs) or 'no PNGs'})",
+    figures = [os.path.relpath(p, ctx.out_dir) for p in ctx.files if p.suffix in (".png", ".svg")]
+    print(f"\nreport: {path} (+ {', '.join(figures) or 'no figures'})",
           file=ctx.out)
 
 

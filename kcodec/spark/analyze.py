@@ -1,14 +1,13 @@
 """`kcodec analyze CAPTURE... --out DIR [--master local[*]]`: captures -> Parquet tables and a report.
 
 Writes ``DIR/tables/{frames,exchanges,batches,files}`` (Parquet; ``--tables URI`` puts them elsewhere, e.g. on
-HDFS or S3) and ``DIR/report.md`` with its PNG plots, and prints a summary. Under spark-submit
+HDFS or S3) and ``DIR/report.md`` with its SVG charts, and prints a summary. Under spark-submit
 (``kcodec/spark/submit.py``), leave ``--master`` out: the master spark-submit was given is used.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
 import os
 import sys
@@ -118,9 +117,9 @@ def analyze(spark: Any, captures: list[str], out: Path, tables: Optional[str] = 
     step(2, f"{written['rows'].get('frames', 0)} frames, {written['rows'].get('exchanges', 0)} exchanges, "
             f"{written['rows'].get('batches', 0)} record batches written")
     step(3, f"writing the report to {out}")
-    # on a local master no Spark job names the batches' topics: the driver does, beside the JVM's stop and the figures
-    naming = functools.partial(pipeline.name_batches, tables, written["topic_names"]) if local else None
-    path = report.write(agg, out, captures, kcodec.BACKEND, beside=naming)
+    if local:  # on a local master no Spark job names the batches' topics: the driver does, while the JVM stops
+        pipeline.name_batches(tables, written["topic_names"])
+    path = report.write(agg, out, captures, kcodec.BACKEND)
     report.console(agg, print_)
     print_(f"report: {path}; tables: {tables}; {time.perf_counter() - started:.1f} s", flush=True)
     return agg
@@ -295,16 +294,13 @@ def _quiet(*_: Any) -> None:
 
 
 def _import_ahead() -> None:
-    """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s; then
-    matplotlib), imported in a thread while Spark's JVM starts and the driver waits for it, not before the
-    JVM is launched, nor at the end. An import that fails here is tried again where it is needed, which
+    """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s), imported
+    in a thread while Spark's JVM starts and the driver waits for it, not before the JVM is launched. An import that fails here is tried again where it is needed, which
     says what went wrong; one still under way there is waited for (Python's import lock). (pandas, which
     PySpark's numpy converters imported at the context's first call, is not imported at all:
     ``launch.numpy_converters``.)"""
     try:
         from . import pipeline, report  # noqa: F401
-
-        report.plotting()
     except Exception:
         pass
 

@@ -1,6 +1,6 @@
 """The record-batch part of `kcodec analyze`'s report: what the data carried (the batches table's figures,
 ``kcodec.spark.aggregates``): totals, per topic and per client, compression per codec and the batch size
-distribution, with their plots, Markdown and console lines.
+distribution, with their charts, Markdown and console lines.
 
 Messages are the records of batches that decoded, control batches (transaction markers) left out;
 bytes are the batches as they crossed the wire (compressed). Fetched counts are what the Fetch
@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from . import charts
 from .aggregates import DIRECTIONS
 
-PLOTS = ("records_by_topic.png", "batch_sizes.png")
+PLOTS = ("records_by_topic.svg", "batch_sizes.svg")
 
 
 def _bucket(k: int) -> str:
@@ -30,34 +31,25 @@ def size_rows(agg: dict[str, Any], what: str) -> list[dict[str, Any]]:
     return [table[k] for k in sorted(table)]
 
 
-def plots(agg: dict[str, Any], want: Callable[[str, str], bool], save: Callable[[Any, str], None]) -> None:
-    """records_by_topic.png and batch_sizes.png, through the report's ``want(name, title)`` (whether this
-    process draws it) and ``save(fig, name)``."""
-    import matplotlib.pyplot as plt
-
-    if agg["by_topic"] and want("records_by_topic.png", "Messages produced and fetched, per topic"):
+def figures(agg: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """records_by_topic.svg and batch_sizes.svg: (title, SVG text) by file name (``kcodec.spark.charts``)."""
+    out: dict[str, tuple[str, str]] = {}
+    if agg["by_topic"]:
+        title = "Messages produced and fetched, per topic"
         rows = agg["by_topic"][:15]
-        fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.8))
-        y = range(len(rows))
-        ax.barh([i - 0.2 for i in y], [r["produced_records"] for r in rows], 0.4, label="produced")
-        ax.barh([i + 0.2 for i in y], [r["fetched_records"] for r in rows], 0.4, label="fetched")
-        ax.set_yticks(list(y), [r["topic"] for r in rows], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel("messages (records in the batches of Produce requests / Fetch responses)")
-        ax.legend(fontsize=8)
-        save(fig, "records_by_topic.png")
-    if agg["sizes"]["records"] and want("batch_sizes.png", "Record batch sizes"):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-        for ax, what, label in zip(axes, ("records", "bytes"), ("records per batch", "bytes per batch (as sent)")):
+        out["records_by_topic.svg"] = (title, charts.hbars(
+            [str(r["topic"]) for r in rows], [("produced", [r["produced_records"] for r in rows]),
+                                              ("fetched", [r["fetched_records"] for r in rows])],
+            "messages (records in the batches of Produce requests / Fetch responses)", title))
+    if agg["sizes"]["records"]:
+        title = "Record batch sizes"
+        panels = []
+        for what, label in (("records", "records per batch"), ("bytes", "bytes per batch (as sent)")):
             rows = size_rows(agg, what)
-            x = range(len(rows))
-            for i, d in enumerate(DIRECTIONS):
-                ax.bar([j + (i - 0.5) * 0.4 for j in x], [r[d] for r in rows], 0.4, label=d)
-            ax.set_xticks(list(x), [r[what] for r in rows], rotation=60, fontsize=7)
-            ax.set_xlabel(label)
-            ax.set_ylabel("batches")
-            ax.legend(fontsize=8)
-        save(fig, "batch_sizes.png")
+            panels.append(([r[what] for r in rows], [(d, [r[d] for r in rows]) for d in DIRECTIONS], label,
+                           "batches"))
+        out["batch_sizes.svg"] = (title, charts.vbars(panels, title))
+    return out
 
 
 def markdown(agg: dict[str, Any], table: Callable[[list[dict[str, Any]], list[str]], str],
