@@ -349,6 +349,17 @@ def test_analyze_beside_tshark_from_a_recorded_run(tmp_path):
     assert "round by round | 1.2 (0.9-1.4)× tshark's | **not met**: met in 1 of 2 rounds |" in text  # wall
     assert "| 100k: kcodec analyze under 15 s, Spark's start included | 8.5 (8.0-9.0) s | met in 2 of 2 rounds |" in text
     assert "| 1,200 MB against 1,000 MB | met |" in text
+    assert "All 1 kept runs (1 commits; cpu: 1), the 1 above among them: at 1g, kcodec analyze's wall time no more " \
+           "than tshark's in 1 of 2 rounds, its CPU seconds in 1 of 2." in text
+    # an older commit's run, on another machine, is history: neither in the table nor in the targets
+    older = dict(run, commit="1" * 40, machine=dict(run["machine"], cpu="other"),
+                 cases=[dict(c, impls={"kcodec": dict(c["impls"]["kcodec"], samples=[99.0, 99.0]),
+                                       "tshark": c["impls"]["tshark"]}) for c in cases])
+    (results / "analyze.jsonl").write_text(json.dumps(older) + "\n" + json.dumps(run) + "\n")
+    again = sections.render("analyze-vs-tshark", results)
+    assert again.split("All ")[0] == text.split("All ")[0]  # the same figures and targets
+    assert "All 2 kept runs (2 commits; other: 1, cpu: 1), the 1 above among them: at 1g, kcodec analyze's wall " \
+           "time no more than tshark's in 1 of 4 rounds" in again
 
 
 def test_the_cpu_seconds_count_processes_that_outlive_their_parent(tmp_path):

@@ -107,11 +107,34 @@ def targets(kept: list[dict]) -> list[str]:
     return rows
 
 
+def current(every: list[dict]) -> list[dict]:
+    """The runs of the code and machine last measured: the last run's commit (and tree state), CPU and cores.
+    (Runs of older code, or of another machine, are not figures of this code: they are in ``history``.)"""
+    last = every[-1]
+    key = lambda r: (r["commit"], bool(r.get("dirty")), r["machine"]["cpu"], r["machine"]["cores"])  # noqa: E731
+    return [r for r in every if key(r) == key(last)]
+
+
+def history(every: list[dict], kept: list[dict]) -> str:
+    """Every kept run's rounds of the largest capture against tshark, beside those of the current code."""
+    big = _sizes(every)[-1]
+    machines: dict[str, int] = {}
+    for r in every:
+        machines[r["machine"]["cpu"]] = machines.get(r["machine"]["cpu"], 0) + 1
+    walls, cpus = _pairs(every, big, "wall_s"), _pairs(every, big, "cpu_s")
+    return (f"All {len(every)} kept runs ({len({r['commit'] for r in every})} commits; "
+            + ", ".join(f"{cpu}: {n}" for cpu, n in machines.items())
+            + f"), the {len(kept)} above among them: at {big}, kcodec analyze's wall time no more than tshark's in "
+            f"{sum(k <= t for k, t in walls)} of {len(walls)} rounds, its CPU seconds in "
+            f"{sum(k <= t for k, t in cpus)} of {len(cpus)}.")
+
+
 @section("analyze-vs-tshark", suites=("analyze",))
 def analyze_vs_tshark(runs: dict[str, list[dict]]) -> str:
-    kept = runs["analyze"]
-    if not kept:
-        return provenance(kept, "`kcodec analyze` beside tshark", "make bench-analyze")
+    every = runs["analyze"]
+    if not every:
+        return provenance(every, "`kcodec analyze` beside tshark", "make bench-analyze")
+    kept = current(every)
     last = kept[-1]
     rounds = sum(len(c["impls"].get("kcodec", {}).get("samples", [])) for c in last["cases"][:1])
     peers = ", ".join(f"{k} {last['peers'][k]}" for k in ("tshark", "pyspark", "java") if k in last["peers"])
@@ -119,5 +142,5 @@ def analyze_vs_tshark(runs: dict[str, list[dict]]) -> str:
             f"tool, the tools alternating; kcodec's {last.get('backend', '')} backend, {peers}. CPU seconds are user "
             "and system time of the tool and every process it started (for kcodec: its Python driver, the JVM, the "
             "Python workers); peak memory is their summed resident memory. Figures: median (min-max) over every "
-            "round of the kept runs.")
-    return "\n".join([head, "", *table(kept), "", *targets(kept)])
+            "round of these runs, those of the last commit measured on this machine.")
+    return "\n".join([head, "", *table(kept), "", *targets(kept), "", history(every, kept)])
