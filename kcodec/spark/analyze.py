@@ -295,10 +295,10 @@ def _quiet(*_: Any) -> None:
 
 def _import_ahead() -> None:
     """What the passes and the report import (pyarrow and the rest of kcodec.spark, 0.2-0.3 CPU s), imported
-    in a thread while Spark's JVM starts and the driver waits for it, not before the JVM is launched. An import that fails here is tried again where it is needed, which
-    says what went wrong; one still under way there is waited for (Python's import lock). (pandas, which
-    PySpark's numpy converters imported at the context's first call, is not imported at all:
-    ``launch.numpy_converters``.)"""
+    in a thread while Spark's JVM starts and the driver waits for it, not before the JVM is launched. An import
+    that fails here is tried again where it is needed, which says what went wrong; one still under way there is
+    waited for (Python's import lock). (pandas, which PySpark's numpy converters imported at the context's first
+    call, is not imported at all: ``launch.numpy_converters``.)"""
     try:
         from . import pipeline, report  # noqa: F401
     except Exception:

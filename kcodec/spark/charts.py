@@ -1,6 +1,6 @@
 """The report's figures as SVG: grouped horizontal and vertical bars and lines over time, with axes, round
 ticks, grid lines and a legend, written as text here. matplotlib drew them as PNGs before; its import and
-rendering were ~0.9 of a 1 GB `kcodec analyze`'s ~10.8 CPU s on two cores (the import in a thread while the
+rendering were ~1.1 of a 1 GB `kcodec analyze`'s ~10.8 CPU s on two cores (the import in a thread while the
 JVM started, the drawing in two processes at the end), where these take milliseconds. An SVG scales, can
 be searched and diffed, and shows wherever report.md does (browsers, GitHub, mkdocs). Every bar and point
 has a tooltip (``<title>``) with its exact value. No font metrics here: a label's width is estimated from
@@ -64,15 +64,13 @@ class _Doc:
     """An SVG document built as a list of elements."""
 
     def __init__(self, width: float, height: float, title: str) -> None:
-        self.width, self.height = width, height
         self.parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
                       f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans, Arial, sans-serif" '
                       f'font-size="{FONT}">', f"<title>{escape(title)}</title>",
                       f'<rect width="{width:.0f}" height="{height:.0f}" fill="#ffffff"/>']
 
-    def line(self, x1: float, y1: float, x2: float, y2: float, color: str = "#000000", width: float = 1) -> None:
-        self.parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}" '
-                          f'stroke-width="{width:g}"/>')
+    def line(self, x1: float, y1: float, x2: float, y2: float, color: str = "#000000") -> None:
+        self.parts.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="{color}"/>')
 
     def rect(self, x: float, y: float, w: float, h: float, color: str, tip: Optional[str] = None) -> None:
         body = f"<title>{escape(tip)}</title>" if tip else ""
