@@ -3,6 +3,7 @@ where their values put them, exact values in the tooltips, labels escaped and sh
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
 
@@ -119,3 +120,18 @@ def test_numbers_are_short():
     assert [charts.number(v) for v in (0, 7, 0.25, 1500, 30e6, 3e9, 2.5e6)] == ["0", "7", "0.25", "1.5k", "30M", "3G",
                                                                                    "2.5M"]
     assert re.fullmatch(r"0\.3", charts.number(0.1 + 0.2))
+
+
+def test_missing_and_not_finite_values_are_drawn_as_zero():
+    nan = float("nan")
+    svg = charts.hbars(["a", "b", "c"], [("n", [None, nan, 4])], "x", "T")
+    bars = _bars(svg)
+    assert float(bars["a: none"].get("width")) == 0 and float(bars["b: nan"].get("width")) == 0
+    assert float(bars["c: 4"].get("width")) > 0
+    for svg in (charts.vbars([(["a"], [("n", [None])], "x", "y")], "T"),
+                charts.lines([0, 1], [("n", [nan, None])], "x", "y", "T")):
+        for el in ET.fromstring(svg).iter():
+            for name in ("x", "y", "width", "height", "cx", "cy"):
+                assert math.isfinite(float(el.get(name, 0))), (name, el.attrib)
+            for point in el.get("points", "").split():
+                assert all(math.isfinite(float(c)) for c in point.split(","))

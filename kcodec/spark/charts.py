@@ -12,7 +12,7 @@ import math
 from typing import Optional, Sequence
 from xml.sax.saxutils import escape
 
-Series = tuple[str, Sequence[float]]  # a legend name and one value per category (or per x)
+Series = tuple[str, Sequence[Optional[float]]]  # a legend name and one value per category (or per x)
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
           "#17becf", "#393b79", "#637939")
@@ -48,8 +48,19 @@ def number(v: float) -> str:
     return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
 
 
-def _exact(v: float) -> str:
+def _exact(v: Optional[float]) -> str:
+    if v is None or not math.isfinite(v):
+        return "none" if v is None else str(v)
     return str(int(v)) if float(v).is_integer() else f"{v:g}"
+
+
+def _num(v: Optional[float]) -> float:
+    """A value as drawn: None and NaN or infinite values as 0 (their tooltips say what they were)."""
+    return v if v is not None and math.isfinite(v) else 0.0
+
+
+def _top(series: Sequence[Series]) -> float:
+    return max([_num(v) for _, vs in series for v in vs] or [1])
 
 
 def _short(label: str) -> str:
@@ -116,7 +127,7 @@ def hbars(labels: Sequence[str], series: Sequence[Series], xlabel: str, title: s
     plot_w = WIDTH - left - 20 - legend
     height = top + group * max(1, len(labels)) + 48
     doc = _Doc(WIDTH, height, title)
-    axis = ticks(0, max([v for _, vs in series for v in vs] or [1]))
+    axis = ticks(0, _top(series))
     scale = plot_w / axis[-1] if axis[-1] else 0
     bottom = top + group * max(1, len(labels))
     for t in axis:
@@ -128,7 +139,7 @@ def hbars(labels: Sequence[str], series: Sequence[Series], xlabel: str, title: s
         doc.text(left - 6, y + BAR * k / 2 + 4, short, "end", FONT - 1)
         for j, (name, values) in enumerate(series):
             v = values[i]
-            doc.rect(left, y + j * BAR, v * scale, BAR - 1, COLORS[j % len(COLORS)],
+            doc.rect(left, y + j * BAR, _num(v) * scale, BAR - 1, COLORS[j % len(COLORS)],
                      f"{label}{': ' + name if len(series) > 1 else ''}: {_exact(v)}")
     doc.line(left, top, left, bottom)
     doc.line(left, bottom, left + plot_w, bottom)
@@ -149,7 +160,7 @@ def vbars(panels: Sequence[tuple[Sequence[str], Sequence[Series], str, str]], ti
     doc = _Doc(width, height, title)
     each = width / max(1, len(panels))
     for p, (cats, series, xlabel, ylabel) in enumerate(panels):
-        axis = ticks(0, max([v for _, vs in series for v in vs] or [1]))
+        axis = ticks(0, _top(series))
         left = p * each + 30 + max(_width(number(t), FONT - 1) for t in axis)
         plot_w = each - (left - p * each) - 16
         bottom = top + plot_h
@@ -165,7 +176,7 @@ def vbars(panels: Sequence[tuple[Sequence[str], Sequence[Series], str, str]], ti
             x0 = left + i * slot + slot * 0.1
             for j, (name, values) in enumerate(series):
                 v = values[i]
-                doc.rect(x0 + j * bar, bottom - v * scale, bar, v * scale, COLORS[j % len(COLORS)],
+                doc.rect(x0 + j * bar, bottom - _num(v) * scale, bar, _num(v) * scale, COLORS[j % len(COLORS)],
                          f"{cat}: {name}: {_exact(v)}")
             cx = left + (i + 0.5) * slot
             doc.text(cx, bottom + 12, str(cat), "end", FONT - 2, rotate=-60)
@@ -181,7 +192,7 @@ def vbars(panels: Sequence[tuple[Sequence[str], Sequence[Series], str, str]], ti
 def lines(xs: Sequence[float], series: Sequence[Series], xlabel: str, ylabel: str, title: str) -> str:
     """A line per series over ``xs`` (a dot at each point when they are few), a legend on the right."""
     legend = _legend_width(series) + 10 if series else 0
-    yaxis = ticks(0, max([v for _, vs in series for v in vs] or [1]))
+    yaxis = ticks(0, _top(series))
     xaxis = ticks(min(xs, default=0), max(xs, default=1))
     top, plot_h = 12, 330
     left = 34 + max(_width(number(t), FONT - 1) for t in yaxis)
@@ -202,7 +213,7 @@ def lines(xs: Sequence[float], series: Sequence[Series], xlabel: str, ylabel: st
     dots = len(xs) <= 200
     for j, (name, values) in enumerate(series):
         color = COLORS[j % len(COLORS)]
-        points = [(left + (x - xaxis[0]) * sx, bottom - v * sy) for x, v in zip(xs, values)]
+        points = [(left + (x - xaxis[0]) * sx, bottom - _num(v) * sy) for x, v in zip(xs, values)]
         doc.parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="'
                          + " ".join(f"{x:.1f},{y:.1f}" for x, y in points) + f'"><title>{escape(name)}</title></polyline>')
         if dots:
