@@ -144,5 +144,5 @@ def test_showcase_end_to_end_steps(capsys, tmp_path, spark):
     text = (tmp_path / "README.md").read_text()
     assert "## End to end: the capture on Spark" in text and "### Versions per client" in text
     assert "| ListTopics | 3 |" in text and "[traffic/report.md](traffic/report.md)" in text
-    assert (tmp_path / "traffic" / "report.md").exists() and (tmp_path / "traffic" / "versions.png").exists()
+    assert (tmp_path / "traffic" / "report.md").exists() and (tmp_path / "traffic" / "versions.svg").exists()
     assert spark.range(3).count() == 3  # the session it borrowed is still up
