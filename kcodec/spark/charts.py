@@ -9,7 +9,7 @@ its length, and labels past ``MAX_LABEL`` characters are shortened (their toolti
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 from xml.sax.saxutils import escape
 
 Series = tuple[str, Sequence[Optional[float]]]  # a legend name and one value per category (or per x)
@@ -94,18 +94,30 @@ class _Doc:
         self.parts.append(f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}" font-size="{size}"{turn}>'
                           f"{escape(s)}</text>")
 
-    def legend(self, names: Sequence[str], x: float, y: float) -> None:
-        """One row a name, from (x, y) down: a colour swatch and the name."""
-        for i, name in enumerate(names):
-            self.rect(x, y + i * LEGEND + 3, 14, 10, COLORS[i % len(COLORS)])
-            self.text(x + 20, y + i * LEGEND + 12, _short(name), size=FONT - 1)
-
-    def legend_row(self, names: Sequence[str], x: float, y: float) -> None:
-        """The names side by side from (x, y), each after its colour swatch."""
+    def legend(self, names: Sequence[str], x: float, y: float, across: bool = False) -> None:
+        """A colour swatch and a name for each series from (x, y): one row a name, or side by side (``across``)."""
         for i, name in enumerate(names):
             self.rect(x, y + 3, 14, 10, COLORS[i % len(COLORS)])
             self.text(x + 20, y + 12, _short(name), size=FONT - 1)
-            x += 34 + _width(_short(name), FONT - 1)
+            if across:
+                x += 34 + _width(_short(name), FONT - 1)
+            else:
+                y += LEGEND
+
+    def grid(self, axis: Sequence[float], at: Callable[[float], float], lo: float, hi: float, vertical: bool) -> None:
+        """A grid line and a tick label for each tick: at x = at(t) from y lo to hi (``vertical``), or at
+        y = at(t) from x lo to hi, labelled left of lo."""
+        for t in axis:
+            if vertical:
+                self.line(at(t), lo, at(t), hi, "#dddddd")
+                self.text(at(t), hi + 16, number(t), "middle", FONT - 1)
+            else:
+                self.line(lo, at(t), hi, at(t), "#dddddd")
+                self.text(lo - 5, at(t) + 4, number(t), "end", FONT - 1)
+
+    def axes(self, left: float, top: float, bottom: float, right: float) -> None:
+        self.line(left, top, left, bottom)
+        self.line(left, bottom, right, bottom)
 
     def done(self) -> str:
         return "\n".join([*self.parts, "</svg>"]) + "\n"
@@ -130,10 +142,7 @@ def hbars(labels: Sequence[str], series: Sequence[Series], xlabel: str, title: s
     axis = ticks(0, _top(series))
     scale = plot_w / axis[-1] if axis[-1] else 0
     bottom = top + group * max(1, len(labels))
-    for t in axis:
-        x = left + t * scale
-        doc.line(x, top, x, bottom, "#dddddd")
-        doc.text(x, bottom + 16, number(t), "middle", FONT - 1)
+    doc.grid(axis, lambda t: left + t * scale, top, bottom, vertical=True)
     for i, (label, short) in enumerate(zip(labels, shown)):
         y = top + i * group + 4
         doc.text(left - 6, y + BAR * k / 2 + 4, short, "end", FONT - 1)
@@ -141,8 +150,7 @@ def hbars(labels: Sequence[str], series: Sequence[Series], xlabel: str, title: s
             v = values[i]
             doc.rect(left, y + j * BAR, _num(v) * scale, BAR - 1, COLORS[j % len(COLORS)],
                      f"{label}{': ' + name if len(series) > 1 else ''}: {_exact(v)}")
-    doc.line(left, top, left, bottom)
-    doc.line(left, bottom, left + plot_w, bottom)
+    doc.axes(left, top, bottom, left + plot_w)
     doc.text(left + plot_w / 2, bottom + 38, xlabel, "middle")
     if len(series) > 1:
         doc.legend([name for name, _ in series], WIDTH - legend, top)
@@ -165,10 +173,7 @@ def vbars(panels: Sequence[tuple[Sequence[str], Sequence[Series], str, str]], ti
         plot_w = each - (left - p * each) - 16
         bottom = top + plot_h
         scale = plot_h / axis[-1] if axis[-1] else 0
-        for t in axis:
-            y = bottom - t * scale
-            doc.line(left, y, left + plot_w, y, "#dddddd")
-            doc.text(left - 5, y + 4, number(t), "end", FONT - 1)
+        doc.grid(axis, lambda t: bottom - t * scale, left, left + plot_w, vertical=False)
         k = max(1, len(series))
         slot = plot_w / max(1, len(cats))
         bar = slot * 0.8 / k
@@ -180,12 +185,11 @@ def vbars(panels: Sequence[tuple[Sequence[str], Sequence[Series], str, str]], ti
                          f"{cat}: {name}: {_exact(v)}")
             cx = left + (i + 0.5) * slot
             doc.text(cx, bottom + 12, str(cat), "end", FONT - 2, rotate=-60)
-        doc.line(left, top, left, bottom)
-        doc.line(left, bottom, left + plot_w, bottom)
+        doc.axes(left, top, bottom, left + plot_w)
         doc.text(left + plot_w / 2, height - 8, xlabel, "middle")
         doc.text(p * each + 14, top + plot_h / 2, ylabel, "middle", rotate=-90)
         if len(series) > 1:
-            doc.legend_row([name for name, _ in series], left, 6)
+            doc.legend([name for name, _ in series], left, 6, across=True)
     return doc.done()
 
 
@@ -202,26 +206,20 @@ def lines(xs: Sequence[float], series: Sequence[Series], xlabel: str, ylabel: st
     doc = _Doc(WIDTH, height, title)
     span = (xaxis[-1] - xaxis[0]) or 1
     sx, sy = plot_w / span, plot_h / (yaxis[-1] or 1)
-    for t in xaxis:
-        x = left + (t - xaxis[0]) * sx
-        doc.line(x, top, x, bottom, "#dddddd")
-        doc.text(x, bottom + 16, number(t), "middle", FONT - 1)
-    for t in yaxis:
-        y = bottom - t * sy
-        doc.line(left, y, left + plot_w, y, "#dddddd")
-        doc.text(left - 5, y + 4, number(t), "end", FONT - 1)
+    doc.grid(xaxis, lambda t: left + (t - xaxis[0]) * sx, top, bottom, vertical=True)
+    doc.grid(yaxis, lambda t: bottom - t * sy, left, left + plot_w, vertical=False)
     dots = len(xs) <= 200
     for j, (name, values) in enumerate(series):
         color = COLORS[j % len(COLORS)]
         points = [(left + (x - xaxis[0]) * sx, bottom - _num(v) * sy) for x, v in zip(xs, values)]
-        doc.parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="'
-                         + " ".join(f"{x:.1f},{y:.1f}" for x, y in points) + f'"><title>{escape(name)}</title></polyline>')
+        path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        doc.parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{path}">'
+                         f"<title>{escape(name)}</title></polyline>")
         if dots:
             for (x, y), xv, v in zip(points, xs, values):
                 doc.parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2" fill="{color}"><title>'
                                  f"{escape(name)} at {xv:g}: {_exact(v)}</title></circle>")
-    doc.line(left, top, left, bottom)
-    doc.line(left, bottom, left + plot_w, bottom)
+    doc.axes(left, top, bottom, left + plot_w)
     doc.text(left + plot_w / 2, bottom + 38, xlabel, "middle")
     doc.text(14, top + plot_h / 2, ylabel, "middle", rotate=-90)
     if series:

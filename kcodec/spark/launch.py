@@ -94,9 +94,9 @@ def _jvms_recorded() -> Iterator[None]:
 
 
 def _release_stdins() -> None:
-    """In a child forked from this process (by the caller's own code, e.g. ``multiprocessing``): its copies of the
-    started JVMs' stdin closed at once, as a JVM exits only when its stdin ends (``jvm.let_exit``). (``os.close``, not
-    the file's ``close``: its lock may be held by a thread the child does not have.)"""
+    """In a child forked from this process (by the caller's own code, e.g. ``multiprocessing``): its copies of
+    the started JVMs' stdin closed at once, as a JVM exits only when its stdin ends (``jvm.let_exit``).
+    (``os.close``, not the file's ``close``: its lock may be held by a thread the child does not have.)"""
     for proc in STARTED:
         stdin = proc.stdin
         if stdin is not None and not stdin.closed:
