@@ -51,6 +51,8 @@ import kcodec.records as records
 assert records.BACKEND == want, f"records backend {records.BACKEND}, expected {want}"
 if want == "cython" or sys.argv[3] == "1":
     assert c._columnar is not None, "kcodec.columnar._columnar is not in the wheel"
+import kcodec.tap.scan as scan  # pass 1's pcap walk: the extension, or with KCODEC_PURE=1 Python's reader
+assert scan.ENGINE == want, f"pcap walk engine {scan.ENGINE}, expected {want}"
 """
 
 

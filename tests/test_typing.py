@@ -48,7 +48,8 @@ def test_fields_are_typed_for_users(tmp_path):
 
 
 STUBS = {"kcodec.core._fast": "kcodec/core/_fast.pyi", "kcodec.columnar._columnar": "kcodec/columnar/_columnar.pyi",
-         "kcodec.records._crecords": "kcodec/records/_crecords.pyi", "kcodec.records._cwriter": "kcodec/records/_cwriter.pyi"}
+         "kcodec.records._crecords": "kcodec/records/_crecords.pyi", "kcodec.records._cwriter": "kcodec/records/_cwriter.pyi",
+         "kcodec.tap._cscan": "kcodec/tap/_cscan.pyi"}
 
 
 def _stub_signatures(path: Path) -> dict[str, Optional[list[str]]]:

@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Optional
 
 import pyarrow as pa
 
-from kcodec.tap import capture, pcapsplit
+from kcodec.tap import capture, pcapsplit, scan
 from kcodec.tap.segments import SYN, ACK, NotTcp, locate, segment
 
 from . import storage
@@ -104,41 +104,52 @@ def _pcap_range(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _O
     inline = storage.local_path(r["path"]) is None
     keys: dict[tuple[Any, ...], int] = {}
     segments = not_tcp = undecodable = 0
-    for p in pcapsplit.packets(f, fmt, r["start"], r["end"], got, head=None if inline else HEAD):
-        try:
-            at = None if inline else locate(p.linktype, p.data, p.size if p.size >= 0 else None)
-            if at is None and 0 <= len(p.data) < p.size:  # headers past the first bytes, or dpkt's layout
-                f.seek(p.data_at)
-                p = p._replace(data=f.read(p.size), size=-1)
-                at = locate(p.linktype, p.data)
-            if at is None:
-                s = segment(p.linktype, p.data)
-                src, sport, dst, dport, seq, flags, data = s.src, s.sport, s.dst, s.dport, s.seq, s.flags, s.payload
-                start = length = 0
-            else:
-                src, sport, dst, dport, seq, flags, start, end = at
-                length, data = max(0, end - start), None
-        except NotTcp:
-            not_tcp += 1
-            continue
-        except ValueError:
-            undecodable += 1
-            continue
-        segments += 1
-        if not (length or data) and not flags & SYN:
-            continue  # a bare ACK, FIN or RST: nothing for reassembly
-        ends = (src, sport, dst, dport)
-        key = keys.get(ends)
-        if key is None:
-            key = keys[ends] = conn_key(cid, (src, sport), (dst, dport))
-        batch = out.add(key, cid, base | p.offset, SEGMENT, p.ts_ns, src, sport, dst, dport, seq, flags & (SYN | ACK),
-                        data if data is not None or length else b"", p.data_at + start if length else None,
-                        length or None)
-        if batch is not None:
-            yield batch
+    # a local file's packets are located in C (kcodec.tap.scan) but those it leaves to the Packets below
+    read = pcapsplit.packets(f, fmt, r["start"], r["end"], got) if inline else \
+        scan.located(f, fmt, r["start"], r["end"], got, HEAD)
+    for p in read:
+        if isinstance(p, scan.Located):
+            segments, not_tcp, undecodable = segments + p.tcp, not_tcp + p.not_tcp, undecodable + p.undecodable
+            found = p.rows
+        else:
+            try:
+                found = [_segment(f, p, inline)]
+            except NotTcp:
+                not_tcp += 1
+                continue
+            except ValueError:
+                undecodable += 1
+                continue
+            segments += 1
+        for offset, ts_ns, src, sport, dst, dport, seq, flags, data, at, length in found:
+            if not (length or data) and not flags & SYN:
+                continue  # a bare ACK, FIN or RST: nothing for reassembly
+            ends = (src, sport, dst, dport)
+            key = keys.get(ends)
+            if key is None:
+                key = keys[ends] = conn_key(cid, (src, sport), (dst, dport))
+            batch = out.add(key, cid, base | offset, SEGMENT, ts_ns, src, sport, dst, dport, seq, flags & (SYN | ACK),
+                            data if data is not None or length else b"", at if length else None, length or None)
+            if batch is not None:
+                yield batch
     summary.update(kind="pcap", packets=got.packets, tcp_segments=segments, not_tcp=not_tcp,
                    undecodable_packets=undecodable, first=got.first, stop=got.stop,
                    stopped_early=got.stopped_early, late_header=got.late_header)
+
+
+def _segment(f: BinaryIO, p: pcapsplit.Packet, inline: bool) -> tuple[Any, ...]:
+    """A packet's TCP segment as ``scan.Located``'s rows give it, its payload in ``data`` (dpkt's layouts, a
+    file read inline) or at ``at``; NotTcp or ValueError as ``locate`` raises them."""
+    at = None if inline else locate(p.linktype, p.data, p.size if p.size >= 0 else None)
+    if at is None and 0 <= len(p.data) < p.size:  # headers past the first bytes, or dpkt's layout
+        f.seek(p.data_at)
+        p = p._replace(data=f.read(p.size), size=-1)
+        at = locate(p.linktype, p.data)
+    if at is None:
+        s = segment(p.linktype, p.data)
+        return p.offset, p.ts_ns, s.src, s.sport, s.dst, s.dport, s.seq, s.flags, s.payload, None, 0
+    src, sport, dst, dport, seq, flags, start, end = at
+    return p.offset, p.ts_ns, src, sport, dst, dport, seq, flags, None, p.data_at + start, max(0, end - start)
 
 
 def _kcap_file(f: BinaryIO, r: dict[str, Any], summary: dict[str, Any], out: _Out) -> Iterator[pa.RecordBatch]:

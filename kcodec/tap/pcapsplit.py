@@ -236,11 +236,25 @@ def packets(f: BinaryIO, fmt: Format, start: int, end: int, result: RangeResult,
     file on local disk, read each record's header and only the first ``head`` bytes of its packet (the
     packet's ``size`` says how long it is), not the range's every byte: for a reader that leaves the
     payloads where they are."""
+    fd, src, pos = first_record(f, fmt, start, end, result, head)
+    yield from read_on(fd, src, fmt, pos, end, result, head)
+
+
+def first_record(f: BinaryIO, fmt: Format, start: int, end: int, result: RangeResult,
+                 head: Optional[int] = None) -> tuple[Optional[int], Source, int]:
+    """Where ``packets`` starts reading the range (``result.first``): (the file's descriptor when it reads
+    packet heads with ``pread``, else None; the range's bytes held so far; the offset of its first record)."""
     begin = fmt.first if start <= fmt.first else start
     fd = _fileno(f) if head is not None and fmt.kind == "pcap" else None
     src = Source(f, begin, max(end - begin, 0) + READ_AHEAD if fd is None else min(max(end - begin, 0), READ_AHEAD))
     pos = begin if start <= fmt.first else resync(src, begin, fmt)
     result.first = pos
+    return fd, src, pos
+
+
+def read_on(fd: Optional[int], src: Source, fmt: Format, pos: int, end: int, result: RangeResult,
+            head: Optional[int] = None) -> Iterator[Packet]:
+    """``packets`` from the record at ``pos`` (``first_record``'s descriptor and bytes held)."""
     if fd is not None and head is not None:
         yield from _pcap_heads(fd, fmt, pos, end, result, head)
         return
