@@ -76,6 +76,10 @@ def test_the_kcodec_wheel_holds_and_needs_no_broker(wheels):
     names, meta, entry_points = _contents(wheels["kcodec"])
     assert meta["Name"] == "kcodec" and meta["Version"] == kcodec.__version__
     assert any(n == "kcodec/__init__.py" for n in names) and any(n.startswith("kcodec/tap/") for n in names)
+    if (REPO / "kcodec").is_dir():  # every Cython source and stub goes with it (a wheel is built from the sdist)
+        sources = {p.relative_to(REPO).as_posix() for ext in ("pyx", "pxi", "pyi")
+                   for p in (REPO / "kcodec").rglob(f"*.{ext}")}
+        assert sources and sources <= set(names), sorted(sources - set(names))
     broker_files = [n for n in names if "broker" in n.split("/")[0] or n.startswith("kcodec/broker/")
                     or n.endswith("kafka_broker_configs.json")]
     assert not broker_files
