@@ -13,12 +13,13 @@ import struct
 import pyarrow as pa
 import pytest
 
-from needs import need_module
+from needs import need_extension, need_module
 
 need_module("pyspark", since=(3, 11))  # kcodec.spark's modules import it
 need_module("dpkt")
 import dpkt  # noqa: E402
 
+from kcodec.core.extension import load  # noqa: E402
 from kcodec.spark import segments  # noqa: E402
 from kcodec.tap import scan  # noqa: E402
 
@@ -122,11 +123,16 @@ def _pass_one(path, step, head, monkeypatch, engine):
     return rows, summaries
 
 
-C = scan._cscan
-needs_c = pytest.mark.skipif(C is None, reason="kcodec.tap._cscan is not built (or KCODEC_PURE=1)")
+# the extension as built, whatever KCODEC_PURE says (the reference it is compared with runs either way)
+C = load("kcodec.tap._cscan")
 
 
-@needs_c
+@pytest.fixture
+def needs_c():
+    need_extension(C, "the Cython extension kcodec.tap._cscan")
+
+
+@pytest.mark.usefixtures("needs_c")
 @pytest.mark.parametrize("linktype", [1, 0, 113, 276, 101, 147])
 def test_the_c_walk_gives_the_references_rows_and_summaries(tmp_path, monkeypatch, linktype):
     rng = random.Random(linktype)
@@ -150,7 +156,7 @@ def test_the_c_walk_gives_the_references_rows_and_summaries(tmp_path, monkeypatc
     assert {"stopped_early", "undecodable_packets"} <= seen
 
 
-@needs_c
+@pytest.mark.usefixtures("needs_c")
 def test_the_c_walk_on_a_capture_of_conversations(tmp_path, monkeypatch):
     """Many connections, retransmissions and reordering (pcap_writer's), in chunks of the walk's size."""
     packets = []
@@ -167,7 +173,7 @@ def test_the_c_walk_on_a_capture_of_conversations(tmp_path, monkeypatch):
         assert counted.walked == len(packets)
 
 
-@needs_c
+@pytest.mark.usefixtures("needs_c")
 def test_the_walk_stops_where_python_must_read(tmp_path):
     """A layout only dpkt reads is left to Python at once; the walk says where and what it walked before."""
     tcp = _tcp()
