@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import os
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
@@ -39,7 +38,7 @@ import numpy as np
 from .. import decode
 from ..core.api import _check_version, finish
 from ..core.coerce import flat_view
-from ..core.extension import load
+from ..core.extension import load, pure
 from ..exceptions import DecodeError
 from ..core.ir import (BOOL, BYTES, FIXED_SIZE, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
                  UINT32, UUID, FieldOp, Program, default_of, min_field_size, program_for)
@@ -47,7 +46,7 @@ from ..messages import DescribeTopicPartitionsResponse, ListTopicsResponse, Meta
 
 _columnar: Any = load("kcodec.columnar._columnar")  # None when not built: the tables come from the object decode
 
-ENGINE = "cython" if _columnar is not None and os.environ.get("KCODEC_PURE", "") in ("", "0") else "python"
+ENGINE = "cython" if _columnar is not None and not pure() else "python"
 
 _DTYPE = {BOOL: np.bool_, INT8: np.int8, INT16: np.int16, UINT16: np.uint16, INT32: np.int32,
           UINT32: np.uint32, INT64: np.int64, FLOAT64: np.float64}

@@ -8,15 +8,14 @@ the same IR.
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 
 from . import pure as _pure
-from .extension import load
+from .extension import load, pure
 
 
 def _select() -> tuple[ModuleType, str]:
-    if os.environ.get("KCODEC_PURE", "") not in ("", "0"):
+    if pure():
         return _pure, "python"
     fast = load("kcodec.core._fast")  # a built one that fails to import warns (kcodec/core/extension.py)
     return (_pure, "python") if fast is None else (fast, "cython")

@@ -20,6 +20,11 @@ def required() -> bool:
     return os.environ.get("KCODEC_REQUIRE_EXTENSION", "") not in ("", "0")
 
 
+def pure() -> bool:
+    """``KCODEC_PURE=1``: every part with a compiled twin runs its pure-Python reference."""
+    return os.environ.get("KCODEC_PURE", "") not in ("", "0")
+
+
 @lru_cache(maxsize=None)
 def load(name: str) -> Optional[ModuleType]:
     """The extension module ``name`` (absolute, e.g. "kcodec.core._fast"), or None when it is not built."""

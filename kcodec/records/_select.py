@@ -5,10 +5,9 @@
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 
-from ..core.extension import load
+from ..core.extension import load, pure
 from . import _compression, _pure
 
 
@@ -22,8 +21,7 @@ def available() -> dict[str, ModuleType]:
     return out
 
 
-_PURE = os.environ.get("KCODEC_PURE", "") not in ("", "0")
-BACKEND = "cython" if not _PURE and "cython" in available() else "python"
+BACKEND = "cython" if not pure() and "cython" in available() else "python"
 backend: ModuleType = available()[BACKEND]
 if BACKEND == "cython":  # lz4 batches inflated by liblz4 into the bytes kept (kcodec/records/_crecords_lz4.pxi)
     _compression.native_lz4 = backend.inflate_lz4

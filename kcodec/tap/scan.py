@@ -14,12 +14,11 @@ from __future__ import annotations
 import os
 from typing import BinaryIO, Iterator, NamedTuple, Optional, Union
 
-from kcodec.core.extension import load
+from kcodec.core.extension import load, pure
 
 from . import pcapsplit, segments
 
-_PURE = os.environ.get("KCODEC_PURE", "") not in ("", "0")
-_cscan = None if _PURE else load("kcodec.tap._cscan")
+_cscan = None if pure() else load("kcodec.tap._cscan")
 ENGINE = "python" if _cscan is None else "cython"
 CHUNK = 4096  # rows a chunk holds at most
 
