@@ -3,7 +3,7 @@ benchmarks/results/analyze.jsonl (suite ``analyze``, the format of benchmarks/fi
 in docs/analyze.md benchmarks/figures/analyze.py generates.
 
     make bench-analyze                                   # a run, then every figure regenerated
-    .venv/bin/python benchmarks/analyze_bench.py [--rounds 2] [--sizes 100k,200m,1g] [--work DIR] [--dry-run]
+    .venv/bin/python benchmarks/analyze_bench.py [--rounds 2] [--sizes 100k,200m,1g,10g] [--work DIR] [--dry-run]
 
 Records a real confluent-kafka capture (``analyze_capture.record``) and replicates it with distinct
 connections to each size (the 100 KB case is a capture of its own, a short run of the same clients); then,
@@ -201,7 +201,7 @@ def versions() -> dict[str, str]:
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=2, help="runs of each tool on each size (alternating)")
-    ap.add_argument("--sizes", default="100k,200m,1g", help="capture sizes (100k: a small capture of its own)")
+    ap.add_argument("--sizes", default="100k,200m,1g,10g", help="capture sizes (100k: a small capture of its own)")
     ap.add_argument("--work", type=Path, default=None, help="where the captures go (default: a temporary dir)")
     ap.add_argument("--results", type=Path, default=store.RESULTS)
     ap.add_argument("--dry-run", action="store_true", help="print the run instead of appending it")

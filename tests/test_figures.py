@@ -362,6 +362,40 @@ def test_analyze_beside_tshark_from_a_recorded_run(tmp_path):
            "time no more than tshark's in 1 of 4 rounds" in again
 
 
+def test_analyze_at_scale_keeps_the_targets_at_1g(tmp_path):
+    """A run with a 10 GB capture: the wall-time target and the history stay at 1 GB (issue 32's "done when"),
+    CPU seconds are compared with tshark's at every size but the small one, memory bounded from 1 GB to 10 GB."""
+    import analyze_bench
+
+    def tool(walls, cpus, peak):
+        return [{"wall_s": w, "cpu_s": c, "peak_rss_mb": peak, "status": 0, "load_1m": 1.0, "frames": 10}
+                for w, c in zip(walls, cpus)]
+
+    sizes = {"100k": ([3.0], [4.0], 500, [0.2], [0.2], 160), "200m": ([3.0], [5.0], 550, [1.5], [1.5], 270),
+             "1g": ([5.0], [9.0], 780, [6.0], [6.0], 750), "10g": ([50.0], [60.0], 800, [70.0], [70.0], 7000)}
+    cases = [analyze_bench.case(name, {"path": name, "port": 1, "bytes": n},
+                                {"kcodec": tool(kw, kc, kp), "tshark": tool(tw, tc, tp)})
+             for (name, (kw, kc, kp, tw, tc, tp)), n in zip(sizes.items(), (117_037, 2e8, 1e9, 1e10))]
+    run = {"format": 1, "suite": "analyze", "started": "2026-01-01T00:00:00Z", "commit": "0" * 40, "dirty": False,
+           "machine": {"node": "n", "cpu": "cpu", "cores": 2, "kernel": "6", "system": "Linux"},
+           "python": "CPython 3.11.7", "load": [1.0, 1.0, 1.0], "backend": "cython",
+           "peers": {"tshark": "4.0.17"}, "cases": cases}
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "analyze.jsonl").write_text(json.dumps(run) + "\n")
+    text = sections.render("analyze-vs-tshark", results)
+    assert "| 10g (10,000.0 MB) | tshark | 70.0 | 70.0 | 142.9 | 0 | 7,000 |" in text
+    cpu = "CPU seconds (throughput per core at least tshark's) no more than tshark's, round by round"
+    assert f"| 200m: kcodec analyze's {cpu} | 3.3× tshark's | **not met**: met in 0 of 1 round |" in text
+    assert f"| 1g: kcodec analyze's {cpu} | 1.5× tshark's | **not met**: met in 0 of 1 round |" in text
+    assert f"| 10g: kcodec analyze's {cpu} | 0.9× tshark's | met in 1 of 1 round |" in text
+    assert "| 1g: kcodec analyze's wall time no more than tshark's, round by round | 0.8× tshark's | met in 1 of 1" in text
+    assert "10g: kcodec analyze's wall time" not in text
+    assert "| kcodec analyze's peak memory at 10g within 1.5× its peak at 1g (bounded) | 800 MB against 780 MB | met |" \
+        in text
+    assert "at 1g, kcodec analyze's wall time no more than tshark's in 1 of 1 rounds, its CPU seconds in 0 of 1." in text
+
+
 def test_the_cpu_seconds_count_processes_that_outlive_their_parent(tmp_path):
     """analyze_bench.measured: a JVM or a Python worker may outlive kcodec's driver; it is counted all the same."""
     import subprocess
