@@ -232,6 +232,9 @@ def test_pass_two_tasks_follow_the_input_and_by_default_the_cores():
     assert plan.partitions(32 << 20) == 33  # the input counted once per file, not per range
     assert plan.partitions(ranges.PARTITION_BYTES, cores=2) == 2 * ranges.TASKS_PER_CORE
     assert plan.partitions(ranges.PARTITION_BYTES, cores=64) == 33
+    # beside the early child: a partition each for it and a task a core, at most
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=2, early=True) == 3
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=64, early=True) == 33
     small = ranges.Plan(lengths={"b": 100_000}, ranges=[{"path": "b", "index": 0}])
     assert small.partitions(ranges.PARTITION_BYTES, cores=2) == small.partitions() == 1
 

@@ -106,7 +106,7 @@ def _child(conn: Any, paths: list[str], scratch: str, settings: dict[str, str], 
         given = settings.get("spark.kcodec.partitionBytes")
         cores = int(settings["spark.default.parallelism"]) if settings.get("spark.default.parallelism") \
             else _cores(master)
-        n = p.partitions(ranges.size(given)) if given else p.partitions(ranges.PARTITION_BYTES, cores)
+        n = p.partitions(ranges.size(given)) if given else p.partitions(ranges.PARTITION_BYTES, cores, early=True)
         storage.remove_dir(scratch)
         spilled = [item for r in p.ranges for item in segments.spill_ranges([r], scratch=scratch, partitions=n)]
         job = tasks.job_of(p, ports, f"{scratch}/{STAGED}", frame_bytes)

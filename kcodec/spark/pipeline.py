@@ -76,13 +76,14 @@ def segment_rows(spark: SparkSession, p: ranges.Plan) -> DataFrame:
             .repartition(n, "key", "capture").sortWithinPartitions("key", "capture", "order"))
 
 
-def _partitions(spark: Spark, p: ranges.Plan) -> int:
+def _partitions(spark: Spark, p: ranges.Plan, early: bool = False) -> int:
     """Pass 2's task count: ``spark.kcodec.partitionBytes`` of input each when set; by default 32 MiB each,
-    at most two per core the job has (``ranges.Plan.partitions``)."""
+    at most two per core the job has, or one per core and one for the early child when it shares pass 2
+    (``ranges.Plan.partitions``)."""
     given = _setting(spark, "spark.kcodec.partitionBytes", 0)
     if given:
         return p.partitions(given)
-    return p.partitions(ranges.PARTITION_BYTES, spark_context(spark).defaultParallelism)
+    return p.partitions(ranges.PARTITION_BYTES, spark_context(spark).defaultParallelism, early)
 
 
 def write_tables(spark: Spark, paths: Sequence[str], tables: str,
@@ -104,7 +105,7 @@ def write_tables(spark: Spark, paths: Sequence[str], tables: str,
         parts: dict[str, list[dict[str, Any]]] = {"range": [], "reassembly": [], "rows": [], "aggregates": []}
         spilled = None
         if early is not None and not unsplit:
-            spilled = early.spilled(p, _partitions(spark, p), f"{tables}/_shuffle", job)
+            spilled = early.spilled(p, _partitions(spark, p, early=True), f"{tables}/_shuffle", job)
         for what, data in _one_pass(spark, p, job, spilled, early if spilled is not None else None):
             parts[what].append(json.loads(data))
         bad = ranges.check(parts["range"])
@@ -164,7 +165,7 @@ def _one_pass(spark: Spark, p: ranges.Plan, job: tasks.Job,
     below use Spark's shuffle.) ``spilled``: pass 1's output already there (``kcodec.spark.early``); ``early``:
     the child that wrote it, which goes on claiming pass 2's partitions beside Spark's tasks."""
     scratch = f"{job.tables}/_shuffle"
-    n = _partitions(spark, p)
+    n = _partitions(spark, p, early is not None)
     sc = spark_context(spark)
     try:
         if spilled is None:

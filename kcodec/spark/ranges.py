@@ -40,13 +40,19 @@ class Plan:
     def input_bytes(self) -> int:
         return sum(self.lengths.get(r["path"], 0) for r in self.ranges if r["index"] == 0)
 
-    def partitions(self, partition_bytes: int = PARTITION_BYTES, cores: Optional[int] = None) -> int:
+    def partitions(self, partition_bytes: int = PARTITION_BYTES, cores: Optional[int] = None,
+                   early: bool = False) -> int:
         """Pass 2's tasks: one per ``partition_bytes`` of input, at most ``TASKS_PER_CORE`` per core when
         ``cores`` is given (the default size): a pass-2 task's memory does not grow with its input (it
         streams its connections), while each task costs its own Arrow file per range of pass 1, a
-        scheduled task and a Python call, so on few cores fewer, larger tasks do the same work for less."""
+        scheduled task and a Python call, so on few cores fewer, larger tasks do the same work for less.
+        ``early``: pass 2 is shared by a task a core and the early child (``kcodec.spark.early``), so at
+        most one partition each, ``cores + 1``, and all end about together: 4 partitions on 2 cores left
+        the fourth to run alone once the three others were done (the last 10 s of a 10 GB run on one core)."""
         n = max(1, math.ceil(self.input_bytes / max(1, partition_bytes)))
-        return min(n, max(1, cores * TASKS_PER_CORE)) if cores else n
+        if not cores:
+            return n
+        return min(n, cores + 1 if early else max(1, cores * TASKS_PER_CORE))
 
 
 def listing(spark: Any, paths: list[str]) -> list[tuple[str, int]]:
