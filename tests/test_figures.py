@@ -317,15 +317,30 @@ def test_a_run_that_did_not_measure_a_target_keeps_it_unmet():
     assert sections.verdict([None], lambda x: x >= 1) == "not measured"
 
 
+def _analyze_tool(walls, cpus, peak, frames):
+    """One tool's rounds of one size, as analyze_bench.measured (and run_kcodec / run_tshark) return them."""
+    return [{"wall_s": w, "cpu_s": c, "peak_rss_mb": peak, "status": 0, "load_1m": 3.0, "frames": frames}
+            for w, c in zip(walls, cpus)]
+
+
+def _analyze_rendered(tmp_path, cases, peers=None):
+    """analyze-vs-tshark's text from one run of ``cases`` (analyze_bench.case's) in a results file of its own."""
+    run = {"format": 1, "suite": "analyze", "started": "2026-01-01T00:00:00Z", "commit": "0" * 40, "dirty": False,
+           "machine": {"node": "n", "cpu": "cpu", "cores": 2, "kernel": "6", "system": "Linux"},
+           "python": "CPython 3.11.7", "load": [1.0, 1.0, 1.0], "backend": "cython",
+           "peers": peers or {"tshark": "4.0.17"}, "cases": cases}
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    (results / "analyze.jsonl").write_text(json.dumps(run) + "\n")
+    return run, results, sections.render("analyze-vs-tshark", results)
+
+
 def test_analyze_beside_tshark_from_a_recorded_run(tmp_path):
     """benchmarks/analyze_bench.py's run shape through benchmarks/figures/analyze.py: CPU seconds beside the
     wall time, the per-round comparison with tshark, the small capture's target, memory bounded."""
     import analyze_bench
 
-    def tool(walls, cpus, peak, frames):
-        return [{"wall_s": w, "cpu_s": c, "peak_rss_mb": peak, "status": 0, "load_1m": 3.0, "frames": frames}
-                for w, c in zip(walls, cpus)]
-
+    tool = _analyze_tool
     cases = [analyze_bench.case("100k", {"path": "x", "port": 1, "bytes": 117_037},
                                 {"kcodec": tool([8.0, 9.0], [5.0, 5.5], 700, 78), "tshark": tool([0.5, 0.4], [0.2, 0.2], 160, 78)}),
              analyze_bench.case("200m", {"path": "y", "port": 1, "bytes": 209_190_376, "copies": 28},
@@ -333,14 +348,7 @@ def test_analyze_beside_tshark_from_a_recorded_run(tmp_path):
              analyze_bench.case("1g", {"path": "z", "port": 1, "bytes": 1_075_836_120, "copies": 144},
                                 {"kcodec": tool([12.0, 14.0], [5.0, 6.0], 1200, 41616),
                                  "tshark": tool([13.0, 10.0], [5.5, 5.5], 770, 41616)})]
-    run = {"format": 1, "suite": "analyze", "started": "2026-01-01T00:00:00Z", "commit": "0" * 40, "dirty": False,
-           "machine": {"node": "n", "cpu": "cpu", "cores": 2, "kernel": "6", "system": "Linux"},
-           "python": "CPython 3.11.7", "load": [1.0, 1.0, 1.0], "backend": "cython",
-           "peers": {"tshark": "4.0.17", "pyspark": "4.3.0", "java": "17"}, "cases": cases}
-    results = tmp_path / "results"
-    results.mkdir()
-    (results / "analyze.jsonl").write_text(json.dumps(run) + "\n")
-    text = sections.render("analyze-vs-tshark", results)
+    run, results, text = _analyze_rendered(tmp_path, cases, {"tshark": "4.0.17", "pyspark": "4.3.0", "java": "17"})
     assert "From 1 run of `make bench-analyze`" in text and "tshark 4.0.17" in text
     assert "| 1g (1,075.8 MB) | kcodec analyze | 13.0 (12.0-14.0) | 5.5 (5.0-6.0) | 197.2 (179.3-215.2) | " \
            "7,630 (6,936-8,323) | 1,200 |" in text
@@ -367,23 +375,12 @@ def test_analyze_at_scale_keeps_the_targets_at_1g(tmp_path):
     CPU seconds are compared with tshark's at every size but the small one, memory bounded from 1 GB to 10 GB."""
     import analyze_bench
 
-    def tool(walls, cpus, peak):
-        return [{"wall_s": w, "cpu_s": c, "peak_rss_mb": peak, "status": 0, "load_1m": 1.0, "frames": 10}
-                for w, c in zip(walls, cpus)]
-
     sizes = {"100k": ([3.0], [4.0], 500, [0.2], [0.2], 160), "200m": ([3.0], [5.0], 550, [1.5], [1.5], 270),
              "1g": ([5.0], [9.0], 780, [6.0], [6.0], 750), "10g": ([50.0], [60.0], 800, [70.0], [70.0], 7000)}
     cases = [analyze_bench.case(name, {"path": name, "port": 1, "bytes": n},
-                                {"kcodec": tool(kw, kc, kp), "tshark": tool(tw, tc, tp)})
+                                {"kcodec": _analyze_tool(kw, kc, kp, 10), "tshark": _analyze_tool(tw, tc, tp, 10)})
              for (name, (kw, kc, kp, tw, tc, tp)), n in zip(sizes.items(), (117_037, 2e8, 1e9, 1e10))]
-    run = {"format": 1, "suite": "analyze", "started": "2026-01-01T00:00:00Z", "commit": "0" * 40, "dirty": False,
-           "machine": {"node": "n", "cpu": "cpu", "cores": 2, "kernel": "6", "system": "Linux"},
-           "python": "CPython 3.11.7", "load": [1.0, 1.0, 1.0], "backend": "cython",
-           "peers": {"tshark": "4.0.17"}, "cases": cases}
-    results = tmp_path / "results"
-    results.mkdir()
-    (results / "analyze.jsonl").write_text(json.dumps(run) + "\n")
-    text = sections.render("analyze-vs-tshark", results)
+    _, _, text = _analyze_rendered(tmp_path, cases)
     assert "| 10g (10,000.0 MB) | tshark | 70.0 | 70.0 | 142.9 | 0 | 7,000 |" in text
     cpu = "CPU seconds (throughput per core at least tshark's) no more than tshark's, round by round"
     assert f"| 200m: kcodec analyze's {cpu} | 3.3× tshark's | **not met**: met in 0 of 1 round |" in text
