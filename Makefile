@@ -101,7 +101,7 @@ bench-report: $(STAMP) bench-tools
 	$(PY) benchmarks/report.py chart $(BENCH_RUN)/chart.png
 	@echo "benchmarks: a run appended to benchmarks/results/*.jsonl; figures regenerated in README.md and docs/"
 
-# `kcodec analyze` beside tshark (benchmarks/analyze_bench.py: generated 100 KB, 200 MB and 1 GB captures; wall
+# `kcodec analyze` beside tshark (benchmarks/analyze_bench.py: generated 100 KB, 200 MB, 1 GB and 10 GB captures; wall
 # time, CPU seconds of every process, peak memory): a run appended to benchmarks/results/analyze.jsonl, then
 # every figure regenerated (docs/analyze.md's table). BENCH_ANALYZE_ARGS e.g. "--rounds 3 --sizes 100k,200m".
 BENCH_ANALYZE_ARGS ?=
