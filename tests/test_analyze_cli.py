@@ -237,36 +237,42 @@ def test_the_daemon_imports_for_its_workers_what_starts_no_thread():
     assert out == ["1", "True", "[]"], out
 
 
-def test_the_daemon_imports_numpy_too_when_its_blas_runs_on_one_thread():
-    """Where PySpark gives the workers ``OMP_NUM_THREADS=1`` numpy's import starts no thread, so the daemon
-    imports it before it forks (pyarrow's import in every worker was mostly numpy's); told otherwise, or
-    told nothing, numpy is left to the workers."""
-    from kcodec.spark.daemon import single_threaded_blas
-
-    assert single_threaded_blas({"OMP_NUM_THREADS": "1"})
-    assert not single_threaded_blas({})
-    assert not single_threaded_blas({"OMP_NUM_THREADS": "2"})
-    assert not single_threaded_blas({"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "1"})  # OpenBLAS reads its own first
-    if not Path("/proc/self/task").is_dir():
-        missing("/proc/self/task (Linux), to count the daemon's threads")
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS")}
-    code = ("import os, sys\nfrom kcodec.spark.daemon import preload, PRELOAD, single_threaded_blas\n"
-            "preload(PRELOAD + (('numpy',) if single_threaded_blas() else ()))\n"
-            "print(len(os.listdir('/proc/self/task')), 'numpy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**env, "OMP_NUM_THREADS": "1"}).stdout.split()
-    assert out == ["1", "True"], out
-
-
-def test_the_daemons_workers_go_without_pandas():
-    """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (about 0.3 CPU s);
-    the daemon's workers, which never use it, find it not installed, and pyarrow works on without it."""
-    code = ("import sys\nfrom kcodec.spark.daemon import without_pandas\nwithout_pandas()\nimport pyarrow as pa\n"
+def test_the_daemons_workers_go_without_pandas_and_numpy(tmp_path):
+    """pyarrow imported pandas in every worker at its first ``pa.array`` of a list (about 0.3 CPU s), and numpy
+    in every process that imported it (0.15-0.2 CPU s); `kcodec analyze`'s processes, which never use them,
+    find them not installed, and pyarrow (arrays, Parquet) and PySpark's worker work on without them."""
+    out = tmp_path / "t.parquet"
+    code = ("import sys\nfrom kcodec.spark.daemon import go_without, preload\ngo_without()\npreload()\n"
+            "import pyarrow as pa, pyarrow.parquet as pq\n"
             "rows = pa.array([{'a': 1}, {'a': None}]).to_pylist()\n"
+            f"pq.write_table(pa.table({{'a': [1, 2]}}), {str(out)!r})\n"
+            f"back = pq.read_table({str(out)!r}).column('a').to_pylist()\n"
+            "can = []\nfor name in ('pandas', 'numpy', 'numpy.linalg'):\n"
+            "    try:\n        __import__(name)\n        can.append(name)\n    except ModuleNotFoundError:\n        pass\n"
+            "print(rows == [{'a': 1}, {'a': None}], back == [1, 2], 'pyspark.worker' in sys.modules,"
+            " [m for m in ('pandas', 'numpy') if m in sys.modules], can)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert got == ["True", "True", "True", "[]", "[]"], got
+
+
+def test_the_early_childs_modules_import_no_pyspark():
+    """`kcodec analyze`'s early child plans and runs pass 1 and pass 2 while the JVM starts, with these modules
+    only: PySpark (about 0.25 CPU s to import, on that start's critical path) is not among what they import."""
+    code = ("import sys\nfrom kcodec.spark import analyze, early, ranges, segments, storage, tasks\n"
+            "print([m for m in ('pyspark', 'py4j') if m in sys.modules])")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert got == ["[]"], got
+
+
+def test_going_without_leaves_what_is_imported_already():
+    """A package imported before ``go_without`` stays importable (a library user's numpy is not taken away),
+    and calling it twice puts one finder on the path."""
+    code = ("import sys, numpy\nfrom kcodec.spark.daemon import go_without, _Without\ngo_without()\ngo_without()\n"
+            "import numpy.linalg\n"
             "try:\n    import pandas\n    can = True\nexcept ModuleNotFoundError:\n    can = False\n"
-            "print(rows == [{'a': 1}, {'a': None}], 'pandas' in sys.modules, can)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["True", "False", "False"], out
+            "print(sum(isinstance(f, _Without) for f in sys.meta_path), can)")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert got == ["1", "False"], got
 
 
 def test_under_coverage_the_daemons_workers_save_after_each_task():

@@ -183,9 +183,9 @@ def run(args: Any) -> int:
         if archive.options:
             settings["spark.driver.extraJavaOptions"] = " ".join(
                 o for o in (settings.get("spark.driver.extraJavaOptions"), archive.options) if o)
-    from .daemon import without_pandas
+    from .daemon import go_without
 
-    without_pandas()  # the command uses none: pyarrow imported it (0.5-0.7 CPU s) to ask about its first list
+    go_without()  # the command uses neither pandas nor numpy: pyarrow and PySpark imported them (0.7-0.9 CPU s)
     early = None
     if local and not under_submit:  # plan and pass 1 in a forked child while the JVM starts: before any thread
         from . import early as early_

@@ -8,10 +8,8 @@ against 0.15 s from the installed package. Where that PySpark is installed as a 
 PySpark's own daemon; the workers it forks import the installed modules. Anywhere else the path is left as
 it is. Before the first fork the daemon imports what every worker imports and what starts no thread
 (``PRELOAD``: ``pyspark.worker`` and kcodec's decoders, about 0.2 CPU s): the workers inherit them instead of
-importing them each; so is numpy when its BLAS is told to run on one thread (``single_threaded_blas``: PySpark
-gives its workers ``OMP_NUM_THREADS``, one a task), as it then starts none: 0.2-0.35 s of every worker's
-pyarrow import was numpy's. pyarrow (which starts a thread as it is imported: jemalloc's) is imported by the
-workers after the fork, as PySpark's daemon requires. pandas is not imported at all (``without_pandas``).
+importing them each. pyarrow (which starts a thread as it is imported: jemalloc's) is imported by the
+workers after the fork, as PySpark's daemon requires. pandas and numpy are not imported at all (``go_without``).
 """
 
 from __future__ import annotations
@@ -25,20 +23,6 @@ from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.worker", "kcodec", "kcodec.messages", "kcodec.records", "kcodec.tap.pcap",
            "kcodec.tap.pcapsplit", "kcodec.tap.segments")
-# OpenBLAS (numpy's) takes the first of these that is set for its thread count, and starts that many less one
-# threads as numpy is imported
-BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-
-
-def single_threaded_blas(env: Any = os.environ) -> bool:
-    """Whether numpy's import starts no thread here: its BLAS told to run on one (what PySpark's
-    ``OMP_NUM_THREADS`` says to local workers)."""
-    for name in BLAS_THREADS:
-        if env.get(name):
-            return env[name].strip() == "1"
-    return False
-
-
 def unzipped(path: list[str]) -> list[str]:
     """``path`` without the zips of a PySpark (and its py4j) that is installed on the rest of it: the
     ``.../pyspark/python/lib/*.zip`` of the package that ``import pyspark`` finds without them."""
@@ -69,24 +53,32 @@ def preload(names: tuple[str, ...] = PRELOAD) -> None:
     gc.freeze()
 
 
-class _WithoutPandas:
-    """A finder that says pandas is not installed (``without_pandas``)."""
+UNUSED = ("pandas", "numpy")  # what `kcodec analyze`'s processes never use, yet pyarrow and PySpark imported
+
+
+class _Without:
+    """A finder that says the packages ``names`` are not installed (``go_without``)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r} (kcodec analyze's workers go without it)", name=name)
+        if name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r} (kcodec analyze goes without it)", name=name)
         return None
 
 
-def without_pandas() -> None:
-    """Make pandas not importable in the workers (and in `kcodec analyze`'s driver). They run kcodec's own
-    functions only (this daemon is `kcodec analyze`'s), none of which uses pandas, yet pyarrow imported it in
-    each worker at its first ``pa.array`` of a Python list, only to ask whether the list was a pandas object:
-    about 0.3 CPU s a worker, both cores' first task of pass 1 waiting for it. pyarrow then takes pandas for
-    not installed. (A finder, not ``sys.modules["pandas"] = None``: pyarrow's compiled import takes that None
-    for the module.)"""
-    if "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _WithoutPandas())  # type: ignore[arg-type]
+def go_without(names: tuple[str, ...] = UNUSED) -> None:
+    """Make pandas and numpy not importable in the workers and in `kcodec analyze`'s driver (and so in its
+    early child). They run kcodec's own functions only (this daemon is `kcodec analyze`'s), none of which uses
+    either, yet pyarrow imported pandas in each worker at its first ``pa.array`` of a Python list, only to ask
+    whether the list was a pandas object (about 0.3 CPU s a worker), and numpy as it is imported itself (0.15-0.2
+    CPU s in each process that imports pyarrow: the driver, its early child, this daemon). pyarrow, and
+    PySpark where it asks, then take them for not installed. (A finder, not ``sys.modules["pandas"] = None``:
+    pyarrow's compiled import takes that None for the module.) A package imported already is left importable."""
+    missing = tuple(n for n in names if n not in sys.modules)
+    if missing and not any(isinstance(f, _Without) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Without(missing))  # type: ignore[arg-type]
 
 
 def save_coverage_per_task(pyspark_daemon: Any, modules: Any = sys.modules) -> None:
@@ -123,8 +115,8 @@ def main() -> None:
         if hand_over(handover):
             return
     sys.path[:] = unzipped(sys.path)
-    preload(PRELOAD + (("numpy",) if single_threaded_blas() else ()))
-    without_pandas()
+    go_without()
+    preload()
     from pyspark import daemon
 
     save_coverage_per_task(daemon)

@@ -12,7 +12,7 @@ forwarding SIGTERM (Spark's ``destroy``; ``end`` makes sure it ends the daemon) 
 The pending daemon takes over only where it is the daemon Spark would have started: the same interpreter,
 the same module path once Spark's zips are off it (``daemon.unzipped``), and the same values of what the
 interpreter and the preloaded modules read from the environment as they start (``STARTUP``: the hash seed,
-BLAS threads, ...). Anything else (no pending daemon, one not ready within ``WAIT`` seconds, one that
+...). Anything else (no pending daemon, one not ready within ``WAIT`` seconds, one that
 declines or dies) and the shim runs the daemon itself, as before.
 """
 
@@ -32,15 +32,13 @@ import tempfile
 import threading
 from typing import Any, Optional
 
-from .daemon import BLAS_THREADS
-
 ENV = "KCODEC_DAEMON_HANDOVER"  # the pending daemon's socket, given to Spark's daemon as an executor variable
 CLAIM = "claim"  # beside the socket: made first by the driver (it starts the pending daemon) or by Spark's daemon
 WAIT = 10.0  # seconds the shim waits for a pending daemon still importing, then starts its own
 GRACE = 2.0  # seconds the taken daemon has to end after a forwarded SIGTERM before the next signal (``end``)
 # read as the interpreter starts (PYTHONxxx) or as the preloads import (pyspark's serializers, worker_util)
 _STARTUP = re.compile(r"PYTHON[A-Z]+|PYTHON_(GIL|CPU_COUNT|FROZEN_MODULES|PERF_JIT_SUPPORT)")
-STARTUP_EXTRA = BLAS_THREADS + ("PYSPARK_ENABLE_NAMEDTUPLE_PATCH", "SPARK_TESTING")
+STARTUP_EXTRA = ("PYSPARK_ENABLE_NAMEDTUPLE_PATCH", "SPARK_TESTING")
 
 
 def startup(env: dict[str, str]) -> dict[str, str]:
@@ -242,8 +240,8 @@ def serve(fd: int, parent: int) -> None:
     listener = socket.socket(fileno=fd)
     sys.path[:] = daemon.unzipped(sys.path)
     mine = _described()  # as the shim describes itself: before any import
-    daemon.preload(daemon.PRELOAD + (("numpy",) if daemon.single_threaded_blas() else ()))
-    daemon.without_pandas()
+    daemon.go_without()
+    daemon.preload()
     from pyspark import daemon as pyspark_daemon
 
     listener.settimeout(0.5)
