@@ -23,6 +23,8 @@ from importlib.machinery import PathFinder
 
 PRELOAD = ("pyspark.worker", "kcodec", "kcodec.messages", "kcodec.records", "kcodec.tap.pcap",
            "kcodec.tap.pcapsplit", "kcodec.tap.segments")
+
+
 def unzipped(path: list[str]) -> list[str]:
     """``path`` without the zips of a PySpark (and its py4j) that is installed on the rest of it: the
     ``.../pyspark/python/lib/*.zip`` of the package that ``import pyspark`` finds without them."""

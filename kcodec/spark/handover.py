@@ -12,8 +12,8 @@ forwarding SIGTERM (Spark's ``destroy``; ``end`` makes sure it ends the daemon) 
 The pending daemon takes over only where it is the daemon Spark would have started: the same interpreter,
 the same module path once Spark's zips are off it (``daemon.unzipped``), and the same values of what the
 interpreter and the preloaded modules read from the environment as they start (``STARTUP``: the hash seed,
-...). Anything else (no pending daemon, one not ready within ``WAIT`` seconds, one that
-declines or dies) and the shim runs the daemon itself, as before.
+PySpark's namedtuple patch, ...). Anything else (no pending daemon, one not ready within ``WAIT`` seconds, one
+that declines or dies) and the shim runs the daemon itself, as before.
 """
 
 from __future__ import annotations
