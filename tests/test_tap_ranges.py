@@ -233,7 +233,13 @@ def test_pass_two_tasks_follow_the_input_and_by_default_the_cores():
     assert plan.partitions(ranges.PARTITION_BYTES, cores=2) == 2 * ranges.TASKS_PER_CORE
     assert plan.partitions(ranges.PARTITION_BYTES, cores=64) == 33
     # beside the early child: a partition each for it and a task a core, at most
-    assert plan.partitions(ranges.PARTITION_BYTES, cores=2, early=True) == 3
+    big = ranges.Plan(lengths={"a": 4 << 30}, ranges=[{"path": "a", "index": 0}])
+    assert big.input_bytes >= ranges.EARLY_AHEAD_BYTES
+    assert big.partitions(ranges.PARTITION_BYTES, cores=2, early=True) == 3
+    assert big.partitions(ranges.PARTITION_BYTES, cores=64, early=True) == 65
+    # and one more where the child is through pass 1 before the tasks come
+    assert plan.input_bytes < ranges.EARLY_AHEAD_BYTES
+    assert plan.partitions(ranges.PARTITION_BYTES, cores=2, early=True) == 4
     assert plan.partitions(ranges.PARTITION_BYTES, cores=64, early=True) == 33
     small = ranges.Plan(lengths={"b": 100_000}, ranges=[{"path": "b", "index": 0}])
     assert small.partitions(ranges.PARTITION_BYTES, cores=2) == small.partitions() == 1

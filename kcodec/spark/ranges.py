@@ -25,7 +25,7 @@ from kcodec.tap import capture
 from kcodec.tap.frames import kind_of
 
 from . import captures
-from .sizes import PARTITION_BYTES, SPLIT_BYTES, TASKS_PER_CORE, size  # noqa: F401 (kept here too)
+from .sizes import EARLY_AHEAD_BYTES, PARTITION_BYTES, SPLIT_BYTES, TASKS_PER_CORE, size  # noqa: F401 (kept here too)
 
 @dataclass
 class Plan:
@@ -48,11 +48,15 @@ class Plan:
         scheduled task and a Python call, so on few cores fewer, larger tasks do the same work for less.
         ``early``: pass 2 is shared by a task a core and the early child (``kcodec.spark.early``), so at
         most one partition each, ``cores + 1``, and all end about together: 4 partitions on 2 cores left
-        the fourth to run alone once the three others were done (the last 10 s of a 10 GB run on one core)."""
+        the fourth to run alone once the three others were done (the last 10 s of a 10 GB run on one core).
+        Below ``EARLY_AHEAD_BYTES`` the child is through pass 1 and into pass 2 before the tasks come, and
+        one partition more (``cores + 2``) leaves them less to wait for at the end."""
         n = max(1, math.ceil(self.input_bytes / max(1, partition_bytes)))
         if not cores:
             return n
-        return min(n, cores + 1 if early else max(1, cores * TASKS_PER_CORE))
+        if early:
+            return min(n, cores + (2 if self.input_bytes < EARLY_AHEAD_BYTES else 1))
+        return min(n, max(1, cores * TASKS_PER_CORE))
 
 
 def listing(spark: Any, paths: list[str]) -> list[tuple[str, int]]:
