@@ -29,13 +29,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.checkout)
     # The Go suites, started at the session's start (test_interop_go.py's EarlyStart), take ~3 minutes, mostly
     # timers: their tests come last, so that the session does not sit idle waiting for them (CI's 40 minutes).
-    go = [item for item in items if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
-    if go:
-        items[:] = [item for item in items if item not in go] + go
+    items.sort(key=_is_go_suite)  # stable: the rest keep their order
+
+
+def _is_go_suite(item: pytest.Item) -> bool:
+    return getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"
 
 
 def _go_suites(session: pytest.Session) -> list[pytest.Item]:
-    return [item for item in session.items if getattr(item, "originalname", "") == "test_suite_against_kcodec_broker"]
+    return [item for item in session.items if _is_go_suite(item)]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
