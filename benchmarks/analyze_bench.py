@@ -198,6 +198,17 @@ def versions() -> dict[str, str]:
     return out
 
 
+def bytecode() -> None:
+    """kcodec's modules compiled to bytecode, as pip compiles an installed package's: the checkout's are not when
+    PYTHONDONTWRITEBYTECODE is set (as on this project's machines), and every process of the command would then
+    compile the modules it imports, run after run (~0.1 CPU s a run at 100 KB), which no installed kcodec pays."""
+    import compileall
+
+    import kcodec
+
+    compileall.compile_dir(os.path.dirname(kcodec.__file__), quiet=1)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=2, help="runs of each tool on each size (alternating)")
@@ -209,6 +220,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from kcodec.spark.ranges import size
 
     subreaper()
+    bytecode()
     work = args.work or Path(tempfile.mkdtemp(prefix="kcodec-analyze-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     head = store.describe()  # commit, machine and load before the captures are recorded and measured

@@ -114,6 +114,36 @@ def targets(kept: list[dict]) -> list[str]:
     return rows
 
 
+def _median(kept: list[dict], size: str, tool: str) -> Optional[float]:
+    cpus = _all(kept, size, tool, "cpu_s")
+    return statistics.median(cpus) if cpus else None
+
+
+def per_gb(kept: list[dict]) -> str:
+    """What each further GB costs each tool (the CPU medians of consecutive sizes), beside kcodec analyze's start
+    (its CPU on the small capture): the part of its CPU that does not grow with the input."""
+    sizes = _sizes(kept)
+    small, large = sizes[0], sizes[1:]
+    steps = []
+    for a, b in zip(large, large[1:]):
+        gb = (_bytes(kept, b) - _bytes(kept, a)) / 1e9
+        cost = {t: (mb - ma) / gb for t in TOOLS if (ma := _median(kept, a, t)) is not None
+                and (mb := _median(kept, b, t)) is not None}
+        if len(cost) == len(TOOLS):
+            steps.append(f"from {a} to {b} {cost['kcodec']:.1f} against {cost['tshark']:.1f}")
+    start, first = _median(kept, small, "kcodec"), _median(kept, large[0], "tshark") if large else None
+    if not steps or start is None or not first:
+        return ""
+    above = [(size, k - t) for size in large if (k := _median(kept, size, "kcodec")) is not None
+             and (t := _median(kept, size, "tshark")) is not None and k > t]
+    gap = (" Its CPU is above tshark's by " + ", ".join(f"{d:.1f} s at {size}" for size, d in above) + "."
+           if above else "")
+    return (f"Each further GB of capture costs kcodec analyze and tshark (CPU s a GB, from the medians above) "
+            f"{'; '.join(steps)}. What does not grow with the input, kcodec analyze's CPU on the {small} capture "
+            f"({start:.1f} s: Spark's JVM starting, the Python processes' imports, the tables and the report "
+            f"written), is {start / first:.1f}× tshark's CPU on the whole {large[0]} capture.{gap}")
+
+
 def current(every: list[dict]) -> list[dict]:
     """The runs of the code and machine last measured: the last run's commit (and tree state), CPU and cores.
     (Runs of older code, or of another machine, are not figures of this code: they are in ``history``.)"""
@@ -150,4 +180,6 @@ def analyze_vs_tshark(runs: dict[str, list[dict]]) -> str:
             "and system time of the tool and every process it started (for kcodec: its Python driver, the JVM, the "
             "Python workers); peak memory is their summed resident memory. Figures: median (min-max) over every "
             "round of these runs, those of the last commit measured on this machine.")
-    return "\n".join([head, "", *table(kept), "", *targets(kept), "", history(every, kept)])
+    marginal = per_gb(kept)
+    return "\n".join([head, "", *table(kept), "", *([marginal, ""] if marginal else []), *targets(kept), "",
+                      history(every, kept)])
