@@ -19,7 +19,10 @@ measured for:
   ignores SIGCHLD (PySpark's daemon, whose children are the Python workers) are reaped by the kernel, their
   CPU time lost to getrusage, so theirs is sampled from /proc every 100 ms (``Sampler``); on a shared
   machine the CPU seconds move far less than the wall time;
-- peak memory: the summed resident memory of the process tree, sampled every 100 ms.
+- peak memory: the summed resident memory of the process tree, sampled every 100 ms; and each process's own
+  peak (the kernel's high-water mark, ``VmHWM``), the largest of each kind kept (``process_peak_mb``: the
+  command (kcodec's driver), its forks, the JVMs, Spark's Python workers), which is what issue 32 bounds ("peak memory of driver
+  and each executor independent of the file's size").
 
 One unmeasured `kcodec analyze` of the small capture comes first, so that the runs measured start as a
 user's second run does (from Spark's class archive, kcodec.spark.jvm). Not a test: nothing here asserts a
@@ -65,6 +68,8 @@ class Sampler:
         self.proc = psutil.Process(pid)
         self.peak = 0
         self.unreaped: dict[int, float] = {}
+        self.kinds: dict[int, str] = {}
+        self.own_peaks: dict[int, int] = {}  # each process's high-water mark (bytes), as last sampled
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -81,6 +86,9 @@ class Sampler:
             for p in procs:
                 try:
                     total += p.memory_info().rss
+                    if self.kinds.get(p.pid, "other") == "other":  # (Spark's scripts exec their JVM)
+                        self.kinds[p.pid] = _kind(p, self.proc)
+                    self.own_peaks[p.pid] = _high_water(p.pid) or self.own_peaks.get(p.pid, 0)
                     if p is not self.proc and _ignores_sigchld(p.ppid()):
                         t = p.cpu_times()
                         self.unreaped[p.pid] = t.user + t.system + t.children_user + t.children_system
@@ -88,12 +96,51 @@ class Sampler:
                     pass
             self.peak = max(self.peak, total)
 
+    def process_peaks(self) -> dict[str, int]:
+        """The largest own peak (MB) of each kind of process in the tree."""
+        out: dict[str, int] = {}
+        for pid, peak in self.own_peaks.items():
+            kind = self.kinds[pid]
+            out[kind] = max(out.get(kind, 0), round(peak / 1e6))
+        return out
+
     def stop(self, reaped: set[int]) -> tuple[int, float]:
         """(peak resident bytes, CPU seconds of the descendants the kernel reaped by itself): those left to
         this subreaper after all (``reaped``, their parent gone first) are counted by getrusage instead."""
         self._stop.set()
         self._t.join()
         return self.peak, sum(cpu for pid, cpu in self.unreaped.items() if pid not in reaped)
+
+
+def _high_water(pid: int) -> int:
+    """A process's peak resident memory so far (bytes; ``VmHWM``), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _kind(p: Any, root: Any) -> str:
+    """What a process of the tree is: the command itself ("command": kcodec's driver), a fork of it ("command
+    fork": kcodec's early child), a JVM, one of Spark's Python workers (PySpark's daemon and its forks), or
+    another process."""
+    try:
+        if p.pid == root.pid:
+            return "command"
+        name, cmdline = p.name(), p.cmdline()
+        if name == "java" or (cmdline and os.path.basename(cmdline[0]) == "java"):
+            return "JVM"
+        if "kcodec.spark.daemon" in cmdline or "pyspark.daemon" in cmdline:
+            return "worker"
+        if p.ppid() == root.pid and cmdline == root.cmdline():
+            return "command fork"
+    except Exception:  # gone meanwhile (psutil.Error), or its cmdline unreadable
+        pass
+    return "other"
 
 
 def _ignores_sigchld(pid: int) -> bool:
@@ -135,12 +182,13 @@ def measured(cmd: list[str], env: dict[str, str], stdout: Any) -> dict[str, Any]
     _, err = proc.communicate()
     wall = time.perf_counter() - t0
     peak, unreaped = sampler.stop(_reap_all())
+    peaks = sampler.process_peaks()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + unreaped
     if proc.returncode:
         print(err[-3000:], file=sys.stderr)
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "peak_rss_mb": round(peak / 1e6),
-            "status": proc.returncode, "load_1m": round(os.getloadavg()[0], 2)}
+            "process_peak_mb": peaks, "status": proc.returncode, "load_1m": round(os.getloadavg()[0], 2)}
 
 
 def run_kcodec(capture: Path, work: Path) -> dict[str, Any]:
@@ -175,7 +223,9 @@ def case(name: str, capture: dict[str, Any], runs: dict[str, list[dict[str, Any]
         if not ok:
             continue
         impls[tool] = store.stats([r["wall_s"] for r in ok], "s", cpu_s=[r["cpu_s"] for r in ok],
-                                  peak_rss_mb=[r["peak_rss_mb"] for r in ok], load_1m=[r["load_1m"] for r in ok],
+                                  peak_rss_mb=[r["peak_rss_mb"] for r in ok],
+                                  process_peak_mb=[r.get("process_peak_mb", {}) for r in ok],
+                                  load_1m=[r["load_1m"] for r in ok],
                                   frames=ok[0].get("frames"), failed=len(mine) - len(ok))
     params = {k: v for k, v in capture.items() if k != "path"}
     return {"id": f"analyze[{name}]", "params": {"size": name, **params}, "bytes": capture["bytes"], "impls": impls}
