@@ -28,3 +28,11 @@ python3 -m venv "$out/venv"
 # One command: kcodec-broker's kcodec==<version> is the wheel under test, not an index's.
 "$out/venv/bin/python" -m pip install -q "${wheel}[test]" "$broker_wheel"
 "$out/venv/bin/python" .ci/test_wheel.py --both
+# docs/analyze.md's other way onto a cluster: a venv holding the wheel (what the executors import), packed by
+# venv-pack and shipped with --archives to a standalone cluster (tests/test_spark_cluster.py, run from the checkout,
+# whose driver submits it; the workers' own Python lacks kcodec).
+python3 -m venv "$out/executors"
+"$out/executors/bin/python" -m pip install -q "${wheel}[compression,tap]" pyarrow
+"$PY" -m venv_pack -q -p "$out/executors" -o "$out/kcodec-env.tar.gz"
+KCODEC_PACKED_ENV="$out/kcodec-env.tar.gz" "$PY" -m pytest -q -p no:cacheprovider -m spark tests/test_spark_cluster.py \
+  -k packed ${KCODEC_JUNIT_DIR:+--junitxml=$KCODEC_JUNIT_DIR/wheel-packed.xml}

@@ -1,9 +1,11 @@
 """The cluster path as docs/analyze.md documents it: a standalone Spark master and two workers on 127.0.0.1,
 started from the pip-installed PySpark, and `kcodec analyze` submitted with spark-submit
-(``kcodec/spark/submit.py``, the workers' Python named by ``spark.pyspark.python``, kcodec installed in
-it). The executors must have run on the workers, not in local mode, and the tables must equal a local
-run's row for row. Spark's INFO lines stay off the console. It runs once, in the checkout run
-(.ci/test_wheel.py leaves it out of the wheel runs)."""
+(``kcodec/spark/submit.py``), kcodec reaching the executors either way the page gives: installed in the
+workers' Python, named by ``spark.pyspark.python``, or in a venv packed with venv-pack and shipped with
+``--archives`` (KCODEC_PACKED_ENV: .ci/wheel.sh packs one with the wheel it built). The executors must have
+run on the workers, not in local mode, and the tables must equal a local run's row for row. Spark's INFO
+lines stay off the console. It runs once, in the checkout run (.ci/test_wheel.py leaves it out of the wheel
+runs); the packed environment's test, in .ci/wheel.sh."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import pytest
 
@@ -32,9 +34,13 @@ def _spark_bin(name: str) -> str:
     return str(Path(pyspark.__file__).parent / "bin" / name)
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1")
+PACKED_ENV = os.environ.get("KCODEC_PACKED_ENV")  # venv-pack's archive of a venv with kcodec's wheel installed
+
+
+def _env(python: str = sys.executable) -> dict[str, str]:
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=python, SPARK_NO_DAEMONIZE="1")
     env.pop("PYSPARK_GATEWAY_PORT", None)
+    env.pop("PYTHONPATH", None)  # the executors' kcodec comes from their Python, nothing else
     return env
 
 
@@ -51,8 +57,9 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 90.0) -> None
 
 
 @contextlib.contextmanager
-def cluster(base: Path) -> Iterator[tuple[str, list[Path], Path]]:
-    """A standalone master and two 1-core workers, each its own JVM, stopped by PID at the end."""
+def cluster(base: Path, python: str = sys.executable) -> Iterator[tuple[str, list[Path], Path]]:
+    """A standalone master and two 1-core workers, each its own JVM, stopped by PID at the end; ``python``: the
+    workers' own Python (PYSPARK_PYTHON)."""
     base.mkdir(parents=True)
     port = ku.free_port()
     procs: list[subprocess.Popen] = []
@@ -74,7 +81,7 @@ def cluster(base: Path) -> Iterator[tuple[str, list[Path], Path]]:
             procs.append(subprocess.Popen(
                 [_spark_bin("spark-class"), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
                  "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--work-dir", str(work),
-                 "--webui-port", str(ku.free_port())], env=_env(), stdout=log, stderr=subprocess.STDOUT))
+                 "--webui-port", str(ku.free_port())], env=_env(python), stdout=log, stderr=subprocess.STDOUT))
             workers.append(work)
         deadline = time.monotonic() + 90
         while sum("Successfully registered with master" in (base / f"worker-{i}.log").read_text() for i in range(2)) < 2:
@@ -100,12 +107,31 @@ def test_submitted_to_a_standalone_cluster(captures, spark, tmp_path):  # noqa: 
         _submitted(master, workers, captures, spark, tmp_path)
 
 
-def _submitted(master: str, workers: list[Path], captures: list[str], spark, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.skipif(not PACKED_ENV, reason="KCODEC_PACKED_ENV names no packed venv (.ci/wheel.sh packs one)")
+def test_submitted_with_a_packed_environment(captures, spark, tmp_path):  # noqa: F811
+    """docs/analyze.md's other way: the workers' own Python lacks kcodec; a venv with the wheel, packed by
+    venv-pack, goes with ``--archives ...#environment``, the executors run its Python
+    (``spark.pyspark.python=./environment/bin/python``, a path only the unpacked archive gives), the driver
+    the submitter's (``spark.pyspark.driver.python``)."""
+    bare = getattr(sys, "_base_executable", sys.executable)
+    lacks = subprocess.run([bare, "-c", "import kcodec"], capture_output=True, env=_env(bare), cwd=tmp_path)
+    assert lacks.returncode != 0, "the workers' own Python must lack kcodec"
+    with cluster(tmp_path / "cluster", python=bare) as (master, workers, _):
+        _submitted(master, workers, captures, spark, tmp_path, python="./environment/bin/python",
+                   extra=["--archives", f"{PACKED_ENV}#environment",
+                          "--conf", f"spark.pyspark.driver.python={sys.executable}"])
+        for w in workers:  # each executor unpacked the archive in its working directory
+            (app,) = [p for p in w.iterdir() if p.name.startswith("app-")]
+            assert list(app.glob("*/environment/lib/python*/site-packages/kcodec/spark/tasks.py")), app
+
+
+def _submitted(master: str, workers: list[Path], captures: list[str], spark, tmp_path: Path,  # noqa: F811
+               python: str = sys.executable, extra: Sequence[str] = ()) -> None:
     from kcodec.spark import pipeline
     events = tmp_path / "events"
     events.mkdir()
     out = tmp_path / "report"
-    cmd = [_spark_bin("spark-submit"), "--master", master, "--conf", f"spark.pyspark.python={sys.executable}",
+    cmd = [_spark_bin("spark-submit"), "--master", master, "--conf", f"spark.pyspark.python={python}", *extra,
            "--conf", "spark.executor.memory=512m", "--conf", "spark.eventLog.enabled=true",
            "--conf", "spark.eventLog.compress=false", "--conf", "spark.eventLog.rolling.enabled=false",
            "--conf", f"spark.eventLog.dir={events.as_uri()}", "--conf", "spark.kcodec.splitBytes=16k",
