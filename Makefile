@@ -160,6 +160,9 @@ $(STAMP): pyproject.toml setup.py broker/pyproject.toml $(wildcard kcodec/*/*.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]' -e ./broker
+	@# bytecode for the checkout's modules, as pip writes it for an installed package: where PYTHONDONTWRITEBYTECODE
+	@# is set (as on this project's machines) every process the tests and the main job start compiled them again
+	$(PY) -m compileall -q kcodec broker/kcodec_broker >/dev/null
 	touch $(STAMP)
 
 $(JS_STAMP): tests/interop/js/package.json tests/interop/js/package-lock.json
