@@ -43,6 +43,9 @@ def test_allowed_skips_are_few_and_name_real_tests():
     for test_id, why in CI_ALLOWED_SKIPS.items():
         assert len(why) > 20, f"{test_id}: say why it may skip in CI"
         path, _, name = test_id.partition("::")
+        if not (REPO / path).exists():  # the wheel runs' copy of tests/ (no kcodec/ beside it) lacks the
+            assert not (REPO / "kcodec").is_dir(), f"{test_id}: no such file"  # checkout-only ones (.ci/test_wheel.py)
+            continue
         source = (REPO / path).read_text()
         assert f"def {name.split('[')[0]}(" in source, f"{test_id} names no test"
 
