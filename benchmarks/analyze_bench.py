@@ -21,8 +21,8 @@ measured for:
   machine the CPU seconds move far less than the wall time;
 - peak memory: the summed resident memory of the process tree, sampled every 100 ms; and each process's own
   peak (the kernel's high-water mark, ``VmHWM``), the largest of each kind kept (``process_peak_mb``: the
-  command (kcodec's driver), its forks, the JVMs, Spark's Python workers), which is what issue 32 bounds ("peak memory of driver
-  and each executor independent of the file's size").
+  command (kcodec's driver), its forks, the JVMs, Spark's Python workers), which is what issue 32 bounds
+  ("peak memory of driver and each executor independent of the file's size").
 
 One unmeasured `kcodec analyze` of the small capture comes first, so that the runs measured start as a
 user's second run does (from Spark's class archive, kcodec.spark.jvm). Not a test: nothing here asserts a
@@ -249,9 +249,10 @@ def versions() -> dict[str, str]:
 
 
 def bytecode() -> None:
-    """kcodec's modules compiled to bytecode, as pip compiles an installed package's: the checkout's are not when
-    PYTHONDONTWRITEBYTECODE is set (as on this project's machines), and every process of the command would then
-    compile the modules it imports, run after run (~0.1 CPU s a run at 100 KB), which no installed kcodec pays."""
+    """kcodec's modules compiled to bytecode, as pip compiles an installed package's: where PYTHONDONTWRITEBYTECODE
+    is set (as on this project's machines) a module edited since `make` compiled the checkout is not written again,
+    and every process of the command would compile it, run after run (~0.1 CPU s a run at 100 KB for all of them),
+    which no installed kcodec pays."""
     import compileall
 
     import kcodec
