@@ -190,12 +190,17 @@ def test_requests_without_an_answer_are_sent_again_on_a_new_connection_until_the
             async with Client(fake.address, request_timeout=0.2, **FAST) as c:
                 with pytest.raises(CallTimeoutError) as e:
                     await c.list_topics(timeout=1.0)
-            assert isinstance(e.value.last, RequestTimeoutError) and e.value.attempts >= 2
+            last = e.value.last
+            # the deadline may also end the last attempt while it reconnects (a loaded machine): that one sent nothing
+            cut_reconnecting = isinstance(last, KafkaConnectionError) and "within the call's deadline" in str(last)
+            assert isinstance(last, RequestTimeoutError) or cut_reconnecting, repr(last)
+            sent = e.value.attempts - cut_reconnecting
+            assert sent >= 2
             unanswered = [call for call in fake.calls
                           if call.api_key == 3 and call.body(MetadataRequest).topics is None]
-            assert len(unanswered) == e.value.attempts
+            assert len(unanswered) == sent
             # each timed-out attempt closes its connection (it may be half-open): the next reconnects
-            assert fake.connections >= e.value.attempts - 1 and fake.connections >= 2
+            assert fake.connections >= sent - 1 and fake.connections >= 2
     run(main())
 
 
